@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Streams are the command's standard streams.
+type Streams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+}
+
+// Exit codes (DESIGN.md contract).
+const (
+	ExitOK     = 0
+	ExitBroken = 1
+	ExitUsage  = 2
+)
+
+// ExitError carries an exit code without a message: the report already said everything.
+type ExitError struct{ Code int }
+
+func (e *ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
+
+// Version is set at build time with -ldflags "-X github.com/pullpath/pullpath/internal/cli.Version=…".
+var Version = "dev"
+
+// Main runs pullpath with the process's streams and returns the exit code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Code(Run(ctx, Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, args), os.Stderr)
+}
+
+// Code maps Run's error to an exit code, printing real errors on errOut.
+func Code(err error, errOut io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	fmt.Fprintf(errOut, "pullpath: %v\n", err)
+	return ExitUsage
+}
+
+// Run executes the command line args.
+func Run(ctx context.Context, s Streams, args []string) error {
+	cmd := NewRootCmd(s)
+	cmd.SetArgs(args)
+	return cmd.ExecuteContext(ctx)
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "pullpath",
+		Short: "Explain why a node cannot pull an image, and prove when it can",
+		Long: `pullpath walks the image pull path the way the node's container runtime does:
+the node's resolver, its routes, every endpoint the pull touches (registry API,
+token realm, blob redirect host), TLS as the runtime trusts it, identity, and a
+complete download of every layer. It names the layer that broke, on which host,
+with the evidence, and who owns the fix.
+
+Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl pullpath"}
+	}
+	root.SetIn(s.In)
+	root.SetOut(s.Out)
+	root.SetErr(s.ErrOut)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())
+	})
+	root.AddCommand(newProbeCmd(s), newDemoCmd(s), newVersionCmd(s))
+	return root
+}
+
+func newVersionCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := fmt.Fprintln(s.Out, "pullpath", Version)
+			return err
+		},
+	}
+}

@@ -1,0 +1,238 @@
+// Package creds finds the pull credentials for a registry: explicit flags, a Kubernetes pull
+// secret file, or the docker config and its credential helpers.
+package creds
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"sigs.k8s.io/yaml"
+)
+
+// Credential is what the probe presents. It is never printed; String shows only its source.
+type Credential struct {
+	Username      string
+	Password      string
+	IdentityToken string // OAuth2 refresh token (ACR, docker login with identity tokens)
+	RegistryToken string // a bearer token to send as is
+	Source        string // "--username", "pull secret x.yaml (key myreg.io)", "docker config", "anonymous"
+}
+
+// Anonymous reports whether there is nothing to present.
+func (c Credential) Anonymous() bool {
+	return c.Username == "" && c.Password == "" && c.IdentityToken == "" && c.RegistryToken == ""
+}
+
+// String never shows the secret.
+func (c Credential) String() string {
+	if c.Anonymous() {
+		return "anonymous"
+	}
+	if c.Username != "" {
+		return fmt.Sprintf("user %q from %s", c.Username, c.Source)
+	}
+	return "token from " + c.Source
+}
+
+// GoString keeps %#v from printing the secret too.
+func (c Credential) GoString() string { return "creds.Credential{" + c.String() + "}" }
+
+type dockerEntry struct {
+	Username      string `json:"username"`
+	Password      string `json:"password"`
+	Auth          string `json:"auth"`
+	IdentityToken string `json:"identitytoken"`
+	RegistryToken string `json:"registrytoken"`
+}
+
+// maxSecretFile caps a pull secret file.
+const maxSecretFile = 4 << 20
+
+// FromPullSecretFile reads a kubernetes.io/dockerconfigjson Secret (YAML or JSON; data or stringData)
+// or a bare config.json, and returns the entry that matches registry as the kubelet matches it
+// (exact host[:port], then wildcards like *.azurecr.io). No match is an error naming the keys.
+func FromPullSecretFile(file, registry string) (Credential, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return Credential{}, fmt.Errorf("pull secret: %w", err)
+	}
+	if len(b) > maxSecretFile {
+		return Credential{}, fmt.Errorf("pull secret %s: larger than %d bytes", file, maxSecretFile)
+	}
+	auths, err := parsePullSecret(b)
+	if err != nil {
+		return Credential{}, fmt.Errorf("pull secret %s: %w", file, err)
+	}
+	key, e, ok := match(auths, registry)
+	if !ok {
+		keys := make([]string, 0, len(auths))
+		for k := range auths {
+			keys = append(keys, k)
+		}
+		return Credential{}, fmt.Errorf("pull secret %s has no entry for %s (it has: %s)", file, registry, strings.Join(keys, ", "))
+	}
+	c, err := e.credential()
+	if err != nil {
+		return Credential{}, fmt.Errorf("pull secret %s, entry %s: %w", file, key, err)
+	}
+	c.Source = fmt.Sprintf("pull secret %s (entry %s)", file, key)
+	return c, nil
+}
+
+func parsePullSecret(b []byte) (map[string]dockerEntry, error) {
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("neither YAML nor JSON: %v", err)
+	}
+	var doc struct {
+		Kind       string                 `json:"kind"`
+		Type       string                 `json:"type"`
+		Data       map[string]string      `json:"data"`
+		StringData map[string]string      `json:"stringData"`
+		Auths      map[string]dockerEntry `json:"auths"`
+	}
+	if err := json.Unmarshal(j, &doc); err != nil {
+		return nil, fmt.Errorf("not a Secret or docker config: %v", err)
+	}
+	if doc.Auths != nil {
+		return doc.Auths, nil
+	}
+	if doc.Kind != "" && doc.Kind != "Secret" {
+		return nil, fmt.Errorf("kind %q is not a Secret", doc.Kind)
+	}
+	var cfg []byte
+	switch {
+	case doc.StringData[".dockerconfigjson"] != "":
+		cfg = []byte(doc.StringData[".dockerconfigjson"])
+	case doc.Data[".dockerconfigjson"] != "":
+		cfg, err = base64.StdEncoding.DecodeString(doc.Data[".dockerconfigjson"])
+		if err != nil {
+			return nil, fmt.Errorf("data[.dockerconfigjson] is not base64")
+		}
+	case doc.Data[".dockercfg"] != "":
+		// legacy kubernetes.io/dockercfg: the auths map without the wrapper
+		raw, err := base64.StdEncoding.DecodeString(doc.Data[".dockercfg"])
+		if err != nil {
+			return nil, fmt.Errorf("data[.dockercfg] is not base64")
+		}
+		var m map[string]dockerEntry
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf(".dockercfg is not JSON")
+		}
+		return m, nil
+	default:
+		return nil, fmt.Errorf("no .dockerconfigjson in data or stringData (type %q)", doc.Type)
+	}
+	var dc struct {
+		Auths map[string]dockerEntry `json:"auths"`
+	}
+	if err := json.Unmarshal(cfg, &dc); err != nil {
+		return nil, fmt.Errorf(".dockerconfigjson is not JSON")
+	}
+	if len(dc.Auths) == 0 {
+		return nil, fmt.Errorf(".dockerconfigjson has no auths")
+	}
+	return dc.Auths, nil
+}
+
+func (e dockerEntry) credential() (Credential, error) {
+	c := Credential{Username: e.Username, Password: e.Password, IdentityToken: e.IdentityToken, RegistryToken: e.RegistryToken}
+	if e.Auth != "" && c.Username == "" {
+		raw, err := base64.StdEncoding.DecodeString(e.Auth)
+		if err != nil {
+			return Credential{}, fmt.Errorf("auth is not base64")
+		}
+		u, p, ok := strings.Cut(string(raw), ":")
+		if !ok {
+			return Credential{}, fmt.Errorf("auth is not user:password")
+		}
+		c.Username, c.Password = u, p
+	}
+	if c.Anonymous() {
+		return Credential{}, fmt.Errorf("entry has no username, password, auth or token")
+	}
+	return c, nil
+}
+
+// normalizeKey turns "https://index.docker.io/v1/" or "myreg.io:5000/path" into a host[:port].
+func normalizeKey(k string) string {
+	k = strings.TrimSpace(strings.ToLower(k))
+	if strings.Contains(k, "://") {
+		if u, err := url.Parse(k); err == nil {
+			k = u.Host
+		}
+	}
+	k, _, _ = strings.Cut(k, "/")
+	switch k {
+	case "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com":
+		return "docker.io"
+	}
+	return k
+}
+
+// match finds the entry for registry: exact key first, then kubelet-style globs.
+func match(auths map[string]dockerEntry, registry string) (string, dockerEntry, bool) {
+	reg := normalizeKey(registry)
+	for k, e := range auths {
+		if normalizeKey(k) == reg {
+			return k, e, true
+		}
+	}
+	for k, e := range auths {
+		if globMatch(normalizeKey(k), reg) {
+			return k, e, true
+		}
+	}
+	return "", dockerEntry{}, false
+}
+
+// globMatch matches label by label, as the kubelet's credential keyring does.
+func globMatch(pattern, host string) bool {
+	if !strings.Contains(pattern, "*") {
+		return false
+	}
+	pp, hp := strings.Split(pattern, "."), strings.Split(host, ".")
+	if len(pp) != len(hp) {
+		return false
+	}
+	for i := range pp {
+		if ok, err := path.Match(pp[i], hp[i]); err != nil || !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// FromKeychain asks the docker config ($DOCKER_CONFIG or ~/.docker/config.json) and its
+// credential helpers, through go-containerregistry's default keychain. No entry is anonymous.
+func FromKeychain(registry string) (Credential, error) {
+	reg, err := name.NewRegistry(registry)
+	if err != nil {
+		return Credential{}, fmt.Errorf("registry %q: %v", registry, err)
+	}
+	a, err := authn.DefaultKeychain.Resolve(reg)
+	if err != nil {
+		return Credential{}, fmt.Errorf("docker config: %w", err)
+	}
+	cfg, err := a.Authorization()
+	if err != nil {
+		return Credential{}, fmt.Errorf("docker config credential for %s: %w", registry, err)
+	}
+	c := Credential{Username: cfg.Username, Password: cfg.Password, IdentityToken: cfg.IdentityToken, RegistryToken: cfg.RegistryToken, Source: "docker config"}
+	if cfg.Auth != "" && c.Username == "" {
+		if raw, err := base64.StdEncoding.DecodeString(cfg.Auth); err == nil {
+			c.Username, c.Password, _ = strings.Cut(string(raw), ":")
+		}
+	}
+	if c.Anonymous() {
+		c.Source = "anonymous (no docker config entry)"
+	}
+	return c, nil
+}

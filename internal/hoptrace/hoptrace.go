@@ -1,0 +1,163 @@
+package hoptrace
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"net/url"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// Hop is one round trip in progress. The dialer and the trace hooks fill it; the caller reads it
+// after RoundTrip returns to classify a failure by the phase it reached.
+type Hop struct {
+	mu       sync.Mutex
+	Role     report.Role
+	Method   string
+	URL      string // redacted
+	Host     string // host:port
+	Phase    report.Layer
+	Dials    []report.Dial
+	Addr     string // the address of the connection used
+	TLSStart bool
+	TLSState *tls.ConnectionState
+	TLSErr   error
+	Status   int
+	Err      error
+	Start    time.Time
+	Duration time.Duration
+}
+
+// SetPhase records the layer the round trip has reached.
+func (h *Hop) SetPhase(l report.Layer) { h.mu.Lock(); h.Phase = l; h.mu.Unlock() }
+
+// AddDial records one connection attempt; the dialer calls it once per address tried.
+func (h *Hop) AddDial(d report.Dial) {
+	h.mu.Lock()
+	h.Dials = append(h.Dials, d)
+	if d.Error == "" {
+		h.Addr = d.Addr
+	}
+	h.mu.Unlock()
+}
+
+// Snapshot returns the hop's report form.
+func (h *Hop) Snapshot() report.Hop {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	r := report.Hop{Role: h.Role, Method: h.Method, URL: h.URL, Host: h.Host, Addr: h.Addr,
+		Status: h.Status, Phase: h.Phase, Duration: h.Duration}
+	if h.TLSState != nil {
+		r.TLS = tls.VersionName(h.TLSState.Version)
+	}
+	if h.Err != nil {
+		r.Error = h.Err.Error()
+	}
+	return r
+}
+
+type hopKey struct{}
+
+// Start returns a context that carries a new Hop for one round trip, with the endpoint role.
+func Start(ctx context.Context, role report.Role) (context.Context, *Hop) {
+	h := &Hop{Role: role}
+	return context.WithValue(ctx, hopKey{}, h), h
+}
+
+// FromContext returns the Hop of this round trip, or nil.
+func FromContext(ctx context.Context) *Hop {
+	h, _ := ctx.Value(hopKey{}).(*Hop)
+	return h
+}
+
+// Recorder keeps every hop of a probe in order. Safe for concurrent use.
+type Recorder struct {
+	mu   sync.Mutex
+	hops []*Hop
+}
+
+// Hops returns the recorded hops, numbered in the order they started.
+func (r *Recorder) Hops() []report.Hop {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]report.Hop, len(r.hops))
+	for i, h := range r.hops {
+		out[i] = h.Snapshot()
+		out[i].Seq = i + 1
+	}
+	return out
+}
+
+// Transport records a Hop for every RoundTrip of Inner. Use one Transport per probe; give Inner
+// DisableKeepAlives so that every hop really resolves, dials and handshakes.
+type Transport struct {
+	Inner http.RoundTripper
+	Rec   *Recorder
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// RoundTrip runs one request with a per-request trace, so redirect hops and token calls never mix.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	h := FromContext(ctx)
+	if h == nil {
+		ctx, h = Start(ctx, "")
+	}
+	h.mu.Lock()
+	h.Method = req.Method
+	h.URL = RedactURL(req.URL)
+	h.Host = hostPort(req)
+	h.Start = time.Now()
+	h.Phase = report.LayerTCP
+	h.mu.Unlock()
+	if t.Rec != nil {
+		t.Rec.mu.Lock()
+		t.Rec.hops = append(t.Rec.hops, h)
+		t.Rec.mu.Unlock()
+	}
+	trace := &httptrace.ClientTrace{
+		TLSHandshakeStart: func() {
+			h.mu.Lock()
+			h.Phase, h.TLSStart = report.LayerTLS, true
+			h.mu.Unlock()
+		},
+		TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
+			h.mu.Lock()
+			if len(cs.PeerCertificates) > 0 || err == nil {
+				h.TLSState = &cs
+			}
+			h.TLSErr = err
+			h.mu.Unlock()
+		},
+		GotConn: func(httptrace.GotConnInfo) { h.SetPhase(report.LayerHTTP) },
+	}
+	resp, err := t.Inner.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	h.mu.Lock()
+	h.Duration = time.Since(h.Start)
+	h.Err = err
+	if resp != nil {
+		h.Status = resp.StatusCode
+	}
+	h.mu.Unlock()
+	return resp, err
+}
+
+func hostPort(req *http.Request) string { return HostPort(req.URL) }
+
+// HostPort returns u's host:port with the scheme's default port filled in.
+func HostPort(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = "443"
+		if u.Scheme == "http" {
+			port = "80"
+		}
+	}
+	return net.JoinHostPort(u.Hostname(), port)
+}

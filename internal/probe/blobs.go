@@ -1,0 +1,255 @@
+package probe
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+var errStalled = errors.New("stalled")
+
+// copyBufSize is the read buffer per download; memory stays bounded by concurrency × this.
+const copyBufSize = 256 << 10
+
+// maxConfigBytes caps the config blob kept in memory to check its platform.
+const maxConfigBytes = 16 << 20
+
+type blobJob struct {
+	idx    int
+	desc   registry.Descriptor
+	config bool
+}
+
+type blobResult struct {
+	fail  *failure
+	bytes int64
+}
+
+// blobs downloads the config and every layer, bounded by Options.Concurrency, and returns the
+// failure of the first blob in manifest order that failed (deterministic under concurrency).
+func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
+	jobs := []blobJob{{idx: 0, desc: m.Config, config: true}}
+	for i, l := range m.Layers {
+		jobs = append(jobs, blobJob{idx: i + 1, desc: l})
+	}
+	var total int64
+	for _, j := range jobs {
+		total += j.desc.Size
+	}
+	w.download.Expected = len(jobs)
+	ctx, cancel := context.WithCancel(w.ctx)
+	defer cancel()
+
+	results := make([]blobResult, len(jobs))
+	var (
+		done      atomic.Int64
+		doneBlobs atomic.Int64
+		wg        sync.WaitGroup
+		sem       = make(chan struct{}, w.opts.Concurrency)
+	)
+	progress := func() {
+		if w.opts.Progress != nil {
+			w.opts.Progress(Progress{Blobs: len(jobs), DoneBlobs: int(doneBlobs.Load()), Bytes: total, DoneBytes: done.Load()})
+		}
+	}
+	start := time.Now()
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			if ctx.Err() != nil {
+				return
+			}
+			n, f := w.blob(ctx, reg, j, func(d int64) { done.Add(d); progress() })
+			results[i] = blobResult{fail: f, bytes: n}
+			if f != nil {
+				cancel() // the verdict is known; stop the other downloads
+				return
+			}
+			doneBlobs.Add(1)
+			progress()
+		}()
+	}
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	for i, r := range results {
+		w.download.Bytes += r.bytes
+		if r.fail == nil && r.bytes == jobs[i].desc.Size && results[i].bytes >= 0 {
+			w.download.Blobs++
+			if !jobs[i].config {
+				w.download.Layers++
+			}
+		}
+	}
+	w.download.Seconds = secs
+	if secs > 0 {
+		w.download.MBps = float64(w.download.Bytes) / 1e6 / secs
+	}
+	for _, r := range results {
+		if r.fail != nil {
+			return r.fail
+		}
+	}
+	if w.download.Blobs != len(jobs) {
+		// cancelled before every blob ran: only the overall timeout does that
+		return &failure{ep: reg, layer: report.LayerBlob, code: report.CodeTimeout,
+			summary: fmt.Sprintf("the probe's --timeout (%s) ran out after %d of %d blobs", w.opts.Timeout, w.download.Blobs, len(jobs))}
+	}
+	w.download.Verified = true
+	return nil
+}
+
+// blob downloads one blob through every redirect and verifies its size and digest while reading.
+func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func(int64)) (int64, *failure) {
+	what := "layer " + short(j.desc.Digest)
+	if j.config {
+		what = "config " + short(j.desc.Digest)
+	}
+	u := w.regURL.JoinPath("/v2/", w.ref.Repository, "blobs", j.desc.Digest)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	hdr := http.Header{}
+	if w.authz != "" {
+		hdr.Set("Authorization", w.authz)
+	}
+	resp, f := w.request(ctx, reg, http.MethodGet, u, hdr, report.RoleBlob)
+	if f != nil {
+		if f.cancelled {
+			return 0, nil // another blob's failure is the verdict
+		}
+		return 0, f
+	}
+	defer resp.Body.Close()
+	ep := w.endpointOf(resp, reg)
+	if resp.StatusCode != http.StatusOK {
+		body, _, _ := registry.ReadCapped(resp.Body, registry.MaxErrorBody)
+		return 0, w.statusFailure(ep, resp, body, report.LayerBlob, "the download of "+what)
+	}
+	var h hash.Hash
+	switch {
+	case strings.HasPrefix(j.desc.Digest, "sha256:"):
+		h = sha256.New()
+	default:
+		h = sha512.New()
+	}
+	pr := &progressReader{r: resp.Body, onRead: progress}
+	pr.last.Store(time.Now().UnixNano())
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		t := time.NewTicker(min(w.opts.StallTimeout/4, time.Second))
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if time.Since(time.Unix(0, pr.last.Load())) > w.opts.StallTimeout {
+					cancel(errStalled)
+					return
+				}
+			}
+		}
+	}()
+	var sink io.Writer = h
+	var cfgBuf *capWriter
+	if j.config {
+		cfgBuf = &capWriter{max: maxConfigBytes}
+		sink = io.MultiWriter(h, cfgBuf)
+	}
+	start := time.Now()
+	buf := make([]byte, copyBufSize)
+	// read one byte past the declared size: an endless or oversized body is a finding, not a hang
+	n, err := io.CopyBuffer(sink, io.LimitReader(pr, j.desc.Size+1), buf)
+	dur := time.Since(start)
+	fail := func(code report.Code, summary string, lines ...string) (int64, *failure) {
+		f := &failure{ep: ep, layer: report.LayerBlob, code: code, summary: summary, evidence: lines}
+		w.step(ep, report.LayerBlob, report.Fail, code, summary, report.Evidence{Lines: lines}, dur)
+		return n, f
+	}
+	hopLine := w.hopChain(resp)
+	if err != nil {
+		if context.Cause(ctx) == errStalled {
+			return fail(report.CodeBlobStalled, fmt.Sprintf("the download of %s from %s stalled: no bytes for %s after %s of %s", what, ep.hostport, w.opts.StallTimeout, humanBytes(n), humanBytes(j.desc.Size)), hopLine)
+		}
+		if w.ctx.Err() != nil || ctx.Err() != nil {
+			return n, nil // cancelled: another blob's failure or the overall timeout decides
+		}
+		return fail(report.CodeBlobFailed, fmt.Sprintf("the download of %s from %s broke after %s of %s: %v", what, ep.hostport, humanBytes(n), humanBytes(j.desc.Size), err), hopLine)
+	}
+	if n != j.desc.Size {
+		return fail(report.CodeSizeMismatch, fmt.Sprintf("%s from %s has a different size than the manifest says", what, ep.hostport),
+			fmt.Sprintf("manifest size %d, received %s%d bytes", j.desc.Size, map[bool]string{true: "more than ", false: ""}[n > j.desc.Size], min(n, j.desc.Size)), hopLine)
+	}
+	got := strings.SplitN(j.desc.Digest, ":", 2)[0] + ":" + hex.EncodeToString(h.Sum(nil))
+	if got != j.desc.Digest {
+		return fail(report.CodeDigestMismatch, fmt.Sprintf("%s from %s does not match its digest: the bytes were altered on the way or in storage", what, ep.hostport),
+			"expected "+j.desc.Digest, "received "+got, hopLine)
+	}
+	if j.config && !w.fromIndex { // an index entry's platform was already matched
+		if f := w.checkConfigPlatform(reg, cfgBuf.b); f != nil {
+			return n, f
+		}
+	}
+	mbps := 0.0
+	if dur > 0 {
+		mbps = float64(n) / 1e6 / dur.Seconds()
+	}
+	w.step(ep, report.LayerBlob, report.Pass, "", fmt.Sprintf("%s: %s in %s (%.1f MB/s), digest verified; %s", what, humanBytes(n), dur.Round(time.Millisecond), mbps, hopLine), report.Evidence{}, dur)
+	return n, nil
+}
+
+func (w *walk) hopChain(resp *registry.Response) string {
+	var parts []string
+	for _, h := range resp.Hops {
+		s := h.Snapshot()
+		parts = append(parts, fmt.Sprintf("%s → %d", s.Host, s.Status))
+	}
+	return "via " + strings.Join(parts, ", ")
+}
+
+type progressReader struct {
+	r      io.Reader
+	last   atomic.Int64
+	onRead func(int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.last.Store(time.Now().UnixNano())
+		p.onRead(int64(n))
+	}
+	return n, err
+}
+
+type capWriter struct {
+	b   []byte
+	max int
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if room := c.max - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}

@@ -1,0 +1,255 @@
+package probe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/pullpath/pullpath/internal/hoptrace"
+	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/resolver"
+	"github.com/pullpath/pullpath/internal/route"
+)
+
+// endpoint is one host:port of the pull path and what was observed on it.
+type endpoint struct {
+	hostport, host, port string
+	role                 report.Role
+	via                  string
+	addrs                []netip.Addr
+	routes               map[netip.Addr]string
+	dialed               map[string]string
+	layers               map[report.Layer]report.Verdict
+	dns                  *resolver.Result
+	ready                chan struct{} // closed once DNS and route were checked
+	checkFail            *failure      // DNS or route failure, cached: the runtime would hit it every time
+	privatelinkPublic    bool     // resolved through a privatelink CNAME to a public address
+	tcpSeen, tlsSeen     bool
+}
+
+func (e *endpoint) set(l report.Layer, v report.Verdict) {
+	// a failure or warning is never downgraded to pass by a later success on the same layer
+	if old, ok := e.layers[l]; ok && (old == report.Fail || (old == report.Warn && v == report.Pass)) {
+		return
+	}
+	e.layers[l] = v
+}
+
+// failure is where the path broke.
+type failure struct {
+	ep       *endpoint
+	layer    report.Layer
+	code     report.Code
+	summary  string
+	evidence []string
+	ev       report.Evidence
+	class    report.Class // derived from role/layer/code unless set
+	alt      string
+	// cancelled marks a request stopped because a sibling download failed: not a finding.
+	cancelled bool
+}
+
+// visit resolves and routes a new endpoint once. A failure is remembered on the endpoint.
+func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via string) (*endpoint, *failure) {
+	hp := hoptrace.HostPort(u)
+	w.mu.Lock()
+	if ep, ok := w.endpoints[hp]; ok {
+		w.mu.Unlock()
+		<-ep.ready // concurrent blob downloads meet the same new host
+		return ep, ep.checkFail
+	}
+	host, port, _ := net.SplitHostPort(hp)
+	ep := &endpoint{hostport: hp, host: host, port: port, role: role, via: via, ready: make(chan struct{}),
+		routes: map[netip.Addr]string{}, dialed: map[string]string{}, layers: map[report.Layer]report.Verdict{}}
+	defer close(ep.ready)
+	w.endpoints[hp] = ep
+	w.order = append(w.order, ep)
+	w.mu.Unlock()
+
+	ep.checkFail = w.resolve(ctx, ep)
+	if ep.checkFail == nil {
+		ep.checkFail = w.routeCheck(ep)
+	}
+	return ep, ep.checkFail
+}
+
+func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
+	start := time.Now()
+	res := w.opts.Resolver.Lookup(ctx, ep.host)
+	ep.dns = &res
+	ev := report.Evidence{DNS: dnsEvidence(res)}
+	if res.Err != nil {
+		code := map[resolver.Kind]report.Code{
+			resolver.KindNXDomain: report.CodeDNSNXDomain, resolver.KindNoData: report.CodeDNSNoData,
+			resolver.KindServFail: report.CodeDNSServFail, resolver.KindRefused: report.CodeDNSRefused,
+			resolver.KindTimeout: report.CodeDNSTimeout, resolver.KindUnreachable: report.CodeDNSUnreachable,
+			resolver.KindNoServers: report.CodeDNSNoResolver,
+		}[res.Err.Kind]
+		f := &failure{ep: ep, layer: report.LayerDNS, code: code, ev: ev,
+			summary:  fmt.Sprintf("%s does not resolve through the node's resolver: %s", ep.host, res.Err.Detail),
+			evidence: append([]string{res.Err.Error()}, queryLines(res)...)}
+		switch res.Err.Kind {
+		case resolver.KindTimeout, resolver.KindUnreachable:
+			f.summary = fmt.Sprintf("the node's resolver %s did not answer for %s: %s", res.Err.Server, ep.host, res.Err.Detail)
+		case resolver.KindNoServers:
+			f.summary = fmt.Sprintf("no nameserver is configured in %s", w.opts.Resolver.Source)
+		}
+		w.step(ep, report.LayerDNS, report.Fail, code, f.summary, ev, time.Since(start))
+		return f
+	}
+	ep.addrs = res.Addrs
+	var public []string
+	for _, a := range res.Addrs {
+		if resolver.Scope(a) == "public" {
+			public = append(public, a.String())
+		}
+	}
+	sum := fmt.Sprintf("%s → %s", ep.host, joinAddrs(res.Addrs))
+	if len(res.CNAMEs) > 0 {
+		sum = fmt.Sprintf("%s → %s → %s", ep.host, strings.Join(res.CNAMEs, " → "), joinAddrs(res.Addrs))
+	}
+	if res.Source == "dns" {
+		sum += " (answered by " + res.Server + ")"
+	} else {
+		sum += " (" + res.Source + ")"
+	}
+	verdict := report.Pass
+	if len(public) > 0 && ep.role == report.RoleRegistry {
+		for _, c := range res.CNAMEs {
+			if strings.Contains(c, ".privatelink.") {
+				ep.privatelinkPublic = true
+			}
+		}
+		if ep.privatelinkPublic || w.opts.ExpectPrivate {
+			verdict = report.Warn
+			msg := fmt.Sprintf("%s resolves to public address %s", ep.host, strings.Join(public, ", "))
+			if ep.privatelinkPublic {
+				msg += fmt.Sprintf(" through CNAME %s: the private zone is not visible to this node's resolver %s", strings.Join(res.CNAMEs, " → "), res.Server)
+			}
+			w.warn(report.CodeDNSPublicForPrivate, ep.hostport, msg)
+			if w.opts.ExpectPrivate {
+				f := &failure{ep: ep, layer: report.LayerDNS, code: report.CodeDNSPublicForPrivate, ev: ev, summary: msg,
+					evidence: append([]string{sum}, queryLines(res)...)}
+				w.step(ep, report.LayerDNS, report.Fail, f.code, msg, ev, time.Since(start))
+				return f
+			}
+		}
+	}
+	w.step(ep, report.LayerDNS, verdict, "", sum, ev, time.Since(start))
+	return nil
+}
+
+func (w *walk) routeCheck(ep *endpoint) *failure {
+	start := time.Now()
+	var lines []string
+	ok := 0
+	for _, a := range ep.addrs {
+		r, err := route.Get(a)
+		switch {
+		case errors.Is(err, route.ErrUnsupported):
+			ep.set(report.LayerRoute, report.Skip)
+			return nil
+		case err != nil:
+			ep.routes[a] = "no route: " + err.Error()
+			lines = append(lines, err.Error())
+		default:
+			ep.routes[a] = r.String()
+			lines = append(lines, "route "+r.String())
+			ok++
+		}
+	}
+	ev := report.Evidence{Lines: lines}
+	if ok == 0 {
+		f := &failure{ep: ep, layer: report.LayerRoute, code: report.CodeRouteNone, ev: ev, evidence: lines,
+			summary: fmt.Sprintf("this node has no route to %s (%s)", ep.host, joinAddrs(ep.addrs))}
+		w.step(ep, report.LayerRoute, report.Fail, f.code, f.summary, ev, time.Since(start))
+		return f
+	}
+	w.step(ep, report.LayerRoute, report.Pass, "", strings.Join(lines, "; "), ev, time.Since(start))
+	return nil
+}
+
+// dial connects to the endpoint's resolved addresses in order, as the runtime's dialer would, and
+// records every attempt on the hop. It never resolves again: the probe's own DNS step is the
+// evidence, and a second lookup could disagree with it.
+func (w *walk) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	w.mu.Lock()
+	ep := w.endpoints[addr]
+	w.mu.Unlock()
+	if ep == nil {
+		return nil, fmt.Errorf("internal error: %s was not visited before dialing", addr)
+	}
+	hop := hoptrace.FromContext(ctx)
+	var errs []error
+	for _, a := range ep.addrs {
+		target := net.JoinHostPort(a.String(), ep.port)
+		d := net.Dialer{Timeout: w.opts.ConnectTimeout}
+		start := time.Now()
+		conn, err := d.DialContext(ctx, "tcp", target)
+		rec := report.Dial{Addr: target, Route: ep.routes[a], Duration: time.Since(start)}
+		w.mu.Lock()
+		if err != nil {
+			rec.Error = err.Error()
+			ep.dialed[target] = dialWord(err)
+		} else {
+			ep.dialed[target] = "ok"
+		}
+		w.mu.Unlock()
+		if hop != nil {
+			hop.AddDial(rec)
+		}
+		if err == nil {
+			return conn, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 0 {
+		return nil, fmt.Errorf("%s has no address to dial", ep.host)
+	}
+	return nil, errs[len(errs)-1]
+}
+
+func joinAddrs(as []netip.Addr) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ", ")
+}
+
+func dnsEvidence(r resolver.Result) *report.DNS {
+	d := &report.DNS{Name: r.Name, Source: r.Source, Server: r.Server, CNAMEs: r.CNAMEs}
+	for _, a := range r.Addrs {
+		d.Addrs = append(d.Addrs, a.String())
+	}
+	for _, q := range r.Queries {
+		d.Queries = append(d.Queries, report.DNSQuery{Server: q.Server, Name: q.Name, Type: q.Type, Rcode: q.Rcode, Error: q.Err, RTT: q.RTT})
+	}
+	return d
+}
+
+func queryLines(r resolver.Result) []string {
+	var out []string
+	for _, q := range r.Queries {
+		s := fmt.Sprintf("query %s %s @%s: ", q.Type, q.Name, q.Server)
+		if q.Err != "" {
+			s += q.Err
+		} else {
+			s += q.Rcode
+		}
+		out = append(out, s+fmt.Sprintf(" (%s)", q.RTT.Round(time.Microsecond)))
+		if len(out) == 8 {
+			out = append(out, fmt.Sprintf("… %d more queries in -o json", len(r.Queries)-8))
+			break
+		}
+	}
+	return out
+}

@@ -1,0 +1,80 @@
+package probe
+
+import (
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/pullpath/pullpath/internal/creds"
+	"github.com/pullpath/pullpath/internal/resolver"
+)
+
+// Options configures one probe. The zero value of each field means its documented default.
+type Options struct {
+	Image    string
+	Platform string // os/arch[/variant]; default: this machine's
+
+	Resolver resolver.Config // the node's resolver; the CLI reads /etc/resolv.conf
+	CAFiles  []string        // PEM files trusted in addition to the system roots, like a hosts.toml "ca"
+	Insecure bool            // skip certificate verification (reported as a warning)
+
+	Credential creds.Credential // anonymous when empty
+
+	ConnectTimeout time.Duration // per address; default 5s (containerd: 30s)
+	TLSTimeout     time.Duration // handshake; default 10s, as containerd
+	HeaderTimeout  time.Duration // wait for response headers; default 15s (containerd: 30s)
+	StallTimeout   time.Duration // no blob bytes for this long is a stall; default 15s
+	Timeout        time.Duration // the whole probe; default 10m
+	Concurrency    int           // parallel blob downloads; default 3, as containerd
+
+	// ExpectPrivate makes a registry name that resolves to a public address a dns failure
+	// (a private endpoint whose private zone this node cannot see).
+	ExpectPrivate bool
+	// Node names this machine in the report; default: the hostname.
+	Node string
+
+	// Progress, when set, receives blob download progress (for a terminal).
+	Progress func(Progress)
+	// Logger receives debug detail; default discards.
+	Logger *slog.Logger
+}
+
+// Progress is a snapshot of the blob phase.
+type Progress struct {
+	Blobs, DoneBlobs int
+	Bytes, DoneBytes int64
+}
+
+// Defaults.
+const (
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultTLSTimeout     = 10 * time.Second
+	DefaultHeaderTimeout  = 15 * time.Second
+	DefaultStallTimeout   = 15 * time.Second
+	DefaultTimeout        = 10 * time.Minute
+	DefaultConcurrency    = 3
+)
+
+func (o *Options) setDefaults() {
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.TLSTimeout <= 0 {
+		o.TLSTimeout = DefaultTLSTimeout
+	}
+	if o.HeaderTimeout <= 0 {
+		o.HeaderTimeout = DefaultHeaderTimeout
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultStallTimeout
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+}

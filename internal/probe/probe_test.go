@@ -1,0 +1,197 @@
+package probe_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/netip"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pullpath/pullpath/internal/demo"
+	"github.com/pullpath/pullpath/internal/probe"
+	"github.com/pullpath/pullpath/internal/registrytest"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+var (
+	envOnce sync.Once
+	env     *demo.Env
+	envErr  error
+	envMu   sync.Mutex // scenarios share one lab's fault switch
+)
+
+func lab(t *testing.T) *demo.Env {
+	t.Helper()
+	envOnce.Do(func() { env, envErr = demo.Setup(context.Background(), 64<<10) })
+	if envErr != nil {
+		t.Fatalf("lab: %v", envErr)
+	}
+	envMu.Lock()
+	t.Cleanup(func() { env.Lab.SetFaults(registrytest.Faults{}); envMu.Unlock() })
+	return env
+}
+
+// Every fault class the lab can stage is diagnosed with the right class, host role, layer and code.
+func TestScenarios(t *testing.T) {
+	for _, s := range demo.Scenarios() {
+		t.Run(s.Name, func(t *testing.T) {
+			e := lab(t)
+			rep, err := probe.Run(context.Background(), s.Stage(e))
+			if err != nil {
+				t.Fatalf("Run() error = %v", err)
+			}
+			if err := s.Check(rep); err != nil {
+				t.Fatalf("%v\nevidence: %s", err, strings.Join(rep.Evidence, "\n"))
+			}
+			if rep.Class != report.ClassOK {
+				if rep.Owner != rep.Class.Owner() || rep.WhereToLook == "" || rep.Summary == "" {
+					t.Errorf("owner %q, whereToLook %q, summary %q: want all set", rep.Owner, rep.WhereToLook, rep.Summary)
+				}
+				if rep.Failing.Host == "" || !strings.Contains(rep.Failing.Host, ":") {
+					t.Errorf("failing host %q, want host:port", rep.Failing.Host)
+				}
+			}
+		})
+	}
+}
+
+func TestHealthyPathRecordsEveryEndpointAndHop(t *testing.T) {
+	e := lab(t)
+	rep, err := probe.Run(context.Background(), e.Options(e.Lab.Ref("team/app:1.4")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK || rep.Failing != nil {
+		t.Fatalf("class %s failing %+v, want ok", rep.Class, rep.Failing)
+	}
+	roles := map[report.Role]string{}
+	for _, ep := range rep.Endpoints {
+		roles[ep.Role] = ep.Host
+		for _, l := range []report.Layer{report.LayerDNS, report.LayerRoute, report.LayerTCP, report.LayerTLS, report.LayerHTTP} {
+			if ep.Layers[l] != report.Pass {
+				t.Errorf("endpoint %s layer %s = %q, want pass", ep.Host, l, ep.Layers[l])
+			}
+		}
+	}
+	want := map[report.Role]string{report.RoleRegistry: e.Lab.RegistryAddr(), report.RoleToken: e.Lab.AuthAddr(), report.RoleBlob: e.Lab.BlobAddr()}
+	for r, h := range want {
+		if roles[r] != h {
+			t.Errorf("endpoint of role %s = %q, want %q", r, roles[r], h)
+		}
+	}
+	d := rep.Download
+	if d.Blobs != 4 || d.Layers != 3 || !d.Verified || d.Bytes <= 3*64<<10 {
+		t.Errorf("download = %+v, want 4 blobs, 3 layers, verified, > 192 KiB", d)
+	}
+	// one hop per request: ping, token, HEAD+GET manifest, and 4 × (307 + 200) for the blobs
+	if len(rep.Hops) != 1+1+2+8 {
+		t.Errorf("%d hops, want 12", len(rep.Hops))
+	}
+	if got := probe.Allowlist(rep); strings.Join(got, ",") != strings.Join(sorted(e.Lab.AuthAddr(), e.Lab.BlobAddr(), e.Lab.RegistryAddr()), ",") {
+		t.Errorf("Allowlist() = %v", got)
+	}
+}
+
+func sorted(s ...string) []string {
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	return s
+}
+
+// Hostile registries get findings, never hangs or panics.
+func TestHostileRegistry(t *testing.T) {
+	cases := []struct {
+		name   string
+		faults registrytest.Faults
+		image  string
+		tweak  func(*probe.Options)
+		class  report.Class
+		code   report.Code
+	}{
+		{name: "manifest larger than 4 MiB", faults: registrytest.Faults{HugeManifest: true}, class: report.ClassOther, code: report.CodeManifestTooLarge},
+		{name: "huge error bodies", faults: registrytest.Faults{ErrorBodyBytes: 8 << 20}, image: "team/app:gone", class: report.ClassNotFound, code: report.CodeManifestUnknown},
+		{name: "redirect loop", faults: registrytest.Faults{RedirectLoop: true}, class: report.ClassOther, code: report.CodeHTTPRedirectLoop},
+		{name: "endless blob body", faults: registrytest.Faults{BlobEndless: true}, class: report.ClassEndpoint, code: report.CodeSizeMismatch},
+		{name: "garbage WWW-Authenticate", faults: registrytest.Faults{Challenge: `Bearer realm=`}, class: report.ClassOther, code: report.CodeAuthChallengeInvalid},
+		{name: "realm that is not a URL", faults: registrytest.Faults{Challenge: `Bearer realm="ftp://x",service="y"`}, class: report.ClassOther, code: report.CodeAuthChallengeInvalid},
+		{name: "registry accepts but never answers", faults: registrytest.Faults{Stall: true},
+			tweak: func(o *probe.Options) { o.HeaderTimeout = 300 * time.Millisecond }, class: report.ClassOther, code: report.CodeHTTPTimeout},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := lab(t)
+			img := "team/app:1.4"
+			if tc.image != "" {
+				img = tc.image
+			}
+			o := e.Options(e.Lab.Ref(img))
+			if tc.tweak != nil {
+				tc.tweak(&o)
+			}
+			e.Lab.SetFaults(tc.faults)
+			start := time.Now()
+			rep, err := probe.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Class != tc.class || rep.Code != tc.code {
+				t.Fatalf("class %s code %s (%s), want %s %s", rep.Class, rep.Code, rep.Summary, tc.class, tc.code)
+			}
+			if d := time.Since(start); d > 20*time.Second {
+				t.Errorf("took %s", d)
+			}
+		})
+	}
+}
+
+func TestBadInputIsAnError(t *testing.T) {
+	for _, img := range []string{"", "UPPER/Case:1", "registry.example/app:", "https://registry.example/app:1", "a/b@sha256:xyz", strings.Repeat("a", 5000)} {
+		if _, err := probe.Run(context.Background(), probe.Options{Image: img}); err == nil {
+			t.Errorf("Run(%q) = nil error, want a usage error", img)
+		}
+	}
+	if _, err := probe.Run(context.Background(), probe.Options{Image: "r.example/a:1", CAFiles: []string{"/nonexistent/ca.pem"}}); err == nil {
+		t.Error("unreadable --ca-file: want an error")
+	}
+	if _, err := probe.Run(context.Background(), probe.Options{Image: "r.example/a:1", Platform: "linux"}); err == nil {
+		t.Error("bad --platform: want an error")
+	}
+}
+
+// A public answer for a registry that must be private is a dns finding, before anything is dialed.
+func TestExpectPrivate(t *testing.T) {
+	e := lab(t)
+	o := e.Options(e.Lab.Ref("team/app:1.4"))
+	// 198.51.100.0/24 is TEST-NET-2 (documentation): never dialed, the probe stops at the DNS layer
+	e.Lab.DNS.SetCNAME("pl."+e.Lab.Domain, "pl.privatelink."+e.Lab.Domain)
+	e.Lab.DNS.SetA("pl.privatelink."+e.Lab.Domain, mustAddr("198.51.100.7"))
+	t.Cleanup(func() { e.Lab.DNS.Delete("pl." + e.Lab.Domain); e.Lab.DNS.Delete("pl.privatelink." + e.Lab.Domain) })
+	o.Image = "pl." + e.Lab.Domain + ":443/team/app:1.4"
+	o.ExpectPrivate = true
+	rep, err := probe.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassDNS || rep.Code != report.CodeDNSPublicForPrivate || rep.Failing.Layer != report.LayerDNS {
+		t.Fatalf("class %s code %s, want dns %s", rep.Class, rep.Code, report.CodeDNSPublicForPrivate)
+	}
+	if !strings.Contains(rep.Summary, "privatelink") || !strings.Contains(rep.Summary, "198.51.100.7") {
+		t.Errorf("summary %q should name the CNAME and the public address", rep.Summary)
+	}
+	if len(rep.Hops) != 0 {
+		t.Errorf("%d hops: nothing may be dialed after a dns failure", len(rep.Hops))
+	}
+	b, _ := json.Marshal(rep)
+	if !strings.Contains(string(b), `"failing":{"host":"pl.`) {
+		t.Errorf("json failing: %s", b)
+	}
+}
+
+func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }

@@ -1,0 +1,146 @@
+package probe
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/resolver"
+)
+
+// report assembles the verdict, the failing row with its evidence and the endpoint inventory.
+func (w *walk) report(f *failure, start time.Time) *report.Probe {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := &report.Probe{
+		APIVersion: report.APIVersion, Kind: "ProbeReport", Node: w.opts.Node, Image: w.opts.Image,
+		Reference: report.Ref{Registry: w.ref.Registry, Host: w.ref.Host, Repository: w.ref.Repository, Tag: w.ref.Tag, Digest: w.ref.Digest},
+		Platform:  w.platform.String(),
+		Download:  w.download,
+		Resolver: report.Resolver{Source: w.opts.Resolver.Source, Nameservers: w.opts.Resolver.Nameservers,
+			Search: w.opts.Resolver.Search, Ndots: w.opts.Resolver.Ndots, HostsFile: w.opts.Resolver.HostsFile},
+		Trust:    report.Trust{SystemRoots: true, CAFiles: w.opts.CAFiles, Insecure: w.opts.Insecure},
+		Warnings: w.warnings,
+		Steps:    w.steps,
+		Hops:     w.rec.Hops(),
+		Started:  start.UTC(),
+		Duration: time.Since(start),
+	}
+	if r.Resolver.Nameservers == nil {
+		r.Resolver.Nameservers = []string{}
+	}
+	for _, ep := range w.order {
+		e := report.Endpoint{Host: ep.hostport, Role: ep.role, Via: ep.via, Layers: map[report.Layer]report.Verdict{}, Addresses: []report.Address{}}
+		for k, v := range ep.layers {
+			e.Layers[k] = v
+		}
+		for _, a := range ep.addrs {
+			ad := report.Address{IP: a.String(), Scope: resolver.Scope(a), Route: ep.routes[a]}
+			ad.Dialed = ep.dialed[net.JoinHostPort(a.String(), ep.port)]
+			e.Addresses = append(e.Addresses, ad)
+		}
+		r.Endpoints = append(r.Endpoints, e)
+	}
+	if f == nil {
+		r.Class, r.Code = report.ClassOK, report.CodeOK
+		d := w.download
+		r.Summary = fmt.Sprintf("the pull path holds: %d blobs (%d layers + config), %s downloaded and digest-verified in %.2fs (%.1f MB/s) over %d endpoints",
+			d.Blobs, d.Layers, humanBytes(d.Bytes), d.Seconds, d.MBps, len(w.order))
+		if w.opts.Insecure {
+			r.Summary += "; but certificates were NOT verified (--insecure)"
+		}
+		return r
+	}
+	class := f.class
+	if class == "" {
+		class = report.ClassFor(f.ep.role, f.layer, f.code)
+	}
+	// A private endpoint the node resolves publicly fails later, at route or as a 403 network rule;
+	// the broken layer is DNS, and the network symptom is the alternative.
+	if f.ep.privatelinkPublic && (class == report.ClassRoute || (class == report.ClassForbidden && f.layer == report.LayerHTTP)) {
+		f.alt = fmt.Sprintf("%s at %s: %s", class, f.layer, f.summary)
+		f.summary = fmt.Sprintf("%s resolves to a public address through a privatelink CNAME, and the pull then fails (%s): the private DNS zone is not visible to this node's resolver", f.ep.host, f.code)
+		class, f.code, f.layer = report.ClassDNS, report.CodeDNSPublicForPrivate, report.LayerDNS
+		f.evidence = append(f.evidence, w.ep0DNSLine(f.ep))
+	}
+	r.Class, r.Owner, r.Code, r.Summary = class, class.Owner(), f.code, f.summary
+	r.Failing = &report.Failing{Host: f.ep.hostport, Role: f.ep.role, Layer: f.layer, Code: f.code}
+	r.Evidence = f.evidence
+	r.Alternative = f.alt
+	r.WhereToLook = w.whereToLook(class, f)
+	// Mark what the failure kept the probe from reaching.
+	for i := range r.Endpoints {
+		if r.Endpoints[i].Host != f.ep.hostport {
+			continue
+		}
+		for _, l := range report.EndpointLayers {
+			if _, ok := r.Endpoints[i].Layers[l]; !ok && l > f.layer {
+				r.Endpoints[i].Layers[l] = report.Skip
+			}
+		}
+		r.Endpoints[i].Layers[f.layer] = report.Fail
+	}
+	return r
+}
+
+func (w *walk) ep0DNSLine(ep *endpoint) string {
+	if ep.dns == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s → %s → %s (answered by %s)", ep.host, strings.Join(ep.dns.CNAMEs, " → "), joinAddrs(ep.addrs), ep.dns.Server)
+}
+
+// whereToLook fills the class's "where to look" with what was observed.
+func (w *walk) whereToLook(c report.Class, f *failure) string {
+	ep := f.ep
+	servers := strings.Join(w.opts.Resolver.Nameservers, ", ")
+	switch c {
+	case report.ClassDNS:
+		return fmt.Sprintf("the resolver this node uses (%s, from %s): it must resolve %s to the registry's reachable (private) address; check private zone links to the node's VNet/VPC, conditional forwarders, and the node's DNS settings", servers, w.opts.Resolver.Source, ep.host)
+	case report.ClassRoute:
+		var rts []string
+		for _, a := range ep.addrs {
+			rts = append(rts, a.String()+": "+ep.routes[a])
+		}
+		return fmt.Sprintf("the effective routes from this node to %s (%s), gateway/peering transit, security rules (NSG, security groups, firewalls) at both ends for TCP %s, and the return path", ep.hostport, strings.Join(rts, "; "), ep.port)
+	case report.ClassEndpoint:
+		return fmt.Sprintf("%s is a %s endpoint (%s): it must be reachable from the node just like the registry API; add it to the firewall/proxy allowlist, private DNS and routes (the full list: pullpath probe --allowlist)", ep.hostport, ep.role, ep.via)
+	case report.ClassTLS:
+		if f.code == report.CodeTLSPlainHTTP {
+			return fmt.Sprintf("either serve TLS on %s, or declare the registry as plain HTTP for the runtime: certs.d/%s/hosts.toml with server = \"http://%s\"", ep.hostport, ep.hostport, ep.hostport)
+		}
+		return fmt.Sprintf("the certificate served on %s (names, issuer, validity above) and the runtime's trust for it: certs.d/%s/hosts.toml ca = \"/path/ca.pem\", or the node's CA bundle; probe with --ca-file to test a CA", ep.hostport, hostsDir(ep))
+	case report.ClassAuth:
+		return fmt.Sprintf("the pull credentials for %s: the pod's imagePullSecrets, the kubelet credential provider, or the node's identity (here: %s)", w.ref.Registry, w.opts.Credential)
+	case report.ClassForbidden:
+		return fmt.Sprintf("the rights of %s on repository %s (it needs pull), and the registry's network rules for this node's address", w.opts.Credential, w.ref.Repository)
+	case report.ClassNotFound:
+		return fmt.Sprintf("the image reference %s in the pod spec, and the pipeline that should have pushed it", w.ref)
+	case report.ClassPlatform:
+		return fmt.Sprintf("the image build: publish a manifest for %s (a multi-arch build), or schedule the pod on matching nodes", w.platform)
+	case report.ClassRateLimit:
+		return fmt.Sprintf("the quota of %s for this identity or address: authenticate the pull, or use a pull-through mirror", w.ref.Registry)
+	}
+	return c.LookAt()
+}
+
+func hostsDir(ep *endpoint) string {
+	if ep.port == "443" {
+		return ep.host
+	}
+	return ep.host + ":" + ep.port
+}
+
+
+// Allowlist returns the sorted host:port list a firewall, proxy or private DNS must cover.
+func Allowlist(r *report.Probe) []string {
+	var out []string
+	for _, e := range r.Endpoints {
+		out = append(out, e.Host)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,604 @@
+package probe
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pullpath/pullpath/internal/hoptrace"
+	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+type walk struct {
+	opts     Options
+	ctx      context.Context
+	ref      registry.Reference
+	platform registry.Platform
+	rec      *hoptrace.Recorder
+	client   *registry.Client
+	regURL   *url.URL
+
+	mu        sync.Mutex
+	endpoints map[string]*endpoint
+	order     []*endpoint
+	steps     []report.Step
+	warnings  []report.Warning
+
+	authz     string // Authorization for the registry; never logged or reported
+	anonymous bool
+	fromIndex bool // the platform manifest was chosen from an index
+	download  report.Download
+}
+
+// Run probes the pull path of opts.Image. An error means the probe could not run (bad input,
+// unreadable CA file); a broken path is a report with a class other than ok.
+func Run(ctx context.Context, opts Options) (*report.Probe, error) {
+	opts.setDefaults()
+	ref, err := registry.ParseReference(opts.Image)
+	if err != nil {
+		return nil, err
+	}
+	plat := registry.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}.Normalize()
+	if opts.Platform != "" {
+		if plat, err = registry.ParsePlatform(opts.Platform); err != nil {
+			return nil, err
+		}
+	}
+	roots, err := trustPool(opts.CAFiles)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Node == "" {
+		opts.Node, _ = os.Hostname()
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+
+	w := &walk{opts: opts, ctx: ctx, ref: ref, platform: plat, rec: &hoptrace.Recorder{},
+		endpoints: map[string]*endpoint{}, anonymous: opts.Credential.Anonymous()}
+	tr := &http.Transport{
+		Proxy:       nil, // the runtime's proxy is read from its unit, not from this shell
+		DialContext: w.dial,
+		TLSClientConfig: &tls.Config{
+			RootCAs:            roots,
+			InsecureSkipVerify: opts.Insecure, //nolint:gosec // the user asked, and the verdict says so loudly
+			MinVersion:         tls.VersionTLS12,
+		},
+		TLSHandshakeTimeout:    opts.TLSTimeout,
+		ResponseHeaderTimeout:  opts.HeaderTimeout,
+		DisableKeepAlives:      true, // every hop resolves, dials and handshakes: that is the evidence
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	defer tr.CloseIdleConnections()
+	w.client = &registry.Client{
+		Transport: &hoptrace.Transport{Inner: tr, Rec: w.rec},
+		Visit: func(ctx context.Context, u *url.URL, role report.Role, via string) error {
+			if _, f := w.visit(ctx, u, role, via); f != nil {
+				return &visitFailure{f}
+			}
+			return nil
+		},
+	}
+	w.regURL = &url.URL{Scheme: "https", Host: ref.Host}
+
+	start := time.Now()
+	f := w.run()
+	rep := w.report(f, start)
+	return rep, nil
+}
+
+type visitFailure struct{ f *failure }
+
+func (v *visitFailure) Error() string { return v.f.summary }
+
+func trustPool(files []string) (*x509.CertPool, error) {
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-file: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("--ca-file %s: no PEM certificate found", f)
+		}
+	}
+	return pool, nil
+}
+
+func (w *walk) step(ep *endpoint, l report.Layer, v report.Verdict, code report.Code, summary string, ev report.Evidence, d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ep.set(l, v)
+	w.steps = append(w.steps, report.Step{Layer: l, Endpoint: ep.hostport, Role: ep.role, Verdict: v, Code: code,
+		Summary: summary, Evidence: ev, Duration: d})
+}
+
+func (w *walk) warn(code report.Code, host, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, x := range w.warnings {
+		if x.Code == code && x.Host == host {
+			return
+		}
+	}
+	w.warnings = append(w.warnings, report.Warning{Code: code, Host: host, Message: msg})
+}
+
+// run walks the path and returns the first failure, or nil.
+func (w *walk) run() *failure {
+	// 1-2. DNS and route of the registry API host.
+	reg, f := w.visit(w.ctx, w.regURL, report.RoleRegistry, "image reference")
+	if f != nil {
+		return f
+	}
+	if w.opts.Insecure {
+		w.warn(report.CodeTLSInsecure, "", "--insecure: certificates are NOT verified; a pass here does not mean the runtime trusts the registry")
+	}
+	// 3-6. TCP, TLS and the API version check: GET /v2/.
+	ping := w.regURL.JoinPath("/v2/")
+	resp, f := w.request(w.ctx, reg, http.MethodGet, ping, nil, report.RoleRegistry)
+	if f != nil {
+		return f
+	}
+	body, _, _ := registry.ReadCapped(resp.Body, registry.MaxErrorBody)
+	resp.Body.Close()
+	pingSummary := fmt.Sprintf("GET /v2/ → %d", resp.StatusCode)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		w.step(reg, report.LayerHTTP, report.Pass, "", pingSummary+": the registry API answers", report.Evidence{HTTP: httpEvidence(resp, body)}, lastHop(resp).Duration)
+		w.step(reg, report.LayerAuth, report.Pass, "", "the registry needs no authentication", report.Evidence{}, 0)
+	case http.StatusUnauthorized:
+		w.step(reg, report.LayerHTTP, report.Pass, "", pingSummary+": the registry API answers and asks for authentication", report.Evidence{HTTP: httpEvidence(resp, body)}, lastHop(resp).Duration)
+		if f := w.authenticate(reg, resp); f != nil {
+			return f
+		}
+	default:
+		return w.statusFailure(reg, resp, body, report.LayerHTTP, "the API version check GET /v2/")
+	}
+	// 7. Manifest (and index → platform manifest).
+	m, f := w.manifests(reg)
+	if f != nil {
+		return f
+	}
+	// 8. Every blob, fully downloaded and verified.
+	return w.blobs(reg, m)
+}
+
+// request sends one request with the registry's Authorization and maps transport failures.
+func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.URL, hdr http.Header, redirectRole report.Role) (*registry.Response, *failure) {
+	if hdr == nil {
+		hdr = http.Header{}
+	}
+	if w.authz != "" && ep.role == report.RoleRegistry {
+		hdr.Set("Authorization", w.authz)
+	}
+	resp, err := w.client.Do(ctx, method, u, hdr, ep.role, redirectRole)
+	if resp != nil {
+		w.observe(resp.Hops)
+	}
+	if err == nil {
+		return resp, nil
+	}
+	if ctx.Err() != nil && w.ctx.Err() == nil {
+		return nil, &failure{ep: ep, cancelled: true}
+	}
+	switch e := err.(type) {
+	case *registry.VisitError:
+		if vf, ok := e.Err.(*visitFailure); ok {
+			return nil, vf.f
+		}
+	case *registry.HopError:
+		target := w.endpoints[hoptrace.HostPort(e.URL)]
+		if target == nil {
+			target = ep
+		}
+		f := w.hopFailure(target, e.Hop, e.Err)
+		w.step(target, f.layer, report.Fail, f.code, f.summary, f.ev, e.Hop.Snapshot().Duration)
+		return nil, f
+	case *registry.RedirectError:
+		target := w.endpoints[e.Host]
+		if target == nil {
+			target = ep
+		}
+		f := &failure{ep: target, layer: report.LayerHTTP, code: report.CodeHTTPRedirectLoop, summary: e.Error()}
+		for _, h := range e.Hops {
+			s := h.Snapshot()
+			f.evidence = append(f.evidence, fmt.Sprintf("%s %s → %d", s.Method, s.URL, s.Status))
+		}
+		w.step(target, report.LayerHTTP, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+		return nil, f
+	}
+	return nil, &failure{ep: ep, layer: report.LayerHTTP, code: report.CodeHTTPFailed, summary: err.Error()}
+}
+
+// observe marks TCP and TLS as passed on every endpoint a hop connected to and handshook with.
+func (w *walk) observe(hops []*hoptrace.Hop) {
+	for _, h := range hops {
+		s := h.Snapshot()
+		w.mu.Lock()
+		ep := w.endpoints[s.Host]
+		w.mu.Unlock()
+		if ep == nil || s.Addr == "" {
+			continue
+		}
+		if s.Status > 0 {
+			w.mu.Lock()
+			ep.set(report.LayerHTTP, report.Pass)
+			w.mu.Unlock()
+		}
+		if !ep.tcpSeen {
+			ep.tcpSeen = true
+			w.step(ep, report.LayerTCP, report.Pass, "", "connected to "+s.Addr, report.Evidence{Dials: h.Dials}, 0)
+		}
+		if h.TLSState != nil && h.TLSErr == nil && !ep.tlsSeen {
+			ep.tlsSeen = true
+			ev := tlsEvidence(ep.host, h, nil)
+			sum := fmt.Sprintf("%s, certificate verified for %s", ev.Version, ep.host)
+			v := report.Pass
+			if w.opts.Insecure {
+				v, sum = report.Warn, fmt.Sprintf("%s, certificate NOT verified (--insecure)", ev.Version)
+			}
+			if len(ev.Chain) > 0 {
+				sum += fmt.Sprintf(" (issuer %q, expires %s)", ev.Chain[0].Issuer, ev.Chain[0].NotAfter.Format("2006-01-02"))
+			}
+			w.step(ep, report.LayerTLS, v, "", sum, report.Evidence{TLS: ev}, 0)
+		} else if h.TLSState == nil && s.Phase >= report.LayerHTTP && !ep.tlsSeen && strings.HasPrefix(s.URL, "http:") {
+			ep.tlsSeen = true
+			w.step(ep, report.LayerTLS, report.Warn, report.CodeHTTPDowngrade, "plain HTTP: no TLS on this hop", report.Evidence{}, 0)
+		}
+	}
+}
+
+func lastHop(r *registry.Response) report.Hop {
+	if len(r.Hops) == 0 {
+		return report.Hop{}
+	}
+	return r.Hops[len(r.Hops)-1].Snapshot()
+}
+
+func httpEvidence(r *registry.Response, body []byte) *report.HTTP {
+	h := lastHop(r)
+	e := &report.HTTP{Method: h.Method, URL: h.URL, Status: r.StatusCode, Challenge: clip(r.Header.Get("WWW-Authenticate"), 512)}
+	for _, ae := range registry.ParseErrors(body) {
+		e.ErrorCodes = append(e.ErrorCodes, ae.Code)
+		if e.Message == "" {
+			e.Message = ae.Message
+		}
+	}
+	if e.Message == "" && len(body) > 0 && r.StatusCode >= 400 {
+		e.Message = clip(strings.TrimSpace(string(body)), 200)
+	}
+	return e
+}
+
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "?")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// authenticate answers the /v2/ challenge: Basic with the credential, or a token from the realm.
+func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
+	hdr := ping.Header.Get("WWW-Authenticate")
+	ch, err := registry.ParseChallenge(hdr)
+	if err != nil {
+		f := &failure{ep: reg, layer: report.LayerAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
+			summary:  "the registry's authentication challenge cannot be used: " + err.Error(),
+			evidence: []string{fmt.Sprintf("GET /v2/ → 401, WWW-Authenticate: %q", clip(hdr, 300))}}
+		w.step(reg, report.LayerAuth, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+		return f
+	}
+	cred := w.opts.Credential
+	switch ch.Scheme {
+	case "basic":
+		if cred.Username == "" && cred.Password == "" {
+			// the manifest request will show the 401 exactly as the runtime gets it
+			w.step(reg, report.LayerAuth, report.Warn, "", "the registry asks for Basic credentials and none are configured ("+cred.String()+")", report.Evidence{}, 0)
+			return nil
+		}
+		w.authz = "Basic " + base64.StdEncoding.EncodeToString([]byte(cred.Username+":"+cred.Password))
+		w.step(reg, report.LayerAuth, report.Pass, "", "Basic authentication with "+cred.String(), report.Evidence{}, 0)
+		return nil
+	case "bearer":
+	default:
+		f := &failure{ep: reg, layer: report.LayerAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
+			summary: fmt.Sprintf("the registry asks for the %q auth scheme, which container runtimes do not speak", ch.Scheme)}
+		w.step(reg, report.LayerAuth, report.Fail, f.code, f.summary, report.Evidence{}, 0)
+		return f
+	}
+	if cred.RegistryToken != "" {
+		w.authz = "Bearer " + cred.RegistryToken
+		w.step(reg, report.LayerAuth, report.Pass, "", "registry token from "+cred.Source, report.Evidence{}, 0)
+		return nil
+	}
+	realm, err := url.Parse(ch.Params["realm"])
+	if err != nil || (realm.Scheme != "https" && realm.Scheme != "http") || realm.Host == "" {
+		f := &failure{ep: reg, layer: report.LayerAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
+			summary: fmt.Sprintf("the token realm %q in the challenge is not an http(s) URL", clip(ch.Params["realm"], 200))}
+		w.step(reg, report.LayerAuth, report.Fail, f.code, f.summary, report.Evidence{}, 0)
+		return f
+	}
+	q := realm.Query()
+	if s := ch.Params["service"]; s != "" {
+		q.Set("service", s)
+	}
+	q.Set("scope", "repository:"+w.ref.Repository+":pull")
+	realm.RawQuery = q.Encode()
+
+	tok, f := w.visit(w.ctx, realm, report.RoleToken, "WWW-Authenticate realm of "+reg.hostport)
+	if f != nil {
+		return f
+	}
+	hdr2 := http.Header{}
+	if cred.Username != "" || cred.Password != "" {
+		hdr2.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cred.Username+":"+cred.Password)))
+	} else if cred.IdentityToken != "" {
+		// an OAuth2 refresh token is exchanged by POST; a GET with it as the password is what
+		// docker does for registries that accept it (ACR does)
+		hdr2.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("00000000-0000-0000-0000-000000000000:"+cred.IdentityToken)))
+	}
+	resp, f := w.request(w.ctx, tok, http.MethodGet, realm, hdr2, report.RoleToken)
+	if f != nil {
+		return f
+	}
+	body, _, _ := registry.ReadCapped(resp.Body, 1<<20)
+	resp.Body.Close()
+	ev := report.Evidence{HTTP: httpEvidence(resp, body)}
+	w.step(tok, report.LayerHTTP, report.Pass, "", fmt.Sprintf("GET token → %d", resp.StatusCode), ev, lastHop(resp).Duration)
+	if resp.StatusCode != http.StatusOK {
+		return w.statusFailure(tok, resp, body, report.LayerAuth, "the token request")
+	}
+	token, err := registry.ParseToken(body)
+	if err != nil {
+		f := &failure{ep: tok, layer: report.LayerAuth, code: report.CodeAuthTokenInvalid, summary: "the token realm answered 200 but " + err.Error()}
+		w.step(tok, report.LayerAuth, report.Fail, f.code, f.summary, ev, 0)
+		return f
+	}
+	w.authz = "Bearer " + token
+	w.step(tok, report.LayerAuth, report.Pass, "", fmt.Sprintf("token issued for scope repository:%s:pull to %s", w.ref.Repository, cred.String()), report.Evidence{}, 0)
+	w.step(reg, report.LayerAuth, report.Pass, "", "bearer token from "+tok.hostport, report.Evidence{}, 0)
+	return nil
+}
+
+// statusFailure maps an unexpected HTTP status on ep to a failure, reading registry error codes.
+func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte, layer report.Layer, what string) *failure {
+	ev := report.Evidence{HTTP: httpEvidence(resp, body)}
+	codes := strings.Join(ev.HTTP.ErrorCodes, ", ")
+	st := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
+	if codes != "" {
+		st += " (" + codes + ")"
+	}
+	f := &failure{ep: ep, layer: layer, ev: ev}
+	f.evidence = []string{fmt.Sprintf("%s %s → %s", ev.HTTP.Method, ev.HTTP.URL, st)}
+	if ev.HTTP.Message != "" {
+		f.evidence = append(f.evidence, "message: "+ev.HTTP.Message)
+	}
+	if ev.HTTP.Challenge != "" {
+		f.evidence = append(f.evidence, "WWW-Authenticate: "+ev.HTTP.Challenge)
+	}
+	has := func(c string) bool { return strings.Contains(codes, c) }
+	switch resp.StatusCode {
+	case http.StatusUnauthorized:
+		f.code = report.CodeAuth401
+		if ch, err := registry.ParseChallenge(ev.HTTP.Challenge); err == nil && ch.Params["error"] == "insufficient_scope" {
+			f.code = report.CodeAuthInsufficientScope
+			f.summary = fmt.Sprintf("%s: the identity (%s) may not pull repository %s (insufficient_scope)", what, w.opts.Credential, w.ref.Repository)
+			break
+		}
+		if w.anonymous {
+			f.summary = fmt.Sprintf("%s was refused (401): the registry requires credentials and none were presented", what)
+			f.alt = "some registries (Docker Hub among them) answer an anonymous pull of a repository that does not exist with 401: check the name too"
+		} else {
+			f.summary = fmt.Sprintf("%s was refused (401): the credentials (%s) were not accepted", what, w.opts.Credential)
+		}
+	case http.StatusForbidden:
+		f.code = report.CodeAuth403
+		f.summary = fmt.Sprintf("%s was denied (403) for %s", what, w.opts.Credential)
+		if ep.role == report.RoleBlob {
+			f.code = report.CodeBlobForbidden
+			f.summary = fmt.Sprintf("the blob host %s refused the download (403): an expired or rejected signed URL, or a storage firewall / private endpoint rule", ep.hostport)
+		} else if layer == report.LayerHTTP && ep.role == report.RoleRegistry {
+			f.summary = fmt.Sprintf("%s was denied (403) before any credential was presented: a registry network rule (firewall, private-endpoint-only) rejects this node's address", what)
+		}
+	case http.StatusNotFound:
+		switch {
+		case layer == report.LayerHTTP && ep.role == report.RoleRegistry:
+			f.code = report.CodeHTTPNotRegistry
+			f.summary = fmt.Sprintf("%s answered 404: %s does not serve the registry API (a web server, a wrong port or path)", what, ep.hostport)
+		case has("NAME_UNKNOWN"):
+			f.code = report.CodeNameUnknown
+			f.summary = fmt.Sprintf("repository %s does not exist on %s", w.ref.Repository, w.ref.Registry)
+		case layer == report.LayerBlob:
+			f.code = report.CodeBlobUnknown
+			f.summary = fmt.Sprintf("%s: %s answered 404 for a blob the manifest lists", what, ep.hostport)
+		default:
+			f.code = report.CodeManifestUnknown
+			f.summary = fmt.Sprintf("%s:%s is not in the registry (manifest unknown)", w.ref.Repository, w.ref.Identifier())
+		}
+	case http.StatusTooManyRequests:
+		f.code = report.CodeRateLimited
+		f.summary = fmt.Sprintf("%s was throttled (429) by %s", what, ep.hostport)
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			f.evidence = append(f.evidence, "Retry-After: "+clip(ra, 40))
+		}
+	default:
+		f.code = report.CodeHTTPStatus
+		f.summary = fmt.Sprintf("%s answered %s on %s", what, st, ep.hostport)
+	}
+	w.step(ep, layer, report.Fail, f.code, f.summary, ev, lastHop(resp).Duration)
+	return f
+}
+
+// manifests fetches the manifest for the reference and, for an index, the one for the platform.
+func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
+	u := w.regURL.JoinPath("/v2/", w.ref.Repository, "manifests", w.ref.Identifier())
+	hdr := http.Header{"Accept": {registry.AcceptManifests}}
+	// containerd resolves with HEAD; the body of a HEAD 4xx is empty, so a GET reads the reason.
+	head, f := w.request(w.ctx, reg, http.MethodHead, u, hdr.Clone(), report.RoleBlob)
+	if f != nil {
+		return nil, f
+	}
+	head.Body.Close()
+	digest := head.Header.Get("Docker-Content-Digest")
+	if w.ref.Digest != "" {
+		digest = w.ref.Digest
+	}
+	if head.StatusCode == http.StatusOK && registry.ValidDigest(digest) {
+		u = w.regURL.JoinPath("/v2/", w.ref.Repository, "manifests", digest)
+	} else {
+		digest = w.ref.Digest
+	}
+	m, f := w.fetchManifest(reg, u, digest, -1, w.ref.Identifier())
+	if f != nil || !m.Index {
+		return m, f
+	}
+	var avail []string
+	for _, d := range m.Manifests {
+		if d.Platform == nil {
+			continue
+		}
+		if w.platform.Match(*d.Platform) {
+			cu := w.regURL.JoinPath("/v2/", w.ref.Repository, "manifests", d.Digest)
+			w.fromIndex = true
+			return w.fetchManifest(reg, cu, d.Digest, d.Size, d.Platform.String()+" manifest "+short(d.Digest))
+		}
+		avail = append(avail, d.Platform.String())
+	}
+	f = &failure{ep: reg, layer: report.LayerManifest, code: report.CodePlatformMismatch,
+		summary:  fmt.Sprintf("the image index has no manifest for this node's platform %s (it has: %s)", w.platform, strings.Join(avail, ", ")),
+		evidence: []string{"index " + short(digest) + " lists " + strings.Join(avail, ", "), "node platform: " + w.platform.String()}}
+	w.step(reg, report.LayerManifest, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+	return nil, f
+}
+
+func (w *walk) fetchManifest(reg *endpoint, u *url.URL, wantDigest string, wantSize int64, what string) (*registry.Manifest, *failure) {
+	resp, f := w.request(w.ctx, reg, http.MethodGet, u, http.Header{"Accept": {registry.AcceptManifests}}, report.RoleBlob)
+	if f != nil {
+		return nil, f
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _, _ := registry.ReadCapped(resp.Body, registry.MaxErrorBody)
+		return nil, w.statusFailure(w.endpointOf(resp, reg), resp, body, report.LayerManifest, "the manifest request for "+what)
+	}
+	body, more, err := registry.ReadCapped(resp.Body, registry.MaxManifestBytes)
+	fail := func(code report.Code, summary string, lines ...string) (*registry.Manifest, *failure) {
+		f := &failure{ep: w.endpointOf(resp, reg), layer: report.LayerManifest, code: code, summary: summary, evidence: lines}
+		w.step(f.ep, report.LayerManifest, report.Fail, code, summary, report.Evidence{Lines: lines}, lastHop(resp).Duration)
+		return nil, f
+	}
+	if err != nil {
+		return fail(report.CodeHTTPFailed, "reading the manifest failed: "+err.Error())
+	}
+	if more {
+		return fail(report.CodeManifestTooLarge, fmt.Sprintf("the manifest for %s is larger than %d bytes; the runtime refuses it", what, registry.MaxManifestBytes))
+	}
+	sum := sha256.Sum256(body)
+	got := "sha256:" + hex.EncodeToString(sum[:])
+	if strings.HasPrefix(wantDigest, "sha256:") && got != wantDigest {
+		return fail(report.CodeManifestDigest, fmt.Sprintf("the manifest for %s does not match its digest", what),
+			"expected "+wantDigest, "received "+got+fmt.Sprintf(" (%d bytes)", len(body)))
+	}
+	if wantSize >= 0 && int64(len(body)) != wantSize {
+		return fail(report.CodeSizeMismatch, fmt.Sprintf("the manifest for %s has %d bytes, the index says %d", what, len(body), wantSize))
+	}
+	m, err := registry.ParseManifest(resp.Header.Get("Content-Type"), body)
+	if err != nil {
+		code := report.CodeManifestInvalid
+		if strings.Contains(err.Error(), "schema 1") || strings.Contains(err.Error(), "unsupported") {
+			code = report.CodeManifestUnsupported
+		}
+		return fail(code, fmt.Sprintf("the manifest for %s cannot be used: %v", what, err))
+	}
+	kind := "image manifest"
+	if m.Index {
+		kind = fmt.Sprintf("index of %d manifests", len(m.Manifests))
+	} else {
+		var total int64
+		for _, l := range m.Layers {
+			total += l.Size
+		}
+		kind += fmt.Sprintf(", %d layers, %s", len(m.Layers), humanBytes(total))
+	}
+	w.step(reg, report.LayerManifest, report.Pass, "", fmt.Sprintf("%s: %s %s (%s)", what, short(got), kind, shortMedia(m.MediaType)), report.Evidence{}, lastHop(resp).Duration)
+	return m, nil
+}
+
+func (w *walk) endpointOf(resp *registry.Response, def *endpoint) *endpoint {
+	h := lastHop(resp)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ep := w.endpoints[h.Host]; ep != nil {
+		return ep
+	}
+	return def
+}
+
+// checkConfigPlatform verifies a single-manifest image's config platform, as containerd does.
+func (w *walk) checkConfigPlatform(reg *endpoint, cfg []byte) *failure {
+	var c registry.ImageConfig
+	if err := json.Unmarshal(cfg, &c); err != nil || c.OS == "" {
+		return nil // not an image config containerd can match on; it would not reject it either
+	}
+	p := registry.Platform{OS: c.OS, Architecture: c.Architecture, Variant: c.Variant}
+	if w.platform.Match(p) {
+		return nil
+	}
+	f := &failure{ep: reg, layer: report.LayerManifest, code: report.CodePlatformMismatch,
+		summary:  fmt.Sprintf("the image is built for %s, this node is %s", p, w.platform),
+		evidence: []string{"image config: os=" + c.OS + " architecture=" + c.Architecture + " variant=" + c.Variant}}
+	w.step(reg, report.LayerManifest, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+	return f
+}
+
+func short(d string) string {
+	if i := strings.IndexByte(d, ':'); i >= 0 && len(d) > i+13 {
+		return d[:i+13]
+	}
+	return d
+}
+
+func shortMedia(mt string) string {
+	switch mt {
+	case registry.MediaOCIIndex:
+		return "OCI index"
+	case registry.MediaDockerList:
+		return "Docker manifest list"
+	case registry.MediaOCIManifest:
+		return "OCI manifest"
+	case registry.MediaDockerManifest:
+		return "Docker v2 manifest"
+	}
+	return mt
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,227 @@
+package report
+
+import "time"
+
+// APIVersion is the version of the JSON documents pullpath writes.
+const APIVersion = "pullpath/v1alpha1"
+
+// Probe is the result of one probe of one image from one network namespace.
+// It is the JSON contract of `pullpath probe -o json` (DESIGN.md).
+type Probe struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"` // "ProbeReport"
+	Node       string `json:"node,omitempty"`
+	Image      string `json:"image"`
+	Reference  Ref    `json:"reference"`
+	Platform   string `json:"platform"`
+
+	Class       Class    `json:"class"`
+	Owner       Owner    `json:"owner"`
+	Code        Code     `json:"code"`
+	Summary     string   `json:"summary"`
+	WhereToLook string   `json:"whereToLook,omitempty"`
+	Failing     *Failing `json:"failing"` // null when Class is ok
+	Evidence    []string `json:"evidence,omitempty"`
+	Alternative string   `json:"alternative,omitempty"` // when another reading of the same evidence is plausible
+
+	Endpoints []Endpoint `json:"endpoints"`
+	Download  Download   `json:"download"`
+	Resolver  Resolver   `json:"resolver"`
+	Trust     Trust      `json:"trust"`
+	Warnings  []Warning  `json:"warnings,omitempty"`
+	Steps     []Step     `json:"steps"`
+	Hops      []Hop      `json:"hops"`
+
+	Started  time.Time     `json:"started"`
+	Duration time.Duration `json:"durationNs"`
+}
+
+// Ref is the parsed image reference as the runtime sees it.
+type Ref struct {
+	Registry   string `json:"registry"` // host[:port] as written (docker.io for Docker Hub)
+	Host       string `json:"host"`     // host:port actually dialed (registry-1.docker.io:443 for Docker Hub)
+	Repository string `json:"repository"`
+	Tag        string `json:"tag,omitempty"`
+	Digest     string `json:"digest,omitempty"`
+}
+
+// Failing names where the path broke.
+type Failing struct {
+	Host  string `json:"host"` // host:port
+	Role  Role   `json:"role"`
+	Layer Layer  `json:"layer"`
+	Code  Code   `json:"code"`
+}
+
+// Endpoint is one host:port the pull touched, with the result of each layer on it.
+type Endpoint struct {
+	Host      string            `json:"host"` // host:port as dialed
+	Role      Role              `json:"role"`
+	Addresses []Address         `json:"addresses"`
+	Layers    map[Layer]Verdict `json:"layers"`
+	Via       string            `json:"via,omitempty"` // how the pull reached it ("WWW-Authenticate realm", "307 from registry.example:443")
+}
+
+// Address is one resolved address of an endpoint.
+type Address struct {
+	IP     string `json:"ip"`
+	Scope  string `json:"scope"` // "private", "public", "loopback", "link-local"
+	Route  string `json:"route,omitempty"`
+	Dialed string `json:"dialed,omitempty"` // "ok", "refused", "timeout", ...
+}
+
+// Download is what the blob phase achieved.
+type Download struct {
+	Layers   int     `json:"layers"` // layer blobs fully downloaded (the config blob is counted in Blobs)
+	Blobs    int     `json:"blobs"`
+	Expected int     `json:"expected"` // blobs the manifest lists (config + layers)
+	Bytes    int64   `json:"bytes"`
+	Verified bool    `json:"verified"` // every blob downloaded and its digest and size checked
+	Seconds  float64 `json:"seconds"`
+	MBps     float64 `json:"mbps"`
+}
+
+// Resolver records which resolver configuration the probe used.
+type Resolver struct {
+	Source      string   `json:"source"` // the resolv.conf read, or "--dns-server"
+	Nameservers []string `json:"nameservers"`
+	Search      []string `json:"search,omitempty"`
+	Ndots       int      `json:"ndots"`
+	HostsFile   string   `json:"hostsFile,omitempty"`
+}
+
+// Trust records the TLS trust the probe used.
+type Trust struct {
+	SystemRoots bool     `json:"systemRoots"`
+	CAFiles     []string `json:"caFiles,omitempty"`
+	Insecure    bool     `json:"insecure"`
+}
+
+// Warning is a caveat that does not break the path on its own.
+type Warning struct {
+	Code    Code   `json:"code"`
+	Host    string `json:"host,omitempty"`
+	Message string `json:"message"`
+}
+
+// Step is one observation: one layer of one endpoint, with the evidence behind the verdict.
+type Step struct {
+	Layer    Layer         `json:"layer"`
+	Endpoint string        `json:"endpoint"`
+	Role     Role          `json:"role"`
+	Verdict  Verdict       `json:"verdict"`
+	Code     Code          `json:"code,omitempty"`
+	Summary  string        `json:"summary"`
+	Evidence Evidence      `json:"evidence"`
+	Duration time.Duration `json:"durationNs"`
+}
+
+// Evidence is the typed detail behind a step; at most a few fields are set.
+type Evidence struct {
+	DNS   *DNS     `json:"dns,omitempty"`
+	Dials []Dial   `json:"dials,omitempty"`
+	TLS   *TLS     `json:"tls,omitempty"`
+	HTTP  *HTTP    `json:"http,omitempty"`
+	Lines []string `json:"lines,omitempty"`
+}
+
+// DNS is the evidence of one name resolution through the node's resolver.
+type DNS struct {
+	Name    string     `json:"name"`
+	Source  string     `json:"source"` // "dns", "hosts file", "literal"
+	Server  string     `json:"server,omitempty"`
+	CNAMEs  []string   `json:"cnames,omitempty"`
+	Addrs   []string   `json:"addrs,omitempty"`
+	Queries []DNSQuery `json:"queries,omitempty"`
+}
+
+// DNSQuery is one question sent to one server.
+type DNSQuery struct {
+	Server string        `json:"server"`
+	Name   string        `json:"name"`
+	Type   string        `json:"type"`
+	Rcode  string        `json:"rcode,omitempty"`
+	Error  string        `json:"error,omitempty"`
+	RTT    time.Duration `json:"rttNs"`
+}
+
+// Dial is one TCP connection attempt to one address.
+type Dial struct {
+	Addr     string        `json:"addr"`
+	Route    string        `json:"route,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Duration time.Duration `json:"durationNs"`
+}
+
+// TLS is the evidence of one handshake.
+type TLS struct {
+	Version    string        `json:"version,omitempty"`
+	ServerName string        `json:"serverName"`
+	Chain      []Certificate `json:"chain,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	Verified   bool          `json:"verified"`
+}
+
+// Certificate summarises one certificate of a chain; never the raw PEM.
+type Certificate struct {
+	Subject   string    `json:"subject"`
+	Issuer    string    `json:"issuer"`
+	DNSNames  []string  `json:"dnsNames,omitempty"`
+	IPs       []string  `json:"ips,omitempty"`
+	NotBefore time.Time `json:"notBefore"`
+	NotAfter  time.Time `json:"notAfter"`
+}
+
+// HTTP is the evidence of one request/response, redacted at capture.
+type HTTP struct {
+	Method     string   `json:"method"`
+	URL        string   `json:"url"`
+	Status     int      `json:"status,omitempty"`
+	ErrorCodes []string `json:"errorCodes,omitempty"` // registry errors[].code
+	Message    string   `json:"message,omitempty"`
+	Challenge  string   `json:"challenge,omitempty"` // WWW-Authenticate, as received (it carries no secret)
+	Location   string   `json:"location,omitempty"`  // redacted
+}
+
+// Hop is one HTTP round trip of the pull, recorded by hoptrace.
+type Hop struct {
+	Seq      int           `json:"seq"`
+	Role     Role          `json:"role"`
+	Method   string        `json:"method"`
+	URL      string        `json:"url"` // redacted: signed query values removed
+	Host     string        `json:"host"`
+	Addr     string        `json:"addr,omitempty"` // the address the connection went to
+	TLS      string        `json:"tls,omitempty"`
+	Status   int           `json:"status,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Phase    Layer         `json:"phase"` // the last layer reached
+	Duration time.Duration `json:"durationNs"`
+}
+
+// Findings is the JSON contract of `pullpath explain -o json`.
+type Findings struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Findings   []Finding `json:"findings"`
+}
+
+// Finding is one classified failure message.
+type Finding struct {
+	Class        Class    `json:"class"`
+	Owner        Owner    `json:"owner"`
+	Code         Code     `json:"code"`
+	Host         string   `json:"host,omitempty"`
+	Role         Role     `json:"role,omitempty"`
+	Message      string   `json:"message"`
+	Reason       string   `json:"reason"`
+	Image        string   `json:"image,omitempty"`
+	Operation    string   `json:"operation,omitempty"`
+	Resolver     string   `json:"resolver,omitempty"`
+	Address      string   `json:"address,omitempty"`
+	URL          string   `json:"url,omitempty"`
+	Alternatives []Class  `json:"alternatives,omitempty"`
+	Decide       string   `json:"decide,omitempty"`
+	NextSteps    []string `json:"nextSteps,omitempty"`
+	Count        int      `json:"count"`
+	Sources      []string `json:"sources,omitempty"`
+}

@@ -1,0 +1,134 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes v as indented JSON.
+func WriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// TextOptions tune the human rendering.
+type TextOptions struct {
+	Verbose bool // every step, not only the failing one
+}
+
+// WriteText renders a probe report for a person: the verdict line, the failing row of the class
+// table with its evidence, then the endpoint inventory.
+func WriteText(w io.Writer, p *Probe, o TextOptions) error {
+	b := &strings.Builder{}
+	if p.Class == ClassOK {
+		fmt.Fprintf(b, "OK  %s\n", p.Summary)
+	} else {
+		f := p.Failing
+		fmt.Fprintf(b, "BROKEN  class %s · %s (%s) · layer %s · %s\n", p.Class, f.Host, f.Role, f.Layer, p.Code)
+		fmt.Fprintf(b, "  %s\n", p.Summary)
+		if p.Owner != "" {
+			fmt.Fprintf(b, "  owner     %s\n", p.Owner)
+		}
+		writeLines(b, "  evidence  ", p.Evidence)
+		if p.Alternative != "" {
+			fmt.Fprintf(b, "  or        %s\n", p.Alternative)
+		}
+		if p.WhereToLook != "" {
+			fmt.Fprintf(b, "  look at   %s\n", p.WhereToLook)
+		}
+	}
+	for _, x := range p.Warnings {
+		fmt.Fprintf(b, "  WARNING   %s: %s\n", x.Code, x.Message)
+	}
+	fmt.Fprintf(b, "\nimage     %s (platform %s, from node %s, %s)\n", p.Image, p.Platform, p.Node, p.Duration.Round(time.Millisecond))
+	fmt.Fprintf(b, "resolver  %s from %s\n", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source)
+	if p.Download.Expected > 0 {
+		d := p.Download
+		fmt.Fprintf(b, "download  %d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t\n", d.Blobs, d.Expected, bytesText(d.Bytes), d.Seconds, d.MBps, d.Verified)
+	}
+	b.WriteString("\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "ENDPOINT\tROLE\tADDRESSES")
+	for _, l := range EndpointLayers {
+		fmt.Fprintf(tw, "\t%s", strings.ToUpper(l.String()))
+	}
+	fmt.Fprintln(tw)
+	for _, e := range p.Endpoints {
+		var addrs []string
+		for _, a := range e.Addresses {
+			addrs = append(addrs, a.IP+" ("+a.Scope+")")
+		}
+		if len(addrs) == 0 {
+			addrs = []string{"-"}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s", e.Host, e.Role, strings.Join(addrs, ", "))
+		for _, l := range EndpointLayers {
+			v, ok := e.Layers[l]
+			cell := "·"
+			if ok {
+				cell = string(v)
+				if v == Fail || v == Warn {
+					cell = strings.ToUpper(cell)
+				}
+			}
+			fmt.Fprintf(tw, "\t%s", cell)
+		}
+		fmt.Fprintln(tw)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if o.Verbose {
+		b.WriteString("\nsteps\n")
+		for _, s := range p.Steps {
+			code := ""
+			if s.Code != "" {
+				code = " " + string(s.Code)
+			}
+			fmt.Fprintf(b, "  %-4s %-8s %-28s %s%s\n", s.Verdict, s.Layer, s.Endpoint, s.Summary, code)
+		}
+		b.WriteString("\nhops\n")
+		for _, h := range p.Hops {
+			st := fmt.Sprint(h.Status)
+			if h.Error != "" {
+				st = "error: " + h.Error
+			}
+			fmt.Fprintf(b, "  %3d %-8s %-4s %s → %s (%s)\n", h.Seq, h.Role, h.Method, h.URL, st, h.Duration.Round(time.Millisecond))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeLines(b *strings.Builder, first string, lines []string) {
+	pad := strings.Repeat(" ", len(first))
+	for i, l := range lines {
+		if l == "" {
+			continue
+		}
+		if i == 0 {
+			b.WriteString(first)
+		} else {
+			b.WriteString(pad)
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+}
+
+func bytesText(n int64) string {
+	switch {
+	case n >= 1e9:
+		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
+	case n >= 1e6:
+		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
+	case n >= 1e3:
+		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
+	}
+	return fmt.Sprintf("%d B", n)
+}

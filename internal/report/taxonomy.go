@@ -1,0 +1,250 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Layer is one layer of the pull path, in the order the runtime traverses it.
+type Layer int
+
+// The layers of evidence per endpoint (DESIGN.md), in pull order.
+const (
+	LayerConfig Layer = iota
+	LayerDNS
+	LayerRoute
+	LayerTCP
+	LayerTLS
+	LayerHTTP
+	LayerAuth
+	LayerManifest
+	LayerBlob
+)
+
+var layerNames = [...]string{"config", "dns", "route", "tcp", "tls", "http", "auth", "manifest", "blob"}
+
+// EndpointLayers are the layers shown per endpoint in the inventory, in order.
+var EndpointLayers = []Layer{LayerDNS, LayerRoute, LayerTCP, LayerTLS, LayerHTTP, LayerAuth, LayerManifest, LayerBlob}
+
+func (l Layer) String() string {
+	if l < 0 || int(l) >= len(layerNames) {
+		return fmt.Sprintf("layer(%d)", int(l))
+	}
+	return layerNames[l]
+}
+
+// MarshalText renders the layer as its lowercase name ("dns").
+func (l Layer) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+
+// UnmarshalText parses a layer name.
+func (l *Layer) UnmarshalText(b []byte) error {
+	for i, n := range layerNames {
+		if n == string(b) {
+			*l = Layer(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown layer %q", b)
+}
+
+// Verdict is the result of one observation.
+type Verdict string
+
+// Verdicts.
+const (
+	Pass Verdict = "pass"
+	Warn Verdict = "warn" // works, but not the way the node would, or with a caveat
+	Fail Verdict = "fail"
+	Skip Verdict = "skip" // an earlier layer failed
+)
+
+// Role is what an endpoint is for in the pull.
+type Role string
+
+// Endpoint roles (DESIGN.md).
+const (
+	RoleRegistry Role = "registry"
+	RoleToken    Role = "token"
+	RoleBlob     Role = "blob"
+	RoleMirror   Role = "mirror"
+	RoleProxy    Role = "proxy"
+)
+
+// Class is the diagnosis: which part of the pull path broke (DESIGN.md taxonomy).
+type Class string
+
+// Classes (DESIGN.md).
+const (
+	ClassOK        Class = "ok"
+	ClassDNS       Class = "dns"
+	ClassRoute     Class = "route"
+	ClassEndpoint  Class = "endpoint"
+	ClassTLS       Class = "tls"
+	ClassAuth      Class = "auth"
+	ClassForbidden Class = "forbidden"
+	ClassNotFound  Class = "not_found"
+	ClassPlatform  Class = "platform"
+	ClassRateLimit Class = "rate_limit"
+	ClassProxy     Class = "proxy"
+	ClassOther     Class = "other"
+)
+
+// Owner is who fixes a class of failure.
+type Owner string
+
+type classInfo struct {
+	owner   Owner
+	what    string
+	lookAt  string
+	ordinal int
+}
+
+var classes = map[Class]classInfo{
+	ClassOK:        {"", "the whole path holds, every layer downloaded and verified", "", 0},
+	ClassDNS:       {"DNS", "the node's resolver cannot resolve a name of the pull, or resolves it to the wrong place", "VNet/VPC DNS settings, private zone links, the resolver the node actually uses", 1},
+	ClassRoute:     {"network", "no network path from the node to the registry API address", "effective routes on the node NIC, gateway transit, security rules at both ends, the return path", 2},
+	ClassEndpoint:  {"network + registry", "the registry API works but another host handed out during the pull fails", "every hostname the registry hands out during the pull (the allowlist): token realm, blob redirect / data endpoint, mirror", 3},
+	ClassTLS:       {"PKI / node config", "certificate not trusted, wrong name, expired, or plain HTTP where HTTPS is expected", "the server certificate's name and chain, and the trust the runtime is configured with (certs.d/<host>/hosts.toml ca, the node's CA bundle)", 4},
+	ClassAuth:      {"identity", "no or wrong credentials (401)", "the pull secret, the kubelet credential provider, the node identity", 5},
+	ClassForbidden: {"identity", "the identity lacks rights, or a registry network rule denies (403)", "the scope of the pull identity (role assignment on this repository); the registry's network rules", 6},
+	ClassNotFound:  {"application", "repository, tag or digest absent", "the image reference in the pod spec, the release pipeline that should have pushed it", 7},
+	ClassPlatform:  {"application", "no manifest for the node's OS/architecture", "the image build: publish a manifest for this platform", 8},
+	ClassRateLimit: {"registry", "the registry throttles (429)", "the registry quota, authenticated pulls, a pull-through mirror", 9},
+	ClassProxy:     {"node config", "an HTTP proxy on the runtime's path fails", "the runtime's proxy environment (HTTPS_PROXY, NO_PROXY in the containerd unit)", 10},
+	ClassOther:     {"", "anything else (disk, unpack, registry bug, unknown)", "the evidence below and the registry's own logs", 11},
+}
+
+// Owner returns who fixes this class (DESIGN.md); empty for ok and other.
+func (c Class) Owner() Owner { return classes[c].owner }
+
+// What is the one-line meaning of the class.
+func (c Class) What() string { return classes[c].what }
+
+// LookAt is the generic "where to look" of the class.
+func (c Class) LookAt() string { return classes[c].lookAt }
+
+// Valid reports whether c is one of the DESIGN.md classes.
+func (c Class) Valid() bool { _, ok := classes[c]; return ok }
+
+// Classes lists every class in taxonomy order.
+func Classes() []Class {
+	out := make([]Class, len(classes))
+	for c, i := range classes {
+		out[i.ordinal] = c
+	}
+	return out
+}
+
+// Code is a stable machine code shared by probe and explain ("DNS_NXDOMAIN").
+type Code string
+
+// Stable codes. Add, never rename: scripts match on them.
+const (
+	CodeOK                    Code = "OK"
+	CodeDNSNXDomain           Code = "DNS_NXDOMAIN"
+	CodeDNSNoData             Code = "DNS_NO_ADDRESSES"
+	CodeDNSServFail           Code = "DNS_SERVFAIL"
+	CodeDNSRefused            Code = "DNS_REFUSED"
+	CodeDNSTimeout            Code = "DNS_TIMEOUT"
+	CodeDNSUnreachable        Code = "DNS_RESOLVER_UNREACHABLE"
+	CodeDNSNoResolver         Code = "DNS_NO_RESOLVER"
+	CodeDNSPublicForPrivate   Code = "DNS_PUBLIC_ADDRESS"
+	CodeRouteNone             Code = "ROUTE_NONE"
+	CodeTCPTimeout            Code = "TCP_TIMEOUT"
+	CodeTCPRefused            Code = "TCP_REFUSED"
+	CodeTCPHostUnreachable    Code = "TCP_HOST_UNREACHABLE"
+	CodeTCPNetUnreachable     Code = "TCP_NETWORK_UNREACHABLE"
+	CodeTCPReset              Code = "TCP_RESET"
+	CodeTCPFailed             Code = "TCP_FAILED"
+	CodeTLSUnknownAuthority   Code = "TLS_UNKNOWN_AUTHORITY"
+	CodeTLSNameMismatch       Code = "TLS_NAME_MISMATCH"
+	CodeTLSExpired            Code = "TLS_EXPIRED"
+	CodeTLSInvalid            Code = "TLS_INVALID_CERTIFICATE"
+	CodeTLSPlainHTTP          Code = "HTTP_PLAIN_ON_TLS"
+	CodeTLSHandshakeTimeout   Code = "TLS_HANDSHAKE_TIMEOUT"
+	CodeTLSHandshake          Code = "TLS_HANDSHAKE_FAILED"
+	CodeTLSInsecure           Code = "TLS_VERIFY_DISABLED"
+	CodeHTTPTimeout           Code = "HTTP_TIMEOUT"
+	CodeHTTPStatus            Code = "HTTP_UNEXPECTED_STATUS"
+	CodeHTTPNotRegistry       Code = "HTTP_NOT_A_REGISTRY"
+	CodeHTTPFailed            Code = "HTTP_FAILED"
+	CodeHTTPRedirectLoop      Code = "HTTP_REDIRECT_LOOP"
+	CodeHTTPDowngrade         Code = "HTTP_REDIRECT_TO_PLAIN_HTTP"
+	CodeAuthChallengeInvalid  Code = "AUTH_CHALLENGE_INVALID"
+	CodeAuth401               Code = "AUTH_401"
+	CodeAuth403               Code = "AUTH_403"
+	CodeAuthInsufficientScope Code = "AUTH_INSUFFICIENT_SCOPE"
+	CodeAuthTokenInvalid      Code = "AUTH_TOKEN_RESPONSE_INVALID"
+	CodeRealmUnreachable      Code = "REALM_UNREACHABLE"
+	CodeRateLimited           Code = "RATE_LIMITED"
+	CodeManifestUnknown       Code = "MANIFEST_UNKNOWN"
+	CodeNameUnknown           Code = "NAME_UNKNOWN"
+	CodeManifestInvalid       Code = "MANIFEST_INVALID"
+	CodeManifestTooLarge      Code = "MANIFEST_TOO_LARGE"
+	CodeManifestUnsupported   Code = "MANIFEST_UNSUPPORTED"
+	CodeManifestDigest        Code = "MANIFEST_DIGEST_MISMATCH"
+	CodePlatformMismatch      Code = "PLATFORM_NO_MATCH"
+	CodeBlobUnknown           Code = "BLOB_UNKNOWN"
+	CodeBlobRedirectFailed    Code = "BLOB_REDIRECT_UNREACHABLE"
+	CodeBlobForbidden         Code = "BLOB_FORBIDDEN"
+	CodeBlobStalled           Code = "BLOB_STALLED"
+	CodeDigestMismatch        Code = "DIGEST_MISMATCH"
+	CodeSizeMismatch          Code = "SIZE_MISMATCH"
+	CodeBlobFailed            Code = "BLOB_FAILED"
+	CodeProxyFailed           Code = "PROXY_FAILED"
+	CodeTimeout               Code = "TIMEOUT"
+	CodeUnknown               Code = "UNKNOWN"
+)
+
+// ClassFor maps where a failure was observed to its class, following DESIGN.md:
+// a failure on a token, blob or mirror host while the registry API works is "endpoint",
+// except the identity answers (401/403) a token realm gives, which are about the identity.
+func ClassFor(role Role, layer Layer, code Code) Class {
+	switch code {
+	case CodeAuth401:
+		return ClassAuth
+	case CodeAuth403, CodeAuthInsufficientScope:
+		if role == RoleBlob {
+			return ClassEndpoint // a 403 from object storage is a network rule or an expired signature, not identity
+		}
+		return ClassForbidden
+	case CodeRateLimited:
+		return ClassRateLimit
+	case CodeProxyFailed:
+		return ClassProxy
+	}
+	switch role {
+	case RoleToken, RoleBlob, RoleMirror:
+		return ClassEndpoint
+	case RoleProxy:
+		return ClassProxy
+	}
+	switch code {
+	case CodeManifestUnknown, CodeNameUnknown, CodeBlobUnknown:
+		return ClassNotFound
+	case CodePlatformMismatch:
+		return ClassPlatform
+	case CodeTLSPlainHTTP, CodeHTTPDowngrade:
+		return ClassTLS
+	case CodeDNSPublicForPrivate:
+		return ClassDNS
+	}
+	switch layer {
+	case LayerDNS:
+		return ClassDNS
+	case LayerRoute, LayerTCP:
+		return ClassRoute
+	case LayerTLS:
+		return ClassTLS
+	}
+	return ClassOther
+}
+
+// ParseClass accepts a class name, case-insensitively.
+func ParseClass(s string) (Class, error) {
+	c := Class(strings.ToLower(strings.TrimSpace(s)))
+	if !c.Valid() {
+		return "", fmt.Errorf("unknown class %q", s)
+	}
+	return c, nil
+}
