@@ -42,7 +42,7 @@ type probeOptions struct {
 	node          string
 
 	connectTimeout, tlsTimeout, headerTimeout, stallTimeout, timeout time.Duration
-	concurrency                                                     int
+	concurrency                                                      int
 
 	probe probe.Options
 }

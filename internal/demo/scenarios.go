@@ -200,7 +200,9 @@ func Scenarios() []Scenario {
 				return e.withFaults(registrytest.Faults{BlobHost: "cdn." + e.Lab.Domain + ":443"})
 			}},
 		{Name: "blob host unreachable", Expect: report.ClassEndpoint, Role: report.RoleBlob, Layer: report.LayerTCP, Code: report.CodeTCPRefused,
-			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{BlobHost: closedAddr(e.Lab.BlobHost)}) }},
+			Stage: func(e *Env) probe.Options {
+				return e.withFaults(registrytest.Faults{BlobHost: closedAddr(e.Lab.BlobHost)})
+			}},
 		{Name: "blob host stalls mid-download", Expect: report.ClassEndpoint, Role: report.RoleBlob, Layer: report.LayerBlob, Code: report.CodeBlobStalled,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{BlobStall: true}) }},
 		{Name: "blob host refuses the signed URL (403)", Expect: report.ClassEndpoint, Role: report.RoleBlob, Layer: report.LayerBlob, Code: report.CodeBlobForbidden,

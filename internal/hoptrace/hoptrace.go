@@ -5,8 +5,8 @@ import (
 	"crypto/tls"
 	"net"
 	"net/http"
-	"net/url"
 	"net/http/httptrace"
+	"net/url"
 	"sync"
 	"time"
 
@@ -14,7 +14,8 @@ import (
 )
 
 // Hop is one round trip in progress. The dialer and the trace hooks fill it; the caller reads it
-// after RoundTrip returns to classify a failure by the phase it reached.
+// after RoundTrip returns to classify a failure by the phase it reached. Hooks of a cancelled
+// request may still fire from the transport's dial goroutine, so read it only through its methods.
 type Hop struct {
 	mu       sync.Mutex
 	Role     report.Role
@@ -22,11 +23,10 @@ type Hop struct {
 	URL      string // redacted
 	Host     string // host:port
 	Phase    report.Layer
-	Dials    []report.Dial
+	dials    []report.Dial
 	Addr     string // the address of the connection used
-	TLSStart bool
-	TLSState *tls.ConnectionState
-	TLSErr   error
+	tlsState *tls.ConnectionState
+	tlsErr   error
 	Status   int
 	Err      error
 	Start    time.Time
@@ -39,7 +39,7 @@ func (h *Hop) SetPhase(l report.Layer) { h.mu.Lock(); h.Phase = l; h.mu.Unlock()
 // AddDial records one connection attempt; the dialer calls it once per address tried.
 func (h *Hop) AddDial(d report.Dial) {
 	h.mu.Lock()
-	h.Dials = append(h.Dials, d)
+	h.dials = append(h.dials, d)
 	if d.Error == "" {
 		h.Addr = d.Addr
 	}
@@ -52,13 +52,27 @@ func (h *Hop) Snapshot() report.Hop {
 	defer h.mu.Unlock()
 	r := report.Hop{Role: h.Role, Method: h.Method, URL: h.URL, Host: h.Host, Addr: h.Addr,
 		Status: h.Status, Phase: h.Phase, Duration: h.Duration}
-	if h.TLSState != nil {
-		r.TLS = tls.VersionName(h.TLSState.Version)
+	if h.tlsState != nil {
+		r.TLS = tls.VersionName(h.tlsState.Version)
 	}
 	if h.Err != nil {
 		r.Error = h.Err.Error()
 	}
 	return r
+}
+
+// Dials returns a copy of the connection attempts.
+func (h *Hop) Dials() []report.Dial {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]report.Dial(nil), h.dials...)
+}
+
+// TLS returns the handshake's state (nil when none completed far enough to see certificates) and error.
+func (h *Hop) TLS() (*tls.ConnectionState, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tlsState, h.tlsErr
 }
 
 type hopKey struct{}
@@ -124,15 +138,15 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	trace := &httptrace.ClientTrace{
 		TLSHandshakeStart: func() {
 			h.mu.Lock()
-			h.Phase, h.TLSStart = report.LayerTLS, true
+			h.Phase = report.LayerTLS
 			h.mu.Unlock()
 		},
 		TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
 			h.mu.Lock()
 			if len(cs.PeerCertificates) > 0 || err == nil {
-				h.TLSState = &cs
+				h.tlsState = &cs
 			}
-			h.TLSErr = err
+			h.tlsErr = err
 			h.mu.Unlock()
 		},
 		GotConn: func(httptrace.GotConnInfo) { h.SetPhase(report.LayerHTTP) },

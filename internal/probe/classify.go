@@ -20,7 +20,8 @@ import (
 // type, never by message text.
 func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 	snap := hop.Snapshot()
-	hop.SetPhase(snap.Phase)
+	dials := hop.Dials()
+	_, hopTLSErr := hop.TLS()
 	f := &failure{ep: ep}
 	var (
 		cve *tls.CertificateVerificationError
@@ -30,7 +31,7 @@ func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 		cie x509.CertificateInvalidError
 		ne  net.Error
 	)
-	tlsErr := hop.TLSErr
+	tlsErr := hopTLSErr
 	if tlsErr == nil {
 		tlsErr = err
 	}
@@ -62,12 +63,12 @@ func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 		}
 		f.evidence = append([]string{tlsErr.Error()}, certLines(f.ev.TLS)...)
 		f.evidence = append(f.evidence, w.trustLine())
-	case snap.Phase == report.LayerTCP || (len(snap.Addr) == 0 && len(hop.Dials) > 0):
+	case snap.Phase == report.LayerTCP || (len(snap.Addr) == 0 && len(dials) > 0):
 		f.layer = report.LayerTCP
 		f.code = dialCode(err)
-		f.ev.Dials = hop.Dials
+		f.ev.Dials = dials
 		f.summary = fmt.Sprintf("cannot open a TCP connection to %s: %s", ep.hostport, dialWord(err))
-		for _, d := range hop.Dials {
+		for _, d := range dials {
 			line := "dial " + d.Addr
 			if d.Route != "" {
 				line += " [" + d.Route + "]"
@@ -146,10 +147,12 @@ func dialWord(err error) string {
 func tlsEvidence(serverName string, hop *hoptrace.Hop, err error) *report.TLS {
 	t := &report.TLS{ServerName: serverName}
 	var certs []*x509.Certificate
-	if hop != nil && hop.TLSState != nil {
-		t.Version = tls.VersionName(hop.TLSState.Version)
-		certs = hop.TLSState.PeerCertificates
-		t.Verified = len(hop.TLSState.VerifiedChains) > 0
+	if hop != nil {
+		if st, _ := hop.TLS(); st != nil {
+			t.Version = tls.VersionName(st.Version)
+			certs = st.PeerCertificates
+			t.Verified = len(st.VerifiedChains) > 0
+		}
 	}
 	var cve *tls.CertificateVerificationError
 	if errors.As(err, &cve) && len(cve.UnverifiedCertificates) > 0 {

@@ -28,7 +28,7 @@ type endpoint struct {
 	dns                  *resolver.Result
 	ready                chan struct{} // closed once DNS and route were checked
 	checkFail            *failure      // DNS or route failure, cached: the runtime would hit it every time
-	privatelinkPublic    bool     // resolved through a privatelink CNAME to a public address
+	privatelinkPublic    bool          // resolved through a privatelink CNAME to a public address
 	tcpSeen, tlsSeen     bool
 }
 

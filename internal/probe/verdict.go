@@ -134,7 +134,6 @@ func hostsDir(ep *endpoint) string {
 	return ep.host + ":" + ep.port
 }
 
-
 // Allowlist returns the sorted host:port list a firewall, proxy or private DNS must cover.
 func Allowlist(r *report.Probe) []string {
 	var out []string

@@ -228,27 +228,36 @@ func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.
 	return nil, &failure{ep: ep, layer: report.LayerHTTP, code: report.CodeHTTPFailed, summary: err.Error()}
 }
 
-// observe marks TCP and TLS as passed on every endpoint a hop connected to and handshook with.
+// observe marks TCP, TLS and HTTP as passed on every endpoint a hop reached. Concurrent blob
+// downloads observe the same endpoints, so the first-seen decisions are taken under w.mu.
 func (w *walk) observe(hops []*hoptrace.Hop) {
 	for _, h := range hops {
 		s := h.Snapshot()
 		w.mu.Lock()
 		ep := w.endpoints[s.Host]
-		w.mu.Unlock()
 		if ep == nil || s.Addr == "" {
+			w.mu.Unlock()
 			continue
 		}
 		if s.Status > 0 {
-			w.mu.Lock()
 			ep.set(report.LayerHTTP, report.Pass)
-			w.mu.Unlock()
 		}
-		if !ep.tcpSeen {
-			ep.tcpSeen = true
-			w.step(ep, report.LayerTCP, report.Pass, "", "connected to "+s.Addr, report.Evidence{Dials: h.Dials}, 0)
-		}
-		if h.TLSState != nil && h.TLSErr == nil && !ep.tlsSeen {
+		firstTCP := !ep.tcpSeen
+		ep.tcpSeen = true
+		st, tlsErr := h.TLS()
+		tlsOK := st != nil && tlsErr == nil
+		plain := st == nil && s.Phase >= report.LayerHTTP && strings.HasPrefix(s.URL, "http:")
+		firstTLS := !ep.tlsSeen && (tlsOK || plain)
+		if firstTLS {
 			ep.tlsSeen = true
+		}
+		w.mu.Unlock()
+
+		if firstTCP {
+			w.step(ep, report.LayerTCP, report.Pass, "", "connected to "+s.Addr, report.Evidence{Dials: h.Dials()}, 0)
+		}
+		switch {
+		case firstTLS && tlsOK:
 			ev := tlsEvidence(ep.host, h, nil)
 			sum := fmt.Sprintf("%s, certificate verified for %s", ev.Version, ep.host)
 			v := report.Pass
@@ -259,8 +268,7 @@ func (w *walk) observe(hops []*hoptrace.Hop) {
 				sum += fmt.Sprintf(" (issuer %q, expires %s)", ev.Chain[0].Issuer, ev.Chain[0].NotAfter.Format("2006-01-02"))
 			}
 			w.step(ep, report.LayerTLS, v, "", sum, report.Evidence{TLS: ev}, 0)
-		} else if h.TLSState == nil && s.Phase >= report.LayerHTTP && !ep.tlsSeen && strings.HasPrefix(s.URL, "http:") {
-			ep.tlsSeen = true
+		case firstTLS && plain:
 			w.step(ep, report.LayerTLS, report.Warn, report.CodeHTTPDowngrade, "plain HTTP: no TLS on this hop", report.Evidence{}, 0)
 		}
 	}

@@ -1,0 +1,36 @@
+// Package depcheck keeps the node probe small: the code that runs on every node must not pull in
+// client-go or containerd, and report must stay standard-library only.
+package depcheck
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", pkg).Output()
+	if err != nil {
+		t.Fatalf("go list %s: %v", pkg, err)
+	}
+	return strings.Fields(string(out))
+}
+
+func TestProbeDependencies(t *testing.T) {
+	for _, d := range deps(t, "github.com/pullpath/pullpath/internal/probe") {
+		for _, banned := range []string{"k8s.io/", "github.com/containerd/", "sigs.k8s.io/controller-runtime"} {
+			if strings.HasPrefix(d, banned) {
+				t.Errorf("internal/probe depends on %s", d)
+			}
+		}
+	}
+}
+
+func TestReportIsStandardLibraryOnly(t *testing.T) {
+	for _, d := range deps(t, "github.com/pullpath/pullpath/internal/report") {
+		if strings.Contains(strings.SplitN(d, "/", 2)[0], ".") && !strings.HasPrefix(d, "github.com/pullpath/pullpath/internal/report") {
+			t.Errorf("internal/report depends on %s", d)
+		}
+	}
+}
