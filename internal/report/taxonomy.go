@@ -193,6 +193,14 @@ const (
 	CodeBlobFailed            Code = "BLOB_FAILED"
 	CodeProxyFailed           Code = "PROXY_FAILED"
 	CodeTimeout               Code = "TIMEOUT"
+	CodeCanceled              Code = "CANCELED"
+	CodeHostsTomlInvalid      Code = "HOSTS_TOML_INVALID"
+	CodeDiskFull              Code = "DISK_FULL"
+	CodeDiskIO                Code = "DISK_IO_ERROR"
+	CodeUnpackFailed          Code = "UNPACK_FAILED"
+	CodeBackoffNoCause        Code = "BACKOFF_NO_CAUSE"
+	CodeNeverPull             Code = "IMAGE_NEVER_PULL"
+	CodeInvalidReference      Code = "INVALID_REFERENCE"
 	CodeUnknown               Code = "UNKNOWN"
 )
 
@@ -203,10 +211,12 @@ func ClassFor(role Role, layer Layer, code Code) Class {
 	switch code {
 	case CodeAuth401:
 		return ClassAuth
-	case CodeAuth403, CodeAuthInsufficientScope:
+	case CodeAuth403:
 		if role == RoleBlob {
 			return ClassEndpoint // a 403 from object storage is a network rule or an expired signature, not identity
 		}
+		return ClassForbidden
+	case CodeAuthInsufficientScope:
 		return ClassForbidden
 	case CodeRateLimited:
 		return ClassRateLimit
@@ -219,12 +229,16 @@ func ClassFor(role Role, layer Layer, code Code) Class {
 	case RoleProxy:
 		return ClassProxy
 	}
+	if code == CodeTLSHandshakeTimeout {
+		// TCP connected but the handshake never finished: MTU, a DPI firewall or a proxy, not PKI
+		return ClassRoute
+	}
 	switch code {
 	case CodeManifestUnknown, CodeNameUnknown, CodeBlobUnknown:
 		return ClassNotFound
 	case CodePlatformMismatch:
 		return ClassPlatform
-	case CodeTLSPlainHTTP, CodeHTTPDowngrade:
+	case CodeTLSPlainHTTP, CodeHTTPDowngrade, CodeHostsTomlInvalid:
 		return ClassTLS
 	case CodeDNSPublicForPrivate:
 		return ClassDNS

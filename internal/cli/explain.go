@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pullpath/pullpath/internal/events"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+type explainOptions struct {
+	streams Streams
+	file    string
+	output  string
+}
+
+func newExplainCmd(s Streams) *cobra.Command {
+	o := &explainOptions{streams: s}
+	cmd := &cobra.Command{
+		Use:   "explain [FILE|-]",
+		Short: "Classify kubelet, containerd, CRI-O and docker image pull errors (offline)",
+		Long: `Read image pull failures and say, for each, which part of the pull path broke,
+on which host, who owns the fix, and the next step — the way an expert reads the
+wrapper chains of the kubelet, containerd, CRI-O and docker.
+
+Input, detected automatically, from FILE or stdin:
+  raw error messages (one per line or block), kubectl describe pod output,
+  kubectl get events|pod -o json|yaml (lists and events.k8s.io too).
+
+When the text cannot decide (Docker Hub's "pull access denied", a 401 that may mean
+a missing repository), the most likely class comes with the alternatives and the
+one command that decides between them.
+
+Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not run.`,
+		Example: `  kubectl describe pod web-1 | pullpath explain
+  kubectl get events -n shop -o json | pullpath explain -o json
+  pullpath explain crictl-pull.log`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				o.file = args[0]
+			}
+			if o.output != "text" && o.output != "json" {
+				return fmt.Errorf("--output %q: want text or json", o.output)
+			}
+			return o.Run()
+		},
+	}
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// Run reads the input, classifies and renders.
+func (o *explainOptions) Run() error {
+	var in io.Reader
+	switch o.file {
+	case "", "-":
+		if f, ok := o.streams.In.(*os.File); ok && isTerminal(f) && o.file == "" {
+			return errors.New("explain reads FILE or stdin: pipe kubectl output in, or give a file")
+		}
+		in = o.streams.In
+	default:
+		f, err := os.Open(o.file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	msgs, _, err := events.Parse(in)
+	if err != nil {
+		return err
+	}
+	findings := events.Explain(msgs)
+	if o.output == "json" {
+		if err := report.WriteJSON(o.streams.Out, report.NewFindings(findings)); err != nil {
+			return err
+		}
+	} else if err := report.WriteFindingsText(o.streams.Out, findings); err != nil {
+		return err
+	}
+	if len(findings) > 0 {
+		return &ExitError{Code: ExitBroken}
+	}
+	return nil
+}

@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestExplainCLI(t *testing.T) {
+	msg := `Failed to pull image "myreg.azurecr.io/team/app:1.4": failed to pull and unpack image "myreg.azurecr.io/team/app:1.4": failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://myreg.eastus.data.azurecr.io/docker/registry/v2/blobs/sha256/ab/abc/data?sig=SIGNATURE-SECRET&se=2030": dial tcp 20.1.2.3:443: i/o timeout`
+	r := run(t, msg, "explain", "-o", "json")
+	if r.code != ExitBroken {
+		t.Fatalf("exit %d, want 1: %s", r.code, r.errOut)
+	}
+	var doc struct {
+		Findings []struct {
+			Class, Owner, Host, Role, Message, Code string
+			Count                                   int
+		} `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, r.out)
+	}
+	if len(doc.Findings) != 1 {
+		t.Fatalf("%d findings", len(doc.Findings))
+	}
+	f := doc.Findings[0]
+	if f.Class != "endpoint" || f.Role != "blob" || f.Host != "myreg.eastus.data.azurecr.io" || f.Owner != "network + registry" || f.Count != 1 {
+		t.Errorf("finding = %+v", f)
+	}
+	if strings.Contains(r.out, "SIGNATURE-SECRET") {
+		t.Error("the signed URL's signature leaked into the output")
+	}
+
+	if r := run(t, "", "explain"); r.code != 0 || !strings.Contains(r.out, "no image pull failure") {
+		t.Errorf("empty input: exit %d out %q", r.code, r.out)
+	}
+	if r := run(t, "", "explain", "/nonexistent/file"); r.code != ExitUsage || !strings.Contains(r.errOut, "/nonexistent/file") {
+		t.Errorf("missing file: exit %d err %q", r.code, r.errOut)
+	}
+	if r := run(t, `{"kind": "Event", "message": `, "explain"); r.code != ExitUsage {
+		t.Errorf("broken JSON: exit %d, want 2", r.code)
+	}
+	if r := run(t, "x", "explain", "-o", "xml"); r.code != ExitUsage {
+		t.Errorf("bad -o: exit %d", r.code)
+	}
+	r = run(t, "the cat sat on the mat\n", "explain")
+	if r.code != ExitBroken || !strings.Contains(r.out, "class other") || !strings.Contains(r.out, "the cat sat on the mat") {
+		t.Errorf("unknown text: exit %d out %q", r.code, r.out)
+	}
+}

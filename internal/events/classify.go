@@ -1,0 +1,344 @@
+package events
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/pullpath/pullpath/internal/hoptrace"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// rule maps the innermost cause found in a message to a code and the layer it broke at.
+type rule struct {
+	re    *regexp.Regexp
+	code  report.Code
+	layer report.Layer
+}
+
+// rules are tried in order, innermost cause first: a proxy failure wraps a DNS failure of the
+// proxy's name, a DNS failure wraps "dial tcp", TLS errors come before the generic statuses,
+// and runtime wrappers (context deadline, back-off) come last.
+var rules = []rule{
+	{regexp.MustCompile(`proxyconnect tcp|Proxy Authentication Required|\b407\b`), report.CodeProxyFailed, report.LayerTCP},
+	{regexp.MustCompile("failed to decode hosts\\.toml|invalid `host` tree"), report.CodeHostsTomlInvalid, report.LayerConfig},
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided`), report.CodeDNSNXDomain, report.LayerDNS},
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.LayerDNS},
+	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: connection refused)|:53: read: connection refused`), report.CodeDNSUnreachable, report.LayerDNS},
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: (?:read udp \S+ )?i/o timeout|lookup \S+: Try again|Temporary failure in name resolution|lookup \S+: device or resource busy|getaddrinfow`), report.CodeDNSTimeout, report.LayerDNS},
+	{regexp.MustCompile(`server gave HTTP response to HTTPS client|first record does not look like a TLS handshake`), report.CodeTLSPlainHTTP, report.LayerTLS},
+	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field`), report.CodeTLSNameMismatch, report.LayerTLS},
+	{regexp.MustCompile(`certificate has expired or is not yet valid`), report.CodeTLSExpired, report.LayerTLS},
+	{regexp.MustCompile(`certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate`), report.CodeTLSUnknownAuthority, report.LayerTLS},
+	{regexp.MustCompile(`TLS handshake timeout`), report.CodeTLSHandshakeTimeout, report.LayerTLS},
+	{regexp.MustCompile(`\btls: |remote error: tls|handshake failure`), report.CodeTLSHandshake, report.LayerTLS},
+	{regexp.MustCompile(`connection refused|actively refused`), report.CodeTCPRefused, report.LayerTCP},
+	{regexp.MustCompile(`no route to host`), report.CodeTCPHostUnreachable, report.LayerTCP},
+	{regexp.MustCompile(`network is unreachable`), report.CodeTCPNetUnreachable, report.LayerTCP},
+	{regexp.MustCompile(`connection reset by peer|forcibly closed by the remote host|": EOF\b|: EOF$`), report.CodeTCPReset, report.LayerTCP},
+	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers`), report.CodeTCPTimeout, report.LayerTCP},
+	{regexp.MustCompile(`(?i)toomanyrequests|429 Too Many Requests|Status 429|Error 429|pull rate limit`), report.CodeRateLimited, report.LayerManifest},
+	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform`), report.CodePlatformMismatch, report.LayerManifest},
+	{regexp.MustCompile(`no basic auth credentials`), report.CodeAuth401, report.LayerAuth},
+	{regexp.MustCompile(`pull access denied|repository does not exist or may require`), codeAmbiguousDenied, report.LayerAuth},
+	{regexp.MustCompile(`does not match bearer token resource|insufficient_scope`), report.CodeAuthInsufficientScope, report.LayerAuth},
+	{regexp.MustCompile(`denied: requested access to the resource is denied`), codeHubDenied, report.LayerAuth},
+	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|not authorized to perform this operation|\bdenied:`), report.CodeAuth403, report.LayerAuth},
+	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized`), report.CodeAuth401, report.LayerAuth},
+	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.LayerBlob},
+	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found`), report.CodeManifestUnknown, report.LayerManifest},
+	{regexp.MustCompile(`no space left on device`), report.CodeDiskFull, report.LayerBlob},
+	{regexp.MustCompile(`input/output error`), report.CodeDiskIO, report.LayerBlob},
+	{regexp.MustCompile(`failed to register layer|failed to extract layer|ApplyLayer|Untar re-exec error|failed to unpack`), report.CodeUnpackFailed, report.LayerBlob},
+	{regexp.MustCompile(`unexpected status(?: code)?(?: from \w+ request to)? \S+?: (\d{3})|received unexpected HTTP status: (\d{3})|status code \[?[^\]]*\]?:? ?(\d{3})`), report.CodeHTTPStatus, report.LayerHTTP},
+	{regexp.MustCompile(`context deadline exceeded|DeadlineExceeded`), report.CodeTimeout, report.LayerTCP},
+	{regexp.MustCompile(`context canceled|code = Canceled`), report.CodeCanceled, report.LayerBlob},
+	{regexp.MustCompile(`unexpected EOF`), report.CodeBlobFailed, report.LayerBlob},
+	{regexp.MustCompile(`ErrImageNeverPull|image pull policy is "Never"`), report.CodeNeverPull, report.LayerConfig},
+	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.LayerConfig},
+	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.LayerConfig},
+}
+
+// maxMessage bounds the text one finding is read from.
+const maxMessage = 64 << 10
+
+// Pseudo-codes resolved by the ambiguity rules below.
+const (
+	codeAmbiguousDenied report.Code = "_PULL_ACCESS_DENIED"
+	codeHubDenied       report.Code = "_DENIED"
+)
+
+var resolverFailure = map[report.Code]bool{report.CodeDNSServFail: true, report.CodeDNSUnreachable: true, report.CodeDNSTimeout: true}
+
+// Classify reads one failure message and returns its finding. Unknown text is class other with the
+// message kept; it never fails.
+func Classify(msg string) report.Finding {
+	if len(msg) > maxMessage {
+		// real messages are a few KiB; a hostile or runaway line must not cost seconds of regexps
+		msg = msg[:maxMessage]
+	}
+	f := readFacts(msg)
+	host, role := f.failingHost()
+	code, layer := report.CodeUnknown, report.LayerConfig
+	for _, r := range rules {
+		if r.re.MatchString(f.text) {
+			code, layer = r.code, r.layer
+			break
+		}
+	}
+	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token")) {
+		role = report.RoleToken
+	}
+	fd := report.Finding{Code: code, Host: host, Role: role, Message: redactText(msg), Image: f.image, Resolver: f.resolver,
+		Address: f.addr, URL: f.urlText, Count: 1}
+	fd.Operation = f.operation(role)
+	hub := f.registry == "docker.io" || (f.registry == "" && f.image == "")
+
+	switch code {
+	case codeAmbiguousDenied:
+		if hub {
+			fd.Code, fd.Class = report.CodeNameUnknown, report.ClassNotFound
+			fd.Alternatives = []report.Class{report.ClassAuth}
+			fd.Reason = "the registry refused an anonymous or unauthorised pull; Docker Hub answers a repository that does not exist exactly like a private one, so the name is the first suspect"
+		} else {
+			fd.Code, fd.Class = report.CodeAuth401, report.ClassAuth
+			fd.Alternatives = []report.Class{report.ClassNotFound, report.ClassForbidden}
+			fd.Reason = "the registry refused the pull without valid credentials for this repository (it also answers so for a repository that does not exist)"
+		}
+	case codeHubDenied:
+		if hub {
+			fd.Code, fd.Class = report.CodeNameUnknown, report.ClassNotFound
+			fd.Alternatives = []report.Class{report.ClassAuth}
+			fd.Reason = "Docker Hub denied access: the repository does not exist under this name, or it is private and no credentials were sent"
+		} else {
+			fd.Code, fd.Class = report.CodeAuth403, report.ClassForbidden
+			fd.Alternatives = []report.Class{report.ClassAuth}
+			fd.Reason = "the registry denied access to the repository for the identity used"
+		}
+	default:
+		switch {
+		case resolverFailure[code]:
+			fd.Class = report.ClassDNS // the resolver itself is broken, whichever name was asked
+		case code == report.CodeAuth403 && (role == report.RoleBlob || (f.blobPhase && strings.Contains(f.text, "<Error><Code>"))):
+			fd.Code, fd.Role, fd.Class = report.CodeBlobForbidden, report.RoleBlob, report.ClassEndpoint
+		case code == report.CodeHTTPStatus:
+			fd.Class = report.ClassFor(role, layer, code)
+		case code == report.CodeTimeout:
+			fd.Class = report.ClassRoute
+			fd.Alternatives = []report.Class{report.ClassEndpoint, report.ClassOther}
+		case code == report.CodeCanceled || code == report.CodeBlobFailed:
+			fd.Class = report.ClassOther
+			fd.Alternatives = []report.Class{report.ClassRoute, report.ClassEndpoint}
+		case code == report.CodeUnknown || code == report.CodeBackoffNoCause || code == report.CodeNeverPull || code == report.CodeInvalidReference ||
+			code == report.CodeDiskFull || code == report.CodeDiskIO || code == report.CodeUnpackFailed:
+			fd.Class = report.ClassOther
+		default:
+			fd.Class = report.ClassFor(role, layer, code)
+		}
+		if code == report.CodeAuth401 && (hub || strings.Contains(f.registry, "quay.io") || strings.Contains(f.text, "anonymous")) {
+			fd.Alternatives = []report.Class{report.ClassNotFound}
+		}
+		if fd.Code == report.CodeAuth403 && fd.Class == report.ClassForbidden {
+			// registries also answer 403 to stale or foreign credentials (ghcr.io "denied: denied")
+			fd.Alternatives = []report.Class{report.ClassAuth}
+		}
+		fd.Reason = reason(fd, f)
+	}
+	fd.Owner = fd.Class.Owner()
+	fd.NextSteps = nextSteps(fd, f)
+	fd.Decide = decide(fd, f)
+	return fd
+}
+
+func reason(fd report.Finding, f facts) string {
+	h := fd.Host
+	if h == "" {
+		h = "the host"
+	}
+	on := ""
+	if f.resolver != "" {
+		on = " (asked " + f.resolver + ")"
+	}
+	switch fd.Code {
+	case report.CodeProxyFailed:
+		return fmt.Sprintf("the runtime sends the pull through an HTTP proxy (%s) that it cannot use", h)
+	case report.CodeHostsTomlInvalid:
+		return "containerd rejected a hosts.toml and silently ignored its settings (its ca among them), so TLS then fails with an unknown authority"
+	case report.CodeDNSNXDomain:
+		return fmt.Sprintf("the node's resolver%s says %s does not exist (NXDOMAIN)", on, h)
+	case report.CodeDNSServFail:
+		return fmt.Sprintf("the node's resolver%s failed to resolve %s (SERVFAIL: a broken forwarder or zone)", on, h)
+	case report.CodeDNSUnreachable:
+		return fmt.Sprintf("the node cannot reach its resolver%s: the DNS query to port 53 failed before any answer", on)
+	case report.CodeDNSTimeout:
+		return fmt.Sprintf("the node's resolver%s did not answer for %s in time", on, h)
+	case report.CodeTLSPlainHTTP:
+		return fmt.Sprintf("%s answered plain HTTP where the runtime speaks HTTPS", h)
+	case report.CodeTLSNameMismatch:
+		return fmt.Sprintf("the certificate %s presents is not valid for that name", h)
+	case report.CodeTLSExpired:
+		return fmt.Sprintf("the certificate %s presents has expired (or the node's clock is wrong)", h)
+	case report.CodeTLSUnknownAuthority:
+		return fmt.Sprintf("the certificate %s presents is signed by an authority the runtime does not trust (a private CA, or a TLS-inspecting proxy)", h)
+	case report.CodeTLSHandshakeTimeout:
+		return fmt.Sprintf("TCP to %s connected but the TLS handshake never completed: MTU, a DPI firewall or a proxy in the way", h)
+	case report.CodeTCPRefused:
+		return fmt.Sprintf("the connection to %s was refused: nothing listens there, or a firewall rejects", addrOr(f, h))
+	case report.CodeTCPHostUnreachable, report.CodeTCPNetUnreachable:
+		return fmt.Sprintf("the node has no working route to %s", addrOr(f, h))
+	case report.CodeTCPTimeout:
+		return fmt.Sprintf("the connection to %s timed out: packets are dropped (firewall, security group, missing route or return path)", addrOr(f, h))
+	case report.CodeTCPReset:
+		return fmt.Sprintf("the connection to %s was reset mid-way (a firewall or proxy cutting it)", addrOr(f, h))
+	case report.CodeRateLimited:
+		return fmt.Sprintf("%s throttles this client (429)", h)
+	case report.CodePlatformMismatch:
+		return "the image has no manifest for the node's OS/architecture"
+	case report.CodeAuth401:
+		return fmt.Sprintf("%s requires credentials that were not presented or not accepted (401)", h)
+	case report.CodeAuthInsufficientScope:
+		return "the token the registry issued does not cover pulling this repository (insufficient scope)"
+	case report.CodeAuth403:
+		return fmt.Sprintf("%s denied the request (403): the identity lacks rights, or a network rule blocks this client", h)
+	case report.CodeBlobForbidden:
+		return fmt.Sprintf("object storage (%s) refused the blob download (403): a storage firewall, service endpoint policy or expired signature", h)
+	case report.CodeManifestUnknown, report.CodeNameUnknown:
+		return "the repository, tag or digest does not exist in the registry"
+	case report.CodeBlobUnknown:
+		return "the registry lists a blob it cannot serve"
+	case report.CodeDiskFull:
+		return "the node ran out of disk space while unpacking the image (the runtime's root, e.g. /var/lib/containerd)"
+	case report.CodeDiskIO:
+		return "the node's disk failed while writing the image"
+	case report.CodeUnpackFailed:
+		return "the download worked; unpacking a layer on the node failed"
+	case report.CodeHTTPStatus:
+		return fmt.Sprintf("%s answered an unexpected HTTP status", h)
+	case report.CodeTimeout:
+		return "the pull ran out of time (the client's or kubelet's deadline): a silent network drop or a stalled download"
+	case report.CodeCanceled:
+		return "the pull was cancelled before it finished, usually by the kubelet's runtime request timeout while a large or slow download was running"
+	case report.CodeBlobFailed:
+		return "the download broke off mid-way"
+	case report.CodeNeverPull:
+		return "imagePullPolicy is Never and the image is not on the node"
+	case report.CodeInvalidReference:
+		return "the image reference in the pod spec is malformed"
+	case report.CodeBackoffNoCause:
+		return "the kubelet is backing off after earlier failures; this event does not carry the cause: read the earlier \"Failed to pull image\" event, or probe"
+	}
+	return "pullpath does not recognise this message"
+}
+
+func addrOr(f facts, h string) string {
+	if f.addr != "" && h != "the host" && h != "" {
+		return h + " (" + f.addr + ")"
+	}
+	if f.addr != "" {
+		return f.addr
+	}
+	return h
+}
+
+// nextSteps lists what to check, in layer order, with the names from the message.
+func nextSteps(fd report.Finding, f facts) []string {
+	h := fd.Host
+	if h == "" {
+		h = "the failing host"
+	}
+	switch fd.Class {
+	case report.ClassDNS:
+		s := []string{fmt.Sprintf("from the node (not a pod): resolve %s with the node's resolver%s", h, orEmpty(" "+f.resolver)),
+			"check the DNS servers the node uses (VNet/VPC DNS settings), private zone links and conditional forwarders"}
+		if fd.Code == report.CodeDNSUnreachable || fd.Code == report.CodeDNSTimeout {
+			s[0] = fmt.Sprintf("check that the node reaches its resolver%s on UDP/TCP 53 (routes, security rules, the resolver's health)", orEmpty(" "+f.resolver))
+		}
+		return s
+	case report.ClassRoute:
+		return []string{fmt.Sprintf("check the node's effective route to %s and the security rules for TCP 443 at both ends", addrOr(f, h)),
+			"check the return path (asymmetric routing through a firewall drops the replies)"}
+	case report.ClassEndpoint:
+		return []string{fmt.Sprintf("%s is a %s endpoint of this pull: allow it like the registry itself (firewall, proxy allowlist, private DNS)", h, roleWord(fd.Role)),
+			"list every host the pull touches with: pullpath probe --allowlist IMAGE"}
+	case report.ClassTLS:
+		if fd.Code == report.CodeTLSPlainHTTP {
+			return []string{fmt.Sprintf("serve TLS on %s, or declare it plain HTTP for the runtime (containerd: certs.d/%s/hosts.toml server = \"http://%s\")", h, h, h)}
+		}
+		if fd.Code == report.CodeHostsTomlInvalid {
+			return []string{"fix the hosts.toml containerd rejected (containerd 1.6 needs a [host.\"…\"] table or an empty [host]); see pullpath runtime"}
+		}
+		return []string{fmt.Sprintf("inspect the certificate %s serves: names, issuer, validity", h),
+			fmt.Sprintf("trust its CA for the runtime: containerd certs.d/%s/hosts.toml ca = \"…\", or the node's CA bundle, then restart the runtime", h)}
+	case report.ClassAuth:
+		return []string{"check the pod's imagePullSecrets (namespace, registry key, expiry) or the kubelet credential provider / node identity",
+			"confirm the repository name: some registries answer 401 for a repository that does not exist"}
+	case report.ClassForbidden:
+		return []string{"grant the identity pull rights on this repository (e.g. AcrPull, ECR repository policy)", "check the registry's network rules for the node's egress address"}
+	case report.ClassNotFound:
+		return []string{fmt.Sprintf("check the image reference %s: registry, repository, tag or digest", orDash(fd.Image)), "check that the release pipeline pushed it"}
+	case report.ClassPlatform:
+		return []string{"publish a manifest for the node's platform (multi-arch build), or schedule the pod on matching nodes"}
+	case report.ClassRateLimit:
+		return []string{"authenticate pulls (imagePullSecrets) or use a pull-through mirror"}
+	case report.ClassProxy:
+		return []string{fmt.Sprintf("check the runtime's proxy environment (HTTP(S)_PROXY in its systemd unit): the proxy %s must resolve and accept connections", h),
+			"add private registries to NO_PROXY"}
+	}
+	return nil
+}
+
+func roleWord(r report.Role) string {
+	switch r {
+	case report.RoleToken:
+		return "token (auth realm)"
+	case report.RoleBlob:
+		return "blob download (redirect)"
+	case report.RoleMirror:
+		return "mirror"
+	}
+	return string(r)
+}
+
+// decide is the one command that settles the diagnosis from the node.
+func decide(fd report.Finding, f facts) string {
+	if fd.Class == report.ClassOther && fd.Code != report.CodeBackoffNoCause && fd.Code != report.CodeTimeout && fd.Code != report.CodeCanceled {
+		return ""
+	}
+	img := fd.Image
+	if img == "" {
+		img = "IMAGE"
+	}
+	cmd := "pullpath probe " + img
+	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth) {
+		cmd = "pullpath probe --pull-secret SECRET.yaml " + img
+	}
+	return cmd + "   # on the node, or in a hostNetwork pod with dnsPolicy: Default"
+}
+
+func orEmpty(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return ""
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "in the pod spec"
+	}
+	return s
+}
+
+var (
+	reURLAll  = regexp.MustCompile(`https?://[^\s"'\\<>\x60]+`)
+	reAuthHdr = regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*\[?["']?)(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
+	reKV      = regexp.MustCompile(`(?i)\b(password|passwd|secret|access_token|refresh_token|token)=([^&\s"]+)`)
+)
+
+// redactText removes credentials from a message before it is shown or stored: signed URL queries,
+// Authorization headers, password= and token= pairs.
+func redactText(s string) string {
+	s = reURLAll.ReplaceAllStringFunc(s, hoptrace.RedactString)
+	s = reAuthHdr.ReplaceAllString(s, "${1}${2} "+hoptrace.Redacted)
+	return reKV.ReplaceAllString(s, "${1}="+hoptrace.Redacted)
+}

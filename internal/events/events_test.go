@@ -1,0 +1,193 @@
+package events
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+func parseFile(t *testing.T, path string) ([]Message, Format) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	msgs, format, err := Parse(f)
+	if err != nil {
+		t.Fatalf("Parse(%s) = %v", path, err)
+	}
+	return msgs, format
+}
+
+func TestDescribe(t *testing.T) {
+	msgs, format := parseFile(t, "testdata/inputs/describe.txt")
+	if format != FormatDescribe {
+		t.Fatalf("format %s, want describe", format)
+	}
+	fs := Explain(msgs)
+	if len(fs) != 1 {
+		t.Fatalf("%d findings, want 1 (the causeless ErrImagePull/BackOff events fold away): %+v", len(fs), fs)
+	}
+	f := fs[0]
+	if f.Class != report.ClassForbidden || f.Host != "gcr.io" || f.Count != 4 || f.Image != "gcr.io/maloney-scratch/monolith:1.0.0" {
+		t.Errorf("finding = class %s host %q count %d image %q", f.Class, f.Host, f.Count, f.Image)
+	}
+	if f.Operation != "resolve (HEAD manifest)" && f.Operation != "HEAD manifest" {
+		t.Errorf("operation %q", f.Operation)
+	}
+}
+
+func TestEventsJSONDedupes(t *testing.T) {
+	msgs, format := parseFile(t, "testdata/inputs/events.json")
+	if format != FormatJSON {
+		t.Fatalf("format %s", format)
+	}
+	fs := Explain(msgs)
+	if len(fs) != 2 {
+		t.Fatalf("%d findings, want 2: %+v", len(fs), fs)
+	}
+	if fs[0].Class != report.ClassDNS || fs[0].Count != 5 || fs[0].Resolver != "10.77.0.2:53" || len(fs[0].Sources) != 2 {
+		t.Errorf("dns finding = %+v", fs[0])
+	}
+	if fs[1].Class != report.ClassAuth || fs[1].Host != "registry.lab.test:5000" || !strings.Contains(fs[1].Sources[0], "Pod/api-0") {
+		t.Errorf("auth finding = %+v", fs[1])
+	}
+}
+
+func TestPodYAML(t *testing.T) {
+	msgs, format := parseFile(t, "testdata/inputs/pod.yaml")
+	if format != FormatYAML || len(msgs) != 2 {
+		t.Fatalf("format %s, %d messages", format, len(msgs))
+	}
+	fs := Explain(msgs)
+	if len(fs) != 1 || fs[0].Class != report.ClassTLS || fs[0].Code != report.CodeTLSExpired || fs[0].Host != "registry.lab.test:5006" {
+		t.Fatalf("findings = %+v", fs)
+	}
+	// only a back-off without cause: say so instead of inventing one
+	only := Explain(msgs[1:])
+	if len(only) != 1 || only[0].Code != report.CodeBackoffNoCause || only[0].Decide == "" || !strings.Contains(only[0].Decide, "registry.lab.test/lab/small:v1") {
+		t.Fatalf("back-off only = %+v", only)
+	}
+}
+
+func TestRawTextBlocks(t *testing.T) {
+	in := `E1202 10:26:12.000000    4242 remote_image.go:334] "PullImage from image service failed" err="rpc error: code = NotFound desc = failed to pull and unpack image \"r.example/a:nope\": failed to resolve reference \"r.example/a:nope\": r.example/a:nope: not found" image="r.example/a:nope"
+E1202 10:26:13.000000    4242 remote_image.go:334] "PullImage from image service failed" err="rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/b:1\": failed to resolve reference \"r.example/b:1\": failed to do request: Head \"https://r.example/v2/b/manifests/1\": x509: certificate signed by unknown authority" image="r.example/b:1"
+
+FATA[0000] pulling image failed: rpc error: code = Unknown desc = Error reading manifest latest in docker.io/crio/busybox: errors:
+denied: requested access to the resource is denied
+unauthorized: authentication required
+`
+	msgs, format, err := Parse(strings.NewReader(in))
+	if err != nil || format != FormatText {
+		t.Fatal(format, err)
+	}
+	fs := Explain(msgs)
+	want := []report.Class{report.ClassNotFound, report.ClassTLS, report.ClassNotFound}
+	if len(fs) != len(want) {
+		t.Fatalf("%d findings, want %d: %+v", len(fs), len(want), fs)
+	}
+	for i, w := range want {
+		if fs[i].Class != w {
+			t.Errorf("finding %d class %s, want %s (%s)", i, fs[i].Class, w, fs[i].Message)
+		}
+	}
+	if len(fs[2].Alternatives) == 0 || !strings.Contains(fs[2].Decide, "--pull-secret") {
+		t.Errorf("ambiguous Docker Hub denial should name the alternative and the deciding command: %+v", fs[2])
+	}
+}
+
+// Each extraction rule on its own.
+func TestExtraction(t *testing.T) {
+	cases := []struct {
+		msg                      string
+		host, addr, resolver, op string
+		role                     report.Role
+		class                    report.Class
+	}{
+		{msg: `failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp: lookup reg.example on 10.0.0.10:53: read udp 10.0.0.5:1234->10.0.0.10:53: i/o timeout`,
+			host: "reg.example", resolver: "10.0.0.10:53", op: "HEAD manifest", role: report.RoleRegistry, class: report.ClassDNS},
+		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp 10.1.2.3:443: connect: connection refused`,
+			host: "reg.example", addr: "10.1.2.3:443", role: report.RoleRegistry, class: report.ClassRoute},
+		{msg: `failed to pull and unpack image "reg.example/a:1": failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://acct.blob.core.windows.net/c/b?sig=SECRET&se=2030": dial tcp 20.1.2.3:443: i/o timeout`,
+			host: "acct.blob.core.windows.net", addr: "20.1.2.3:443", role: report.RoleBlob, op: "GET blob", class: report.ClassEndpoint},
+		{msg: `failed to resolve reference "myreg.azurecr.io/a:1": failed to authorize: failed to fetch anonymous token: unexpected status from GET request to https://myreg.azurecr.io/oauth2/token?scope=repository%3Aa%3Apull&service=myreg.azurecr.io: 401 Unauthorized`,
+			host: "myreg.azurecr.io", role: report.RoleToken, op: "token fetch", class: report.ClassAuth},
+		{msg: `failed to copy: httpReadSeeker: failed open: unexpected status code https://mirror.example/v2/library/nginx/blobs/sha256:566e?ns=docker.io: 502 Bad Gateway`,
+			host: "mirror.example", role: report.RoleMirror, class: report.ClassEndpoint},
+		{msg: `failed to do request: Head "https://reg.example/v2/a/manifests/1": proxyconnect tcp: dial tcp 10.9.9.9:3128: i/o timeout`,
+			host: "10.9.9.9:3128", addr: "10.9.9.9:3128", role: report.RoleProxy, op: "proxy CONNECT", class: report.ClassProxy},
+		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp: lookup reg.example on 10.0.0.10:53: dial udp 10.0.0.10:53: connect: network is unreachable`,
+			host: "reg.example", resolver: "10.0.0.10:53", class: report.ClassDNS},
+		{msg: `error pulling image configuration: download failed after attempts=6: error parsing HTTP 403 response body: invalid character '<' looking for beginning of value: "<?xml version=\"1.0\"?><Error><Code>AuthorizationFailure</Code></Error>"`,
+			role: report.RoleBlob, class: report.ClassEndpoint},
+	}
+	for _, tc := range cases {
+		f := Classify(tc.msg)
+		if f.Class != tc.class || f.Host != tc.host || (tc.role != "" && f.Role != tc.role) || f.Address != tc.addr || f.Resolver != tc.resolver || (tc.op != "" && f.Operation != tc.op) {
+			t.Errorf("Classify(%.80q…)\n got class %s host %q role %s addr %q resolver %q op %q\nwant class %s host %q role %s addr %q resolver %q op %q",
+				tc.msg, f.Class, f.Host, f.Role, f.Address, f.Resolver, f.Operation, tc.class, tc.host, tc.role, tc.addr, tc.resolver, tc.op)
+		}
+	}
+}
+
+func TestSecretsRedacted(t *testing.T) {
+	msg := `failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://b.s3.amazonaws.com/x?X-Amz-Signature=deadbeefcafe&X-Amz-Credential=AKIAXYZ": ` +
+		`dial tcp 1.2.3.4:443: i/o timeout; request.header.authorization="Bearer eyJhbGciOiJSUzI1NiJ9.payload.sig" password=hunter2`
+	f := Classify(msg)
+	for _, s := range []string{"deadbeefcafe", "AKIAXYZ", "eyJhbGciOiJSUzI1NiJ9", "hunter2"} {
+		if strings.Contains(f.Message, s) || strings.Contains(f.URL, s) {
+			t.Errorf("secret %q survived: message %q url %q", s, f.Message, f.URL)
+		}
+	}
+}
+
+func TestGarbageNeverPanics(t *testing.T) {
+	for _, in := range []string{"", "\x00\xff\xfe", "{", "[ERROR ImagePull]: x", "{\"kind\":\"Pod\",\"status\":[1,2]}", "kind: Event\napiVersion: v1\nmessage: [", strings.Repeat("a", 1<<20)} {
+		msgs, _, err := Parse(strings.NewReader(in))
+		if err != nil {
+			continue
+		}
+		for _, f := range Explain(msgs) {
+			if f.Class == "" || !f.Class.Valid() {
+				t.Errorf("invalid class for %.20q", in)
+			}
+		}
+	}
+	if f := Classify("the cat sat on the mat"); f.Class != report.ClassOther || f.Code != report.CodeUnknown || f.Message == "" {
+		t.Errorf("unknown text = %+v", f)
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, p := range []string{"testdata/inputs/describe.txt", "testdata/inputs/events.json", "testdata/inputs/pod.yaml"} {
+		b, _ := os.ReadFile(p)
+		f.Add(string(b))
+	}
+	f.Add(`Failed to pull image "a/b:c": x509: certificate signed by unknown authority`)
+	f.Fuzz(func(t *testing.T, in string) {
+		msgs, _, err := Parse(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		for _, fd := range Explain(msgs) {
+			if !fd.Class.Valid() || fd.Owner != fd.Class.Owner() || fd.Count < 1 {
+				t.Fatalf("bad finding %+v", fd)
+			}
+		}
+	})
+}
+
+func FuzzClassify(f *testing.F) {
+	f.Add(`failed to do request: Head "https://r/v2/a/manifests/1": dial tcp: lookup r on 1.1.1.1:53: no such host`)
+	f.Add(`proxyconnect tcp: dial tcp: lookup p: no such host`)
+	f.Fuzz(func(t *testing.T, in string) {
+		fd := Classify(in)
+		if !fd.Class.Valid() {
+			t.Fatalf("invalid class %q", fd.Class)
+		}
+	})
+}

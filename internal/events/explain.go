@@ -1,0 +1,69 @@
+package events
+
+import (
+	"regexp"
+	"strings"
+
+	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+var (
+	reTimestamps = regexp.MustCompile(`\b[EWI]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ \S+\]\s*|time="[^"]*"\s*|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b`)
+	reUDPPort    = regexp.MustCompile(`:\d+->`)
+	reCountNote  = regexp.MustCompile(`\(x\d+ over [^)]*\)`)
+)
+
+// normalise removes what differs between repeats of the same failure: timestamps, ephemeral
+// ports, event counts.
+func normalise(s string) string {
+	s = reTimestamps.ReplaceAllString(s, "")
+	s = reUDPPort.ReplaceAllString(s, ":*->")
+	s = reCountNote.ReplaceAllString(s, "")
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Explain classifies every message and folds repeats of the same failure into one finding with a
+// count. A kubelet "Error: ErrImagePull" or "Back-off pulling image" without a cause is kept only
+// when nothing else explains the failure.
+func Explain(msgs []Message) []report.Finding {
+	var out []report.Finding
+	index := map[string]int{}
+	var causeless []report.Finding
+	for _, m := range msgs {
+		fd := Classify(m.Text)
+		if fd.Image == "" && m.Image != "" {
+			fd.Image = m.Image
+			if ref, err := registry.ParseReference(m.Image); err == nil && fd.Host == "" && fd.Class != report.ClassOther {
+				fd.Host = ref.Registry
+			}
+			fd.Decide = strings.Replace(fd.Decide, " IMAGE", " "+m.Image, 1)
+		}
+		fd.Count = max(m.Count, 1)
+		if m.Source != "" {
+			fd.Sources = []string{m.Source}
+		}
+		if fd.Code == report.CodeBackoffNoCause && len(strings.Fields(m.Text)) <= 6 {
+			causeless = append(causeless, fd)
+			continue
+		}
+		key := string(fd.Class) + "|" + string(fd.Code) + "|" + fd.Host + "|" + normalise(fd.Message)
+		if i, ok := index[key]; ok {
+			out[i].Count += fd.Count
+			if len(out[i].Sources) < 10 {
+				out[i].Sources = append(out[i].Sources, fd.Sources...)
+			}
+			continue
+		}
+		index[key] = len(out)
+		out = append(out, fd)
+	}
+	if len(out) == 0 && len(causeless) > 0 {
+		first := causeless[0]
+		for _, c := range causeless[1:] {
+			first.Count += c.Count
+		}
+		out = append(out, first)
+	}
+	return out
+}

@@ -1,0 +1,221 @@
+package events
+
+import (
+	"net"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/pullpath/pullpath/internal/hoptrace"
+	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// facts is what can be read off a message before classifying it.
+type facts struct {
+	text      string // normalised: escapes undone, whitespace collapsed
+	image     string
+	registry  string // the image's registry, normalised ("docker.io")
+	url       *url.URL
+	urlText   string // redacted
+	lookup    string // host in "lookup HOST"
+	resolver  string // server in "lookup HOST on SERVER"
+	addr      string // ip:port in "dial tcp IP:PORT"
+	proxy     string // proxy host in "proxyconnect tcp: dial tcp HOST"
+	namedHost string // "pulling from host X", "error pinging docker registry X", "reading manifest .. in X/repo"
+	method    string
+	blobPhase bool // containerd's copy phase or docker's config download: the manifest already worked
+}
+
+var (
+	reImage = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)(?:failed to pull (?:and unpack )?image|pulling image|back-off pulling image|failed to resolve reference|pullimage|failed pulling image|failed to get sandbox image) \\?"([^"\\\s]+)\\?"`),
+		regexp.MustCompile(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?):`),
+		regexp.MustCompile(`(?i)pull access denied for ([^\s,]+),`),
+		regexp.MustCompile(`(?i)manifest for (\S+) not found`),
+		regexp.MustCompile(`(?i)for image (\S+?)$|for image (\S+)\s`),
+		regexp.MustCompile(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+	}
+	reURL      = regexp.MustCompile(`https?://[^\s"'\\<>\x60)\]]+`)
+	reMethod   = regexp.MustCompile(`\b(Get|Head|Post|GET|HEAD|POST)\s+"?https?://`)
+	reLookup   = regexp.MustCompile(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+))?: `)
+	reDial     = regexp.MustCompile(`dial tcp (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+)`)
+	reProxy    = regexp.MustCompile(`proxyconnect tcp: dial tcp(?: (\[[0-9a-fA-F:.]+\]:\d+|[^\s:]+:\d+)|: lookup ([^\s:]+))`)
+	reNamed    = regexp.MustCompile(`(?:pulling from host|error pinging docker registry|pinging container registry) ([^\s:]+(?::\d+)?)`)
+	reInRepo   = regexp.MustCompile(`(?:reading manifest|Error reading manifest) \S+ in ([a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/`)
+	reEscapes  = strings.NewReplacer(`\\\"`, `"`, `\"`, `"`, `\\n`, " ", `\n`, " ", `\t`, " ")
+	reSpaces   = regexp.MustCompile(`\s+`)
+	reBlobPath = regexp.MustCompile(`/blobs/|registry-v2/|/containers/images/|/data\?|/data$`)
+)
+
+func readFacts(msg string) facts {
+	f := facts{text: strings.TrimSpace(reSpaces.ReplaceAllString(reEscapes.Replace(msg), " "))}
+	t := f.text
+	for _, re := range reImage {
+		if m := re.FindStringSubmatch(t); m != nil {
+			for _, g := range m[1:] {
+				if g != "" {
+					f.image = strings.TrimRight(g, ".,;")
+					break
+				}
+			}
+			if f.image != "" {
+				break
+			}
+		}
+	}
+	if f.image != "" {
+		if ref, err := registry.ParseReference(f.image); err == nil {
+			f.registry = hubAlias(ref.Registry)
+		}
+	}
+	var last *url.URL
+	for _, u := range reURL.FindAllString(t, -1) {
+		u = strings.TrimRight(u, ".,;:")
+		pu, err := url.Parse(u)
+		if err != nil || pu.Host == "" || isDocLink(pu) {
+			continue
+		}
+		last = pu
+	}
+	if last != nil {
+		f.url = last
+		f.urlText = hoptrace.RedactURL(last)
+	}
+	if ms := reMethod.FindAllStringSubmatch(t, -1); len(ms) > 0 {
+		f.method = strings.ToUpper(ms[len(ms)-1][1])
+	}
+	if m := reLookup.FindStringSubmatch(t); m != nil {
+		f.lookup, f.resolver = m[1], m[2]
+	}
+	if ms := reDial.FindAllStringSubmatch(t, -1); len(ms) > 0 {
+		f.addr = ms[len(ms)-1][1]
+	}
+	if m := reProxy.FindStringSubmatch(t); m != nil {
+		f.proxy = m[1]
+		if f.proxy == "" {
+			f.proxy = m[2]
+		}
+	}
+	if m := reNamed.FindStringSubmatch(t); m != nil {
+		f.namedHost = m[1]
+	} else if m := reInRepo.FindStringSubmatch(t); m != nil {
+		f.namedHost = m[1]
+	}
+	if f.registry == "" && f.namedHost != "" {
+		f.registry = hubAlias(f.namedHost)
+	}
+	f.blobPhase = strings.Contains(t, "failed to copy") || strings.Contains(t, "httpReadSeeker") || strings.Contains(t, "httpReaderSeeker") ||
+		strings.Contains(t, "error pulling image configuration") || strings.Contains(t, "parsing image configuration")
+	return f
+}
+
+func isDocLink(u *url.URL) bool {
+	h := strings.ToLower(u.Hostname())
+	return h == "www.docker.com" || h == "docs.docker.com" || h == "cloud.google.com" || h == "learn.microsoft.com" || h == "docs.aws.amazon.com" ||
+		strings.Contains(u.Path, "increase-rate-limit") || h == "github.com"
+}
+
+// hubAlias folds Docker Hub's many names into docker.io.
+func hubAlias(h string) string {
+	switch strings.ToLower(h) {
+	case "docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com", "registry.docker.io":
+		return "docker.io"
+	}
+	return strings.ToLower(h)
+}
+
+// storageHost matches object storage and CDN hosts registries redirect blob downloads to.
+var storageHost = regexp.MustCompile(`(?i)(cloudfront\.net|cloudfront\.docker\.com|cloudflare\.docker\.com|r2\.cloudflarestorage\.com|blob\.core\.windows\.net|\.data\.azurecr\.io$|(^|\.)s3[.-].*amazonaws\.com|^storage\.googleapis\.com|pkg-containers\.githubusercontent\.com|^cdn\d*\.quay\.io|quay-registry\.s3)`)
+
+// tokenURL reports whether u is a token realm request.
+func tokenURL(u *url.URL) bool {
+	p := strings.ToLower(u.Path)
+	h := strings.ToLower(u.Hostname())
+	return strings.HasSuffix(p, "/token") || strings.Contains(p, "/oauth2/token") || p == "/auth" || strings.HasSuffix(p, "/v2/token") ||
+		h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") || (u.Query().Get("service") != "" && u.Query().Get("scope") != "")
+}
+
+// failingHost names the host the failure happened on, and its role in the pull.
+func (f facts) failingHost() (string, report.Role) {
+	switch {
+	case f.proxy != "":
+		return f.proxy, report.RoleProxy
+	case f.lookup != "" && !strings.Contains(f.text, "proxyconnect"):
+		return f.lookup, f.roleOf(f.lookup, f.url)
+	case f.url != nil:
+		return f.url.Host, f.roleOf(f.url.Hostname(), f.url)
+	case f.namedHost != "":
+		return f.namedHost, report.RoleRegistry
+	case f.registry != "":
+		if f.blobPhase {
+			return "", report.RoleBlob
+		}
+		return f.registry, report.RoleRegistry
+	case f.blobPhase:
+		return "", report.RoleBlob
+	}
+	return "", ""
+}
+
+func (f facts) roleOf(host string, u *url.URL) report.Role {
+	host = strings.ToLower(host)
+	if u != nil && strings.EqualFold(u.Hostname(), host) {
+		if tokenURL(u) {
+			return report.RoleToken
+		}
+		if u.Query().Get("ns") != "" {
+			return report.RoleMirror // containerd tags mirror requests with ?ns=<upstream>
+		}
+	}
+	if host == "auth.docker.io" || strings.HasPrefix(host, "dockerauth.") {
+		return report.RoleToken
+	}
+	if storageHost.MatchString(host) {
+		return report.RoleBlob
+	}
+	if f.registry != "" && hubAlias(host) != f.registry && !sameRegistry(host, f.registry) {
+		return report.RoleBlob // a host other than the image's registry: a redirect target
+	}
+	if f.registry == "" && u != nil && strings.EqualFold(u.Hostname(), host) && !strings.HasPrefix(u.Path, "/v2/") && !strings.HasPrefix(u.Path, "/v1/") && reBlobPath.MatchString(u.Path) {
+		return report.RoleBlob
+	}
+	return report.RoleRegistry
+}
+
+func sameRegistry(host, reg string) bool {
+	h, _, err := net.SplitHostPort(reg)
+	if err != nil {
+		h = reg
+	}
+	return strings.EqualFold(hubAlias(host), hubAlias(h))
+}
+
+// operation names what the runtime was doing, from the URL and the wrapper text.
+func (f facts) operation(role report.Role) string {
+	switch {
+	case role == report.RoleToken:
+		return "token fetch"
+	case role == report.RoleProxy:
+		return "proxy CONNECT"
+	case f.url != nil:
+		p := f.url.Path
+		switch {
+		case p == "/v2/" || p == "/v2" || strings.HasSuffix(p, "/_ping"):
+			return "ping (GET /v2/)"
+		case strings.Contains(p, "/manifests/"):
+			m := f.method
+			if m == "" {
+				m = "GET"
+			}
+			return m + " manifest"
+		case strings.Contains(p, "/blobs/") || role == report.RoleBlob:
+			return "GET blob"
+		}
+	case f.blobPhase:
+		return "GET blob"
+	case strings.Contains(f.text, "failed to resolve reference"):
+		return "resolve (HEAD manifest)"
+	}
+	return ""
+}

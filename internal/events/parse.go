@@ -1,0 +1,319 @@
+package events
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Message is one failure text found in the input, with where it came from.
+type Message struct {
+	Text   string
+	Source string // "line 12", "event Failed on Pod/web-1", "pod web-1 container app"
+	Count  int    // how many times the event was seen (event count, "(x4 over 2m)")
+	Image  string // the container's image, when the input says
+}
+
+// Format names the detected input format.
+type Format string
+
+// Input formats.
+const (
+	FormatText     Format = "text"
+	FormatDescribe Format = "kubectl describe"
+	FormatJSON     Format = "json"
+	FormatYAML     Format = "yaml"
+)
+
+// MaxInput caps what is read: a describe of a whole namespace is a few MB.
+const MaxInput = 32 << 20
+
+// Parse reads failure messages from r, detecting raw text, `kubectl describe pod` output, or
+// Kubernetes objects (Event, Pod, their lists, events.k8s.io) as JSON or YAML.
+func Parse(r io.Reader) ([]Message, Format, error) {
+	b, err := io.ReadAll(io.LimitReader(r, MaxInput+1))
+	if err != nil {
+		return nil, "", fmt.Errorf("read input: %w", err)
+	}
+	if len(b) > MaxInput {
+		return nil, "", fmt.Errorf("input is larger than %d MiB", MaxInput>>20)
+	}
+	trimmed := bytes.TrimSpace(b)
+	if len(trimmed) == 0 {
+		return nil, FormatText, nil
+	}
+	switch {
+	case trimmed[0] == '{' || trimmed[0] == '[':
+		var v any
+		if err := json.Unmarshal(trimmed, &v); err == nil {
+			return fromObjects(v), FormatJSON, nil
+		} else if !bytes.Contains(trimmed, []byte("\n")) && trimmed[0] == '[' {
+			break // "[ERROR ImagePull]: …" is text, not JSON
+		} else if trimmed[0] == '{' {
+			return nil, FormatJSON, fmt.Errorf("input looks like JSON but does not parse: %v", err)
+		}
+	case looksLikeYAMLObject(trimmed):
+		msgs, err := fromYAML(trimmed)
+		if err != nil {
+			return nil, FormatYAML, err
+		}
+		return msgs, FormatYAML, nil
+	case reEventsHeader.Match(trimmed):
+		return fromDescribe(string(b)), FormatDescribe, nil
+	}
+	return fromText(string(b)), FormatText, nil
+}
+
+var (
+	reYAMLKind     = regexp.MustCompile(`(?m)^kind:\s*\S+`)
+	reYAMLAPI      = regexp.MustCompile(`(?m)^apiVersion:\s*\S+`)
+	reEventsHeader = regexp.MustCompile(`(?m)^Events:\s*$|^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$`)
+)
+
+func looksLikeYAMLObject(b []byte) bool { return reYAMLKind.Match(b) && reYAMLAPI.Match(b) }
+
+func fromYAML(b []byte) ([]Message, error) {
+	var out []Message
+	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		j, err := yaml.YAMLToJSON([]byte(doc))
+		if err != nil {
+			return nil, fmt.Errorf("YAML document %d: %v", i+1, err)
+		}
+		var v any
+		if err := json.Unmarshal(j, &v); err != nil {
+			return nil, fmt.Errorf("YAML document %d: %v", i+1, err)
+		}
+		out = append(out, fromObjects(v)...)
+	}
+	return out, nil
+}
+
+// fromObjects walks decoded Kubernetes objects. Unknown shapes yield nothing rather than an error:
+// a List may hold objects that carry no pull failure at all.
+func fromObjects(v any) []Message {
+	switch x := v.(type) {
+	case []any:
+		var out []Message
+		for _, it := range x {
+			out = append(out, fromObjects(it)...)
+		}
+		return out
+	case map[string]any:
+		kind, _ := x["kind"].(string)
+		if items, ok := x["items"].([]any); ok {
+			return fromObjects(items)
+		}
+		switch {
+		case kind == "Event" || (kind == "" && x["involvedObject"] != nil) || (kind == "" && x["regarding"] != nil):
+			return fromEvent(x)
+		case kind == "Pod" || (kind == "" && x["status"] != nil && x["spec"] != nil):
+			return fromPod(x)
+		}
+	}
+	return nil
+}
+
+// pullReasons are event reasons that can carry a pull failure.
+var pullReasons = map[string]bool{"Failed": true, "BackOff": true, "ErrImagePull": true, "ImagePullBackOff": true,
+	"FailedCreatePodSandBox": true, "InspectFailed": true, "ErrImageNeverPull": true, "InvalidImageName": true, "FailedSync": true}
+
+func fromEvent(e map[string]any) []Message {
+	reason := str(e, "reason")
+	msg := str(e, "message")
+	if msg == "" {
+		msg = str(e, "note") // events.k8s.io/v1
+	}
+	typ := str(e, "type")
+	if msg == "" || (typ == "Normal" && !pullReasons[reason]) || (!pullReasons[reason] && !mentionsPull(msg)) {
+		return nil
+	}
+	count := 1
+	if c, ok := e["count"].(float64); ok && c > 1 {
+		count = int(c)
+	} else if c, ok := e["deprecatedCount"].(float64); ok && c > 1 {
+		count = int(c)
+	} else if s, ok := e["series"].(map[string]any); ok {
+		if c, ok := s["count"].(float64); ok && c > 1 {
+			count = int(c)
+		}
+	}
+	obj, _ := e["involvedObject"].(map[string]any)
+	if obj == nil {
+		obj, _ = e["regarding"].(map[string]any)
+	}
+	src := "event " + reason
+	if obj != nil {
+		src += " on " + str(obj, "kind") + "/" + str(obj, "name")
+	}
+	return []Message{{Text: msg, Source: src, Count: count}}
+}
+
+func fromPod(p map[string]any) []Message {
+	name := ""
+	if md, ok := p["metadata"].(map[string]any); ok {
+		name = str(md, "name")
+	}
+	images := map[string]string{}
+	if spec, ok := p["spec"].(map[string]any); ok {
+		for _, key := range []string{"initContainers", "containers", "ephemeralContainers"} {
+			cs, _ := spec[key].([]any)
+			for _, c := range cs {
+				if cm, ok := c.(map[string]any); ok {
+					images[str(cm, "name")] = str(cm, "image")
+				}
+			}
+		}
+	}
+	var out []Message
+	status, _ := p["status"].(map[string]any)
+	for _, key := range []string{"initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses"} {
+		cs, _ := status[key].([]any)
+		for _, c := range cs {
+			cm, ok := c.(map[string]any)
+			if !ok {
+				continue
+			}
+			state, _ := cm["state"].(map[string]any)
+			w, _ := state["waiting"].(map[string]any)
+			if w == nil {
+				continue
+			}
+			reason, msg := str(w, "reason"), str(w, "message")
+			if !pullReasons[reason] && !mentionsPull(msg) {
+				continue
+			}
+			if msg == "" {
+				msg = reason
+			}
+			cname := str(cm, "name")
+			out = append(out, Message{Text: msg, Source: fmt.Sprintf("pod %s container %s (%s)", name, cname, reason), Count: 1, Image: images[cname]})
+		}
+	}
+	return out
+}
+
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+var rePullWords = regexp.MustCompile(`(?i)pull|image|registry|manifest|x509|lookup|dial tcp|toomanyrequests|unauthorized|denied`)
+
+func mentionsPull(s string) bool { return rePullWords.MatchString(s) }
+
+// describe: "  Warning  Failed     7m40s (x4 over 9m8s)   kubelet, node-1  Failed to pull image …"
+var (
+	reDescribeEvent = regexp.MustCompile(`^\s*(Normal|Warning)\s+(\S+)\s+(.+?)\s{2,}(\S.*?)\s{2,}(\S.*)$`)
+	reDescribeCount = regexp.MustCompile(`\(x(\d+) over`)
+	reDescribeImage = regexp.MustCompile(`^\s+Image:\s+(\S+)\s*$`)
+)
+
+func fromDescribe(s string) []Message {
+	var out []Message
+	inEvents := false
+	var image string
+	var cur *Message
+	flush := func() {
+		if cur != nil {
+			cur.Text = strings.TrimSpace(cur.Text)
+			out = append(out, *cur)
+			cur = nil
+		}
+	}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if m := reDescribeImage.FindStringSubmatch(line); m != nil && image == "" {
+			image = m[1]
+		}
+		if strings.HasPrefix(line, "Events:") {
+			inEvents = true
+			continue
+		}
+		if !inEvents {
+			continue
+		}
+		if m := reDescribeEvent.FindStringSubmatch(line); m != nil {
+			flush()
+			typ, reason, age, msg := m[1], m[2], m[3], m[5]
+			if typ == "Normal" && !pullReasons[reason] {
+				continue
+			}
+			if !pullReasons[reason] && !mentionsPull(msg) {
+				continue
+			}
+			count := 1
+			if c := reDescribeCount.FindStringSubmatch(age); c != nil {
+				count, _ = strconv.Atoi(c[1])
+			}
+			cur = &Message{Text: msg, Source: fmt.Sprintf("line %d, event %s", n, reason), Count: max(count, 1), Image: image}
+			continue
+		}
+		// kubectl wraps long messages onto indented continuation lines
+		if cur != nil && strings.HasPrefix(line, " ") && strings.TrimSpace(line) != "" && !strings.Contains(line, "----") {
+			cur.Text += " " + strings.TrimSpace(line)
+			continue
+		}
+		flush()
+	}
+	flush()
+	return out
+}
+
+// reStrongStart marks a line that starts a failure report on its own.
+var reStrongStart = regexp.MustCompile(`(?i)^\s*(?:E\d{4} |time="|level=|FATA|ERRO|Warning\s|Failed to pull image|Error response from daemon|Error:|ctr:|error pulling|failed to |\[ERROR|docker: |pulling image|rpc error|Back-off pulling)`)
+
+// fromText splits raw text into messages: blank lines separate blocks, and a block whose lines each
+// start a failure of their own ("E1202 …", "Failed to pull image …") is split into lines.
+func fromText(s string) []Message {
+	var out []Message
+	blocks := regexp.MustCompile(`\n\s*\n`).Split(strings.ReplaceAll(s, "\r\n", "\n"), -1)
+	lineNo := 1
+	for _, b := range blocks {
+		lines := strings.Split(b, "\n")
+		strong := 0
+		for _, l := range lines {
+			if reStrongStart.MatchString(l) {
+				strong++
+			}
+		}
+		start := lineNo
+		lineNo += len(lines) + 1
+		if strings.TrimSpace(b) == "" {
+			continue
+		}
+		if strong >= 2 {
+			var cur *Message
+			for i, l := range lines {
+				if strings.TrimSpace(l) == "" {
+					continue
+				}
+				if reStrongStart.MatchString(l) || cur == nil {
+					if cur != nil {
+						out = append(out, *cur)
+					}
+					cur = &Message{Text: strings.TrimSpace(l), Source: fmt.Sprintf("line %d", start+i), Count: 1}
+					continue
+				}
+				cur.Text += "\n" + strings.TrimSpace(l)
+			}
+			if cur != nil {
+				out = append(out, *cur)
+			}
+			continue
+		}
+		out = append(out, Message{Text: strings.TrimSpace(b), Source: fmt.Sprintf("line %d", start), Count: 1})
+	}
+	return out
+}

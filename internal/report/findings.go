@@ -1,0 +1,77 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// NewFindings wraps findings in the explain JSON document.
+func NewFindings(f []Finding) Findings {
+	if f == nil {
+		f = []Finding{}
+	}
+	return Findings{APIVersion: APIVersion, Kind: "ExplainReport", Findings: f}
+}
+
+// WriteFindingsText renders one block per failure, the repeated ones once with a count.
+func WriteFindingsText(w io.Writer, fs []Finding) error {
+	b := &strings.Builder{}
+	if len(fs) == 0 {
+		b.WriteString("no image pull failure found in the input\n")
+	}
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		where := f.Host
+		if where == "" {
+			where = "host not named"
+		}
+		if f.Role != "" {
+			where += " (" + string(f.Role) + ")"
+		}
+		fmt.Fprintf(b, "[%d] class %s · %s · %s", i+1, f.Class, where, f.Code)
+		if f.Count > 1 {
+			fmt.Fprintf(b, " · seen %d×", f.Count)
+		}
+		b.WriteString("\n")
+		fmt.Fprintf(b, "    %s\n", f.Reason)
+		row := func(k, v string) {
+			if v != "" {
+				fmt.Fprintf(b, "    %-10s %s\n", k, v)
+			}
+		}
+		row("owner", string(f.Owner))
+		row("image", f.Image)
+		row("operation", f.Operation)
+		row("url", f.URL)
+		row("address", f.Address)
+		row("resolver", f.Resolver)
+		if len(f.Alternatives) > 0 {
+			alts := make([]string, len(f.Alternatives))
+			for j, a := range f.Alternatives {
+				alts[j] = string(a)
+			}
+			row("or", strings.Join(alts, ", ")+" (the text alone cannot decide)")
+		}
+		for j, s := range f.NextSteps {
+			k := ""
+			if j == 0 {
+				k = "next"
+			}
+			fmt.Fprintf(b, "    %-10s %d. %s\n", k, j+1, s)
+		}
+		row("decide", f.Decide)
+		msg := f.Message
+		if len(msg) > 600 {
+			msg = msg[:600] + " …"
+		}
+		row("message", strings.Join(strings.Fields(msg), " "))
+		if len(f.Sources) > 0 {
+			row("from", strings.Join(f.Sources, "; "))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
