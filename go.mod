@@ -3,10 +3,13 @@ module github.com/pullpath/pullpath
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/miekg/dns v1.1.73
 	github.com/spf13/cobra v1.10.2
 	github.com/vishvananda/netlink v1.3.1
+	golang.org/x/net v0.57.0
+	golang.org/x/sync v0.25.0
 	golang.org/x/sys v0.50.0
 	golang.org/x/term v0.45.0
 	sigs.k8s.io/yaml v1.6.0
@@ -23,7 +26,6 @@ require (
 	github.com/spf13/pflag v1.0.10 // indirect
 	github.com/vishvananda/netns v0.0.5 // indirect
 	go.yaml.in/yaml/v2 v2.4.2 // indirect
-	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sync v0.25.0 // indirect
+	golang.org/x/text v0.40.0 // indirect
 	gotest.tools/v3 v3.5.2 // indirect
 )

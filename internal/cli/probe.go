@@ -2,16 +2,19 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/pullpath/pullpath/internal/creds"
@@ -19,6 +22,7 @@ import (
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/resolver"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 type probeOptions struct {
@@ -40,12 +44,18 @@ type probeOptions struct {
 	verbose       bool
 	expectPrivate bool
 	node          string
+	hostRoot      string
+	runtime       string
 
 	connectTimeout, tlsTimeout, headerTimeout, stallTimeout, timeout time.Duration
 	concurrency                                                      int
 
-	probe probe.Options
+	probe      probe.Options
+	resolvData []byte // resolv.conf read through the host root (symlinks resolved inside it)
+	flags      *pflag.FlagSet
 }
+
+func (o *probeOptions) flagChanged(name string) bool { return o.flags != nil && o.flags.Changed(name) }
 
 func newProbeCmd(s Streams) *cobra.Command {
 	o := &probeOptions{streams: s}
@@ -85,6 +95,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		},
 	}
 	f := cmd.Flags()
+	o.flags = f
 	f.StringVar(&o.platform, "platform", "", "platform to pull, os/arch[/variant] (default: this machine's)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration")
 	f.StringSliceVar(&o.dnsServers, "dns-server", nil, "use these nameservers (ip or ip:port) instead of the resolv.conf ones; repeatable")
@@ -100,6 +111,8 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every step and hop")
 	f.BoolVar(&o.expectPrivate, "expect-private", false, "fail at dns when the registry resolves to a public address (it should use a private endpoint)")
 	f.StringVar(&o.node, "node", "", "node name for the report (default: the hostname)")
+	f.StringVar(&o.hostRoot, "host-root", "", "pull the way the node's runtime does: read its hosts, CAs, headers and proxy from this root (/ on the node, the host mount in a pod)")
+	f.StringVar(&o.runtime, "runtime", "", "with --host-root: containerd, crio or docker (default: detected)")
 	f.DurationVar(&o.connectTimeout, "connect-timeout", probe.DefaultConnectTimeout, "TCP connect timeout per address")
 	f.DurationVar(&o.tlsTimeout, "tls-timeout", probe.DefaultTLSTimeout, "TLS handshake timeout")
 	f.DurationVar(&o.headerTimeout, "header-timeout", probe.DefaultHeaderTimeout, "time to wait for response headers")
@@ -116,6 +129,27 @@ func (o *probeOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
+	var rt *runtimeconfig.Config
+	var hostFile func(string) ([]byte, error)
+	if o.hostRoot != "" {
+		if rt, err = loadRuntime(o.hostRoot, o.runtime, o.image); err != nil {
+			return err
+		}
+		root := runtimeconfig.Root{FS: os.DirFS(o.hostRoot), Name: o.hostRoot}
+		hostFile = root.ReadFile
+		// the runtime's resolver and hosts file are the node's, under the root
+		if !o.flagChanged("resolv-conf") {
+			o.resolvConf = filepath.Join(o.hostRoot, "etc/resolv.conf")
+			if b, err := root.ReadFile("/etc/resolv.conf"); err == nil {
+				o.resolvData = b
+			}
+		}
+		if !o.flagChanged("hosts-file") {
+			o.hostsFile = filepath.Join(o.hostRoot, "etc/hosts")
+		}
+	} else if o.runtime != "" {
+		return errors.New("--runtime needs --host-root")
+	}
 	var rc resolver.Config
 	if len(o.dnsServers) > 0 {
 		rc = resolver.Config{Source: "--dns-server", Ndots: resolver.DefaultNdots, Timeout: resolver.DefaultTimeout, Attempts: resolver.DefaultAttempts}
@@ -129,6 +163,11 @@ func (o *probeOptions) Complete(args []string) error {
 			}
 			rc.Nameservers = append(rc.Nameservers, addr)
 		}
+	} else if o.resolvData != nil {
+		if rc, err = resolver.ParseConf(bytes.NewReader(o.resolvData)); err != nil {
+			return fmt.Errorf("resolver configuration %s: %w", o.resolvConf, err)
+		}
+		rc.Source = o.resolvConf
 	} else if rc, err = resolver.ReadConfFile(o.resolvConf); err != nil {
 		return err
 	}
@@ -150,7 +189,7 @@ func (o *probeOptions) Complete(args []string) error {
 		Image: o.image, Platform: o.platform, Resolver: rc, CAFiles: o.caFiles, Insecure: o.insecure,
 		Credential: cred, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
 		StallTimeout: o.stallTimeout, Timeout: o.timeout, Concurrency: o.concurrency, ExpectPrivate: o.expectPrivate,
-		Node: o.node, Progress: progress,
+		Node: o.node, Progress: progress, Runtime: rt, HostFile: hostFile,
 		Logger: slog.New(slog.NewTextHandler(o.streams.ErrOut, &slog.HandlerOptions{Level: level})),
 	}
 	return nil

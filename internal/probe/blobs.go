@@ -124,14 +124,10 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	if j.config {
 		what = "config " + short(j.desc.Digest)
 	}
-	u := w.regURL.JoinPath("/v2/", w.ref.Repository, "blobs", j.desc.Digest)
+	u := w.apiURL(w.ref.Repository, "blobs", j.desc.Digest)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	hdr := http.Header{}
-	if w.authz != "" {
-		hdr.Set("Authorization", w.authz)
-	}
-	resp, f := w.request(ctx, reg, http.MethodGet, u, hdr, report.RoleBlob)
+	resp, f := w.request(ctx, reg, http.MethodGet, u, nil, report.RoleBlob)
 	if f != nil {
 		if f.cancelled {
 			return 0, nil // another blob's failure is the verdict

@@ -29,6 +29,7 @@ type endpoint struct {
 	ready                chan struct{} // closed once DNS and route were checked
 	checkFail            *failure      // DNS or route failure, cached: the runtime would hit it every time
 	privatelinkPublic    bool          // resolved through a privatelink CNAME to a public address
+	viaProxy             string        // host:port of the proxy this endpoint is reached through
 	tcpSeen, tlsSeen     bool
 }
 
@@ -71,6 +72,18 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	w.order = append(w.order, ep)
 	w.mu.Unlock()
 
+	if p := w.proxyFor(u); p != nil {
+		// The proxy resolves and reaches the host; the node only needs to reach the proxy.
+		if _, f := w.visit(ctx, p, report.RoleProxy, "the runtime's proxy for "+hp); f != nil {
+			ep.checkFail = f
+			return ep, f
+		}
+		ep.via = "proxy " + hoptrace.HostPort(p) + "; " + via
+		ep.viaProxy = hoptrace.HostPort(p)
+		w.step(ep, report.LayerDNS, report.Skip, "", "resolved by the proxy "+ep.viaProxy+", not by the node", report.Evidence{}, 0)
+		w.step(ep, report.LayerRoute, report.Skip, "", "reached through the proxy "+ep.viaProxy, report.Evidence{}, 0)
+		return ep, nil
+	}
 	ep.checkFail = w.resolve(ctx, ep)
 	if ep.checkFail == nil {
 		ep.checkFail = w.routeCheck(ep)

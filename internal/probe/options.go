@@ -7,6 +7,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/resolver"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // Options configures one probe. The zero value of each field means its documented default.
@@ -32,6 +33,12 @@ type Options struct {
 	ExpectPrivate bool
 	// Node names this machine in the report; default: the hostname.
 	Node string
+
+	// Runtime, when set, makes the probe runtime-faithful: it walks the runtime's hosts in order with
+	// their CA files, skip_verify, client certificates, headers and proxy.
+	Runtime *runtimeconfig.Config
+	// HostFile reads CA and client files named by Runtime (from the host root); default os.ReadFile.
+	HostFile func(path string) ([]byte, error)
 
 	// Progress, when set, receives blob download progress (for a terminal).
 	Progress func(Progress)

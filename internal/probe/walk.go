@@ -3,12 +3,13 @@ package probe
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,19 +18,23 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpproxy"
+
 	"github.com/pullpath/pullpath/internal/hoptrace"
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
 type walk struct {
-	opts     Options
-	ctx      context.Context
-	ref      registry.Reference
-	platform registry.Platform
-	rec      *hoptrace.Recorder
-	client   *registry.Client
-	regURL   *url.URL
+	opts      Options
+	ctx       context.Context
+	ref       registry.Reference
+	platform  registry.Platform
+	rec       *hoptrace.Recorder
+	client    *registry.Client
+	tgt       target    // the host of the current attempt
+	regEp     *endpoint // its endpoint
+	proxyFunc func(*url.URL) (*url.URL, error)
 
 	mu        sync.Mutex
 	endpoints map[string]*endpoint
@@ -69,20 +74,43 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 
 	w := &walk{opts: opts, ctx: ctx, ref: ref, platform: plat, rec: &hoptrace.Recorder{},
 		endpoints: map[string]*endpoint{}, anonymous: opts.Credential.Anonymous()}
-	tr := &http.Transport{
-		Proxy:       nil, // the runtime's proxy is read from its unit, not from this shell
-		DialContext: w.dial,
-		TLSClientConfig: &tls.Config{
-			RootCAs:            roots,
-			InsecureSkipVerify: opts.Insecure, //nolint:gosec // the user asked, and the verdict says so loudly
-			MinVersion:         tls.VersionTLS12,
-		},
-		TLSHandshakeTimeout:    opts.TLSTimeout,
-		ResponseHeaderTimeout:  opts.HeaderTimeout,
-		DisableKeepAlives:      true, // every hop resolves, dials and handshakes: that is the evidence
-		DisableCompression:     true,
-		MaxResponseHeaderBytes: 1 << 20,
+	targets, err := w.targets(roots)
+	if err != nil {
+		return nil, err
 	}
+	if opts.Runtime != nil {
+		hp, hsp, np := opts.Runtime.ProxyEnv()
+		if hp != "" || hsp != "" {
+			w.proxyFunc = (&httpproxy.Config{HTTPProxy: hp, HTTPSProxy: hsp, NoProxy: np}).ProxyFunc()
+		}
+	}
+	start := time.Now()
+	var f *failure
+	if len(targets) == 0 {
+		f = &failure{ep: &endpoint{hostport: ref.Host, host: ref.Host, role: report.RoleRegistry, layers: map[report.Layer]report.Verdict{}},
+			layer: report.LayerConfig, code: report.CodeUnknown, class: report.ClassOther,
+			summary: "the runtime's configuration leaves no host to pull " + ref.Registry + " from (blocked, or no host with the pull capability)"}
+	}
+	// Walk the hosts in the runtime's order; the first that holds decides, as containerd's resolver
+	// falls back host by host. A host that failed before it is a warning with its evidence.
+	for i, t := range targets {
+		f = w.attempt(t)
+		if f == nil {
+			break
+		}
+		if i < len(targets)-1 {
+			w.warn(f.code, f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; the runtime falls back to the next host", t.role, t.desc, f.layer, f.code, f.summary))
+		}
+	}
+	rep := w.report(f, start)
+	return rep, nil
+}
+
+// attempt walks the whole path against one target.
+func (w *walk) attempt(t target) *failure {
+	w.tgt, w.regEp = t, nil
+	w.authz, w.fromIndex, w.download = "", false, report.Download{}
+	tr := w.transport(t)
 	defer tr.CloseIdleConnections()
 	w.client = &registry.Client{
 		Transport: &hoptrace.Transport{Inner: tr, Rec: w.rec},
@@ -93,12 +121,7 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 			return nil
 		},
 	}
-	w.regURL = &url.URL{Scheme: "https", Host: ref.Host}
-
-	start := time.Now()
-	f := w.run()
-	rep := w.report(f, start)
-	return rep, nil
+	return w.run()
 }
 
 type visitFailure struct{ f *failure }
@@ -143,16 +166,17 @@ func (w *walk) warn(code report.Code, host, msg string) {
 
 // run walks the path and returns the first failure, or nil.
 func (w *walk) run() *failure {
-	// 1-2. DNS and route of the registry API host.
-	reg, f := w.visit(w.ctx, w.regURL, report.RoleRegistry, "image reference")
+	// 1-2. DNS and route of the registry API host (through its proxy, when the runtime has one).
+	reg, f := w.visit(w.ctx, w.tgt.base, w.tgt.role, w.tgt.source)
 	if f != nil {
 		return f
 	}
+	w.regEp = reg
 	if w.opts.Insecure {
 		w.warn(report.CodeTLSInsecure, "", "--insecure: certificates are NOT verified; a pass here does not mean the runtime trusts the registry")
 	}
 	// 3-6. TCP, TLS and the API version check: GET /v2/.
-	ping := w.regURL.JoinPath("/v2/")
+	ping := w.apiURL("/") // GET /v2/
 	resp, f := w.request(w.ctx, reg, http.MethodGet, ping, nil, report.RoleRegistry)
 	if f != nil {
 		return f
@@ -186,8 +210,13 @@ func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.
 	if hdr == nil {
 		hdr = http.Header{}
 	}
-	if w.authz != "" && ep.role == report.RoleRegistry {
-		hdr.Set("Authorization", w.authz)
+	if ep == w.regEp {
+		for k, vs := range w.tgt.header {
+			hdr[k] = vs
+		}
+		if w.authz != "" {
+			hdr.Set("Authorization", w.authz)
+		}
 	}
 	resp, err := w.client.Do(ctx, method, u, hdr, ep.role, redirectRole)
 	if resp != nil {
@@ -209,6 +238,9 @@ func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.
 		if target == nil {
 			target = ep
 		}
+		if f := w.proxyFailure(target, e.Hop, e.Err); f != nil {
+			return nil, f
+		}
 		f := w.hopFailure(target, e.Hop, e.Err)
 		w.step(target, f.layer, report.Fail, f.code, f.summary, f.ev, e.Hop.Snapshot().Duration)
 		return nil, f
@@ -226,6 +258,39 @@ func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.
 		return nil, f
 	}
 	return nil, &failure{ep: ep, layer: report.LayerHTTP, code: report.CodeHTTPFailed, summary: err.Error()}
+}
+
+// proxyFailure blames the proxy for a hop that went through it and broke before the tunnel
+// carried TLS: the proxy could not be reached, or refused the CONNECT.
+func (w *walk) proxyFailure(target *endpoint, hop *hoptrace.Hop, err error) *failure {
+	if target.viaProxy == "" {
+		return nil
+	}
+	w.mu.Lock()
+	pe := w.endpoints[target.viaProxy]
+	w.mu.Unlock()
+	if pe == nil {
+		return nil
+	}
+	var oe *net.OpError
+	snap := hop.Snapshot()
+	if st, tlsErr := hop.TLS(); st != nil || tlsErr != nil || snap.Phase >= report.LayerTLS {
+		return nil // the tunnel was up: the failure belongs to the target
+	}
+	var f *failure
+	switch {
+	case errors.As(err, &oe) && oe.Op == "proxyconnect":
+		f = w.hopFailure(pe, hop, err)
+		f.summary = "the runtime's proxy " + pe.hostport + " cannot be reached: " + dialWord(err)
+	case snap.Addr != "":
+		f = &failure{ep: pe, layer: report.LayerHTTP, code: report.CodeProxyFailed,
+			summary:  fmt.Sprintf("the proxy %s refused to open a tunnel to %s: %v", pe.hostport, target.hostport, err),
+			evidence: []string{"CONNECT " + target.hostport + " via " + pe.hostport + " (" + snap.Addr + "): " + err.Error()}}
+	default:
+		return nil
+	}
+	w.step(pe, f.layer, report.Fail, f.code, f.summary, f.ev, snap.Duration)
+	return f
 }
 
 // observe marks TCP, TLS and HTTP as passed on every endpoint a hop reached. Concurrent blob
@@ -458,7 +523,7 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 
 // manifests fetches the manifest for the reference and, for an index, the one for the platform.
 func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
-	u := w.regURL.JoinPath("/v2/", w.ref.Repository, "manifests", w.ref.Identifier())
+	u := w.apiURL(w.ref.Repository, "manifests", w.ref.Identifier())
 	hdr := http.Header{"Accept": {registry.AcceptManifests}}
 	// containerd resolves with HEAD; the body of a HEAD 4xx is empty, so a GET reads the reason.
 	head, f := w.request(w.ctx, reg, http.MethodHead, u, hdr.Clone(), report.RoleBlob)
@@ -471,7 +536,7 @@ func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
 		digest = w.ref.Digest
 	}
 	if head.StatusCode == http.StatusOK && registry.ValidDigest(digest) {
-		u = w.regURL.JoinPath("/v2/", w.ref.Repository, "manifests", digest)
+		u = w.apiURL(w.ref.Repository, "manifests", digest)
 	} else {
 		digest = w.ref.Digest
 	}
@@ -485,7 +550,7 @@ func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
 			continue
 		}
 		if w.platform.Match(*d.Platform) {
-			cu := w.regURL.JoinPath("/v2/", w.ref.Repository, "manifests", d.Digest)
+			cu := w.apiURL(w.ref.Repository, "manifests", d.Digest)
 			w.fromIndex = true
 			return w.fetchManifest(reg, cu, d.Digest, d.Size, d.Platform.String()+" manifest "+short(d.Digest))
 		}

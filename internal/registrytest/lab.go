@@ -95,6 +95,14 @@ type Lab struct {
 	Requests sync.Map
 	// Authorizations keeps every Authorization value the lab accepted, to prove none leaks.
 	Authorizations []string
+	headers        map[string][]string // X-* request headers the registry saw
+}
+
+// SeenHeader returns the values of an X-* header the registry host received.
+func (l *Lab) SeenHeader(name string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.headers[http.CanonicalHeaderKey(name)]...)
 }
 
 // Start brings a lab up: CA and certificates, the DNS server, three TLS hosts and a plain-HTTP one.
@@ -292,6 +300,16 @@ func writeErr(w http.ResponseWriter, status int, code, msg string, pad int) {
 
 func (l *Lab) serveRegistry(w http.ResponseWriter, r *http.Request) {
 	l.count("registry")
+	l.mu.Lock()
+	for k, v := range r.Header {
+		if strings.HasPrefix(k, "X-") {
+			if l.headers == nil {
+				l.headers = map[string][]string{}
+			}
+			l.headers[k] = append(l.headers[k], v...)
+		}
+	}
+	l.mu.Unlock()
 	f := l.faults.Load()
 	if f.Stall {
 		select {

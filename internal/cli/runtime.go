@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
+)
+
+type runtimeOptions struct {
+	streams  Streams
+	hostRoot string
+	runtime  string
+	output   string
+}
+
+func newRuntimeCmd(s Streams) *cobra.Command {
+	o := &runtimeOptions{streams: s}
+	cmd := &cobra.Command{
+		Use:   "runtime IMAGE",
+		Short: "Show the node runtime's effective pull configuration for IMAGE, and its traps",
+		Long: `Read the container runtime's real configuration from a host root — containerd's
+config.toml (imports, config_path, legacy mirrors/configs) and certs.d/<host>/hosts.toml,
+CRI-O's registries.conf, docker's daemon.json, the runtime's systemd proxy environment,
+and the resolver — and print the ordered hosts the runtime will try for IMAGE, with
+capabilities, CA files, skip_verify, client certificates, headers (credentials redacted),
+the proxy of each host after NO_PROXY, and the file and line each came from.
+
+The traps come as warnings with stable codes and a fix: a hosts.toml containerd 1.6
+rejects, config_path unset while certs.d exists, legacy mirrors with config_path, a
+mirror without pull, skip_verify, a proxy without NO_PROXY for the registry, a proxy
+set for the shell or kubelet but not the runtime, a CA file missing or unparsable.
+
+Nothing on the host is executed. In a probe pod, mount the node's / read-only and
+pass --host-root /host.
+
+Exit codes: 0 no warnings, 1 warnings, 2 could not read the configuration.`,
+		Example: `  pullpath runtime myreg.azurecr.io/team/app:1.4
+  pullpath runtime --host-root /host -o json registry.example:5000/app:1`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.output != "text" && o.output != "json" {
+				return fmt.Errorf("--output %q: want text or json", o.output)
+			}
+			c, err := loadRuntime(o.hostRoot, o.runtime, args[0])
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				err = report.WriteJSON(o.streams.Out, c)
+			} else {
+				err = runtimeconfig.WriteText(o.streams.Out, c)
+			}
+			if err != nil {
+				return err
+			}
+			if len(c.Warnings) > 0 {
+				return &ExitError{Code: ExitBroken}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&o.hostRoot, "host-root", "/", "the node's root filesystem (in a probe pod: the read-only host mount)")
+	cmd.Flags().StringVar(&o.runtime, "runtime", "", "containerd, crio or docker (default: detected from what is installed)")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// loadRuntime reads the runtime configuration under hostRoot for image.
+func loadRuntime(hostRoot, rt, image string) (*runtimeconfig.Config, error) {
+	fi, err := os.Stat(hostRoot)
+	if err != nil {
+		return nil, fmt.Errorf("--host-root: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("--host-root %s is not a directory", hostRoot)
+	}
+	switch rt {
+	case "", "containerd", "crio", "docker":
+	default:
+		return nil, fmt.Errorf("--runtime %q: want containerd, crio or docker", rt)
+	}
+	return runtimeconfig.Load(runtimeconfig.Options{Root: os.DirFS(hostRoot), Name: hostRoot, Runtime: runtimeconfig.Runtime(rt), Image: image})
+}

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeTree(t *testing.T, root string, files map[string]string) {
+	t.Helper()
+	for p, body := range files {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+const demoPassword = "s3cret-demo-password\n"
+
+func TestRuntimeCLI(t *testing.T) {
+	e := lab(t)
+	root := t.TempDir()
+	ca, _ := os.ReadFile(e.Lab.CAFile)
+	dir := strings.ReplaceAll(e.Lab.RegistryAddr(), ":", "_") + "_"
+	writeTree(t, root, map[string]string{
+		"etc/containerd/config.toml":                         "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n",
+		"etc/containerd/certs.d/" + dir + "/hosts.toml":      "server = \"https://" + e.Lab.RegistryAddr() + "\"\nca = \"/etc/lab/ca.pem\"\n[host]\n",
+		"etc/lab/ca.pem":                                     string(ca),
+		"run/node/resolv.conf":                               "nameserver 127.0.0.254\n", // loopback, nothing listens there
+		"etc/systemd/system/containerd.service.d/proxy.conf": "[Service]\nEnvironment=\"HTTPS_PROXY=http://user:proxy-password@proxy.corp:3128\" \"NO_PROXY=." + e.Lab.Domain + "\"\n",
+	})
+	// an absolute symlink, as on a systemd-resolved node: must resolve under the root, not on this machine
+	if err := os.Symlink("/run/node/resolv.conf", filepath.Join(root, "etc/resolv.conf")); err != nil {
+		t.Fatal(err)
+	}
+
+	r := run(t, "", "runtime", "--host-root", root, "-o", "json", e.Lab.Ref("team/app:1.4"))
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s %s", r.code, r.out, r.errOut)
+	}
+	var doc struct {
+		Runtime string
+		Hosts   []struct {
+			Host, URL, Source string
+			CA                []string
+			Capabilities      []string
+			SkipVerify        bool `json:"skip_verify"`
+		}
+		Proxy    map[string]string
+		Resolver struct{ Nameservers []string }
+		Warnings []struct{ Code, Message string }
+	}
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, r.out)
+	}
+	if doc.Runtime != "containerd" || len(doc.Hosts) != 1 || strings.Join(doc.Hosts[0].CA, ",") != "/etc/lab/ca.pem" ||
+		strings.Join(doc.Resolver.Nameservers, ",") != "127.0.0.254:53" {
+		t.Errorf("runtime json = %+v", doc)
+	}
+	if strings.Contains(r.out, "proxy-password") {
+		t.Error("the proxy password leaked into the output")
+	}
+
+	// the runtime-faithful probe: the node's CA from hosts.toml, no --ca-file
+	r = run(t, demoPassword, "probe", "--host-root", root, "--dns-server", e.Lab.DNS.Addr, "-u", "puller", "--password-stdin", "--platform", "linux/amd64", "-o", "json", e.Lab.Ref("team/app:1.4"))
+	if r.code != 0 {
+		t.Fatalf("probe --host-root: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	// without --dns-server it uses the node's resolv.conf, through the symlink, under the root
+	r = run(t, demoPassword, "probe", "--host-root", root, "--connect-timeout", "1s", "-u", "puller", "--password-stdin", "-o", "json", e.Lab.Ref("team/app:1.4"))
+	if !strings.Contains(r.out, `"source": "`+filepath.Join(root, "etc/resolv.conf")) || !strings.Contains(r.out, "127.0.0.254:53") {
+		t.Errorf("the probe should use the node's resolv.conf under the root:\n%.900s", r.out)
+	}
+
+	// a trap gives exit 1 with the warning code
+	writeTree(t, root, map[string]string{"etc/containerd/certs.d/" + dir + "/hosts.toml": "server = \"https://" + e.Lab.RegistryAddr() + "\"\nskip_verify = true\n[host]\n"})
+	r = run(t, "", "runtime", "--host-root", root, e.Lab.Ref("team/app:1.4"))
+	if r.code != ExitBroken || !strings.Contains(r.out, "SKIP_VERIFY") {
+		t.Errorf("skip_verify: exit %d\n%s", r.code, r.out)
+	}
+
+	for _, args := range [][]string{
+		{"runtime", "--host-root", "/nonexistent/root", "nginx"},
+		{"runtime", "--runtime", "rkt", "nginx"},
+		{"runtime", "UPPER/bad"},
+		{"probe", "--runtime", "crio", "nginx"},
+	} {
+		if r := run(t, "", args...); r.code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (%s)", args, r.code, r.errOut)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package probe_test
+
+import (
+	"context"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/pullpath/pullpath/internal/demo"
+	"github.com/pullpath/pullpath/internal/probe"
+	"github.com/pullpath/pullpath/internal/registrytest"
+	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
+)
+
+// node builds a host root for the lab's registry: containerd with config_path, the given hosts.toml,
+// the lab CA at /etc/lab/ca.pem, an optional containerd version and unit drop-in.
+func node(t *testing.T, e *demo.Env, hostsToml, version, dropIn string) (*runtimeconfig.Config, func(string) ([]byte, error)) {
+	t.Helper()
+	ca, err := os.ReadFile(e.Lab.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := strings.ReplaceAll(e.Lab.RegistryAddr(), ":", "_") + "_"
+	fsys := fstest.MapFS{
+		"etc/containerd/config.toml":                        {Data: []byte("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n")},
+		"etc/containerd/certs.d/" + dir + "/hosts.toml": {Data: []byte(hostsToml)},
+		"etc/lab/ca.pem": {Data: ca},
+	}
+	if version != "" {
+		fsys["var/lib/dpkg/status"] = &fstest.MapFile{Data: []byte("Package: containerd\nStatus: install ok installed\nVersion: " + version + "\n")}
+	}
+	if dropIn != "" {
+		fsys["etc/systemd/system/containerd.service.d/proxy.conf"] = &fstest.MapFile{Data: []byte(dropIn)}
+	}
+	cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: e.Lab.Ref("team/app:1.4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := runtimeconfig.Root{FS: fsys, Name: "/host"}
+	return cfg, root.ReadFile
+}
+
+func runtimeOpts(e *demo.Env, cfg *runtimeconfig.Config, read func(string) ([]byte, error)) probe.Options {
+	o := e.Options(e.Lab.Ref("team/app:1.4"))
+	o.CAFiles = nil // trust comes from the runtime's configuration only
+	o.Runtime, o.HostFile = cfg, read
+	return o
+}
+
+func TestRuntimeMirrorDownFallsBack(t *testing.T) {
+	e := lab(t)
+	e.Lab.DNS.SetA("mirror."+e.Lab.Domain, mustAddr("127.0.0.1"))
+	mirror := net.JoinHostPort("mirror."+e.Lab.Domain, registrytest.ClosedPort())
+	cfg, read := node(t, e, `server = "https://`+e.Lab.RegistryAddr()+`"
+ca = "/etc/lab/ca.pem"
+
+[header]
+  X-Node-Pool = "pool-a"
+
+[host."https://`+mirror+`"]
+  capabilities = ["pull", "resolve"]
+  ca = "/etc/lab/ca.pem"
+`, "1.7.24", "")
+	rep, err := probe.Run(context.Background(), runtimeOpts(e, cfg, read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK {
+		t.Fatalf("class %s (%s), want ok: the upstream works", rep.Class, rep.Summary)
+	}
+	var warned bool
+	for _, w := range rep.Warnings {
+		if w.Host == mirror && w.Code == report.CodeTCPRefused && strings.Contains(w.Message, "falls back") {
+			warned = true
+		}
+	}
+	if !warned {
+		t.Errorf("the failing mirror should be a warning with its evidence: %+v", rep.Warnings)
+	}
+	roles := map[string]report.Role{}
+	for _, ep := range rep.Endpoints {
+		roles[ep.Host] = ep.Role
+	}
+	if roles[mirror] != report.RoleMirror {
+		t.Errorf("mirror endpoint role %q", roles[mirror])
+	}
+	var ns bool
+	for _, h := range rep.Hops {
+		if h.Role == report.RoleMirror && strings.Contains(h.URL, "ns="+url.QueryEscape(e.Lab.RegistryAddr())) {
+			ns = true
+		}
+	}
+	if !ns {
+		t.Error("mirror requests should carry containerd's ?ns=<registry>")
+	}
+	if got := e.Lab.SeenHeader("X-Node-Pool"); len(got) == 0 || got[0] != "pool-a" {
+		t.Errorf("hosts.toml header not sent: %v", got)
+	}
+}
+
+// The lab's hosts.toml trap: containerd 1.6 drops a file without [host], so its ca is ignored and the
+// pull fails TLS; the runtime-faithful probe reproduces it, and passes with containerd 1.7.
+func TestRuntimeHostsTomlRejectedReproducesTLS(t *testing.T) {
+	e := lab(t)
+	file := "server = \"https://" + e.Lab.RegistryAddr() + "\"\nca = \"/etc/lab/ca.pem\"\n"
+	cfg, read := node(t, e, file, "1.6.20~ds1-1+deb12u3", "")
+	rep, err := probe.Run(context.Background(), runtimeOpts(e, cfg, read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassTLS || rep.Code != report.CodeTLSUnknownAuthority || rep.Failing.Host != e.Lab.RegistryAddr() {
+		t.Fatalf("containerd 1.6: class %s code %s, want tls TLS_UNKNOWN_AUTHORITY", rep.Class, rep.Code)
+	}
+	cfg, read = node(t, e, file, "1.7.24", "")
+	if rep, _ = probe.Run(context.Background(), runtimeOpts(e, cfg, read)); rep.Class != report.ClassOK {
+		t.Fatalf("containerd 1.7 reads the file: class %s (%s)", rep.Class, rep.Summary)
+	}
+}
+
+func TestRuntimeProxy(t *testing.T) {
+	e := lab(t)
+	px, err := registrytest.StartConnectProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	hosts := "server = \"https://" + e.Lab.RegistryAddr() + "\"\nca = \"/etc/lab/ca.pem\"\n[host]\n"
+	unit := "[Service]\nEnvironment=\"HTTPS_PROXY=http://" + px.Addr + "\"\n"
+
+	cfg, read := node(t, e, hosts, "1.7.24", unit)
+	rep, err := probe.Run(context.Background(), runtimeOpts(e, cfg, read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK {
+		t.Fatalf("via proxy: class %s (%s)", rep.Class, rep.Summary)
+	}
+	if got := strings.Join(px.Targets(), " "); !strings.Contains(got, e.Lab.RegistryAddr()) || !strings.Contains(got, e.Lab.BlobAddr()) {
+		t.Errorf("the proxy should tunnel the registry and the blob host: %s", got)
+	}
+	var proxyEp bool
+	for _, ep := range rep.Endpoints {
+		if ep.Role == report.RoleProxy && ep.Host == px.Addr {
+			proxyEp = true
+		}
+		if ep.Host == e.Lab.RegistryAddr() && ep.Layers[report.LayerDNS] != report.Skip {
+			t.Errorf("the node does not resolve a proxied host: dns %s", ep.Layers[report.LayerDNS])
+		}
+	}
+	if !proxyEp {
+		t.Errorf("the proxy is its own endpoint: %+v", rep.Endpoints)
+	}
+
+	px.Refuse.Store(true)
+	rep, _ = probe.Run(context.Background(), runtimeOpts(e, cfg, read))
+	if rep.Class != report.ClassProxy || rep.Code != report.CodeProxyFailed || rep.Failing.Host != px.Addr || rep.Failing.Role != report.RoleProxy {
+		t.Errorf("proxy refusing CONNECT: class %s code %s failing %+v", rep.Class, rep.Code, rep.Failing)
+	}
+	px.Refuse.Store(false)
+
+	cfg, read = node(t, e, hosts, "1.7.24", "[Service]\nEnvironment=\"HTTPS_PROXY=http://127.0.0.1:"+registrytest.ClosedPort()+"\"\n")
+	rep, _ = probe.Run(context.Background(), runtimeOpts(e, cfg, read))
+	if rep.Class != report.ClassProxy || rep.Code != report.CodeTCPRefused || rep.Failing.Role != report.RoleProxy {
+		t.Errorf("proxy down: class %s code %s failing %+v", rep.Class, rep.Code, rep.Failing)
+	}
+
+	cfg, read = node(t, e, hosts, "1.7.24", unit+"Environment=\"NO_PROXY=."+e.Lab.Domain+"\"\n")
+	before := len(px.Targets())
+	if rep, _ = probe.Run(context.Background(), runtimeOpts(e, cfg, read)); rep.Class != report.ClassOK || len(px.Targets()) != before {
+		t.Errorf("NO_PROXY covers the lab: class %s, %d new tunnels", rep.Class, len(px.Targets())-before)
+	}
+}

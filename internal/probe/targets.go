@@ -1,0 +1,146 @@
+package probe
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// target is one host the runtime tries for the image, with the trust, headers and proxy it uses.
+type target struct {
+	base   *url.URL // the API root, ending in /v2 unless override_path
+	role   report.Role
+	ns     string // containerd's ?ns=<registry> on mirror requests
+	header http.Header
+	tls    *tls.Config
+	desc   string // for messages: the URL and where it was configured
+	source string
+}
+
+// targets lists the hosts to walk: the runtime's, in its order, when Options.Runtime is set; else
+// the registry itself with the system roots and --ca-file.
+func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
+	if w.opts.Runtime == nil {
+		base := &url.URL{Scheme: "https", Host: w.ref.Host, Path: "/v2"}
+		return []target{{base: base, role: report.RoleRegistry, desc: base.String(), source: "image reference",
+			tls: &tls.Config{RootCAs: roots, InsecureSkipVerify: w.opts.Insecure, MinVersion: tls.VersionTLS12}}}, nil //nolint:gosec // --insecure is reported
+	}
+	var out []target
+	for _, h := range w.opts.Runtime.Hosts {
+		if !has(h.Capabilities, "pull") || (w.ref.Digest == "" && !has(h.Capabilities, "resolve")) {
+			w.warn("HOST_SKIPPED", h.Host, fmt.Sprintf("the runtime skips %s for this pull: capabilities %v (%s)", h.URL, h.Capabilities, h.Source))
+			continue
+		}
+		base, err := url.Parse(h.URL)
+		if err != nil {
+			return nil, fmt.Errorf("runtime host %q: %v", h.URL, err)
+		}
+		t := target{base: base, role: report.RoleRegistry, header: http.Header{}, desc: h.URL, source: h.Source}
+		if h.Role == "mirror" {
+			t.role, t.ns = report.RoleMirror, w.opts.Runtime.Registry
+		}
+		for k, vs := range h.RawHeader() {
+			for _, v := range vs {
+				t.header.Add(k, v)
+			}
+		}
+		pool := roots.Clone()
+		for _, ca := range h.CA {
+			b, err := w.readHostFile(ca)
+			if err != nil {
+				w.warn("CA_FILE_MISSING", h.Host, fmt.Sprintf("CA file %s of %s cannot be read (%v): the runtime trusts only the system roots for it", ca, h.URL, err))
+				continue
+			}
+			if !pool.AppendCertsFromPEM(b) {
+				w.warn("CA_FILE_UNPARSABLE", h.Host, fmt.Sprintf("CA file %s of %s holds no PEM certificate", ca, h.URL))
+			}
+		}
+		t.tls = &tls.Config{RootCAs: pool, InsecureSkipVerify: h.SkipVerify || w.opts.Insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // configured by the node, reported
+		if h.SkipVerify {
+			w.warn(report.CodeTLSInsecure, h.Host, fmt.Sprintf("skip_verify is on for %s (%s): its certificate is not verified, by the runtime or by this probe", h.URL, h.Source))
+		}
+		for _, pair := range h.Client {
+			cert, err := w.readHostFile(pair[0])
+			key, err2 := w.readHostFile(pair[1])
+			if err != nil || err2 != nil {
+				w.warn("CLIENT_CERT_MISSING", h.Host, fmt.Sprintf("client certificate %s / %s of %s cannot be read", pair[0], pair[1], h.URL))
+				continue
+			}
+			kp, err := tls.X509KeyPair(cert, key)
+			if err != nil {
+				w.warn("CLIENT_CERT_INVALID", h.Host, fmt.Sprintf("client certificate %s of %s: %v", pair[0], h.URL, err))
+				continue
+			}
+			t.tls.Certificates = append(t.tls.Certificates, kp)
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}
+
+// proxyFor returns the proxy the runtime would use for u (Go's HTTPS_PROXY/NO_PROXY rules, which
+// are containerd's), or nil.
+func (w *walk) proxyFor(u *url.URL) *url.URL {
+	if w.proxyFunc == nil {
+		return nil
+	}
+	p, err := w.proxyFunc(u)
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+func (w *walk) readHostFile(p string) ([]byte, error) {
+	if w.opts.HostFile != nil {
+		return w.opts.HostFile(p)
+	}
+	return os.ReadFile(p)
+}
+
+// apiURL builds a URL under the target's API root, with containerd's ns parameter on mirrors.
+func (w *walk) apiURL(parts ...string) *url.URL {
+	u := w.tgt.base.JoinPath(parts...)
+	if w.tgt.ns != "" {
+		q := u.Query()
+		q.Set("ns", w.tgt.ns)
+		u.RawQuery = q.Encode()
+	}
+	return u
+}
+
+// transport builds the HTTP transport for one target, with containerd-like budgets and no
+// keep-alives, so every hop is observed.
+func (w *walk) transport(t target) *http.Transport {
+	tr := &http.Transport{
+		DialContext:            w.dial,
+		TLSClientConfig:        t.tls,
+		TLSHandshakeTimeout:    w.opts.TLSTimeout,
+		ResponseHeaderTimeout:  w.opts.HeaderTimeout,
+		DisableKeepAlives:      true,
+		DisableCompression:     true,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	if w.proxyFunc != nil {
+		tr.Proxy = func(r *http.Request) (*url.URL, error) { return w.proxyFunc(r.URL) }
+	}
+	return tr
+}
+
+func has(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}

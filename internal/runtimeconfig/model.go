@@ -1,0 +1,101 @@
+package runtimeconfig
+
+// Runtime names a container runtime.
+type Runtime string
+
+// Runtimes.
+const (
+	Containerd Runtime = "containerd"
+	CRIO       Runtime = "crio"
+	Docker     Runtime = "docker"
+)
+
+// Config is the runtime's effective pull configuration for one image. Its JSON is the contract of
+// `pullpath runtime -o json` (DESIGN.md).
+type Config struct {
+	Runtime  Runtime   `json:"runtime"`
+	Version  string    `json:"version,omitempty"` // from the package database, when readable
+	Image    string    `json:"image"`
+	Registry string    `json:"registry"`
+	HostRoot string    `json:"hostRoot"`
+	Files    []string  `json:"files"` // configuration files read
+	Hosts    []Host    `json:"hosts"`
+	Proxy    Proxy     `json:"proxy"`
+	Resolver Resolver  `json:"resolver"`
+	Warnings []Warning `json:"warnings"`
+
+	rawProxy Proxy // unredacted, for the probe; never serialised
+}
+
+// Host is one host the runtime tries for the image, in order.
+type Host struct {
+	Host         string              `json:"host"` // host:port
+	URL          string              `json:"url"`  // scheme://host[:port]/path the API is under
+	Role         string              `json:"role"` // "mirror" or "registry"
+	Capabilities []string            `json:"capabilities"`
+	CA           []string            `json:"ca"`
+	Client       [][2]string         `json:"client,omitempty"` // cert, key file pairs
+	SkipVerify   bool                `json:"skip_verify"`
+	PlainHTTP    bool                `json:"plain_http,omitempty"`
+	Header       map[string][]string `json:"header,omitempty"` // values of credential headers redacted
+	OverridePath bool                `json:"override_path,omitempty"`
+	DialTimeout  string              `json:"dial_timeout,omitempty"`
+	Proxy        string              `json:"proxy"`  // the proxy this host is reached through, "" for direct
+	Source       string              `json:"source"` // file:line, or "default"
+
+	headerRaw map[string][]string // unredacted, for the probe; never serialised
+}
+
+// RawHeader returns the headers to send, unredacted (for the probe only).
+func (h Host) RawHeader() map[string][]string { return h.headerRaw }
+
+// ProxyEnv returns the runtime's unredacted HTTP_PROXY, HTTPS_PROXY and NO_PROXY (for the probe only).
+func (c *Config) ProxyEnv() (httpProxy, httpsProxy, noProxy string) {
+	return c.rawProxy.HTTPProxy, c.rawProxy.HTTPSProxy, c.rawProxy.NoProxy
+}
+
+// Proxy is the runtime's proxy environment, read from its service unit, not from a shell.
+type Proxy struct {
+	HTTPProxy  string `json:"http_proxy,omitempty"`
+	HTTPSProxy string `json:"https_proxy,omitempty"`
+	NoProxy    string `json:"no_proxy,omitempty"`
+	Source     string `json:"source,omitempty"` // unit file(s) the variables came from
+}
+
+// Resolver is the resolver configuration the runtime's lookups use.
+type Resolver struct {
+	File        string   `json:"file"`
+	Nameservers []string `json:"nameservers"`
+	Search      []string `json:"search,omitempty"`
+	Stub        bool     `json:"stub"` // systemd-resolved's 127.0.0.53 stub
+	Upstream    []string `json:"upstream,omitempty"`
+}
+
+// Warning is a trap in the configuration, with a stable code and a fix.
+type Warning struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Fix     string `json:"fix,omitempty"`
+	Source  string `json:"source,omitempty"`
+}
+
+// Warning codes. Stable: scripts match on them.
+const (
+	WarnHostsTomlRejected   = "HOSTS_TOML_REJECTED"     // containerd 1.6 rejects a file without a [host] table
+	WarnHostsTomlInvalid    = "HOSTS_TOML_INVALID"      // not TOML, or wrong types
+	WarnConfigPathUnset     = "CONFIG_PATH_UNSET"       // certs.d files exist, config_path does not point at them
+	WarnLegacyWithPath      = "LEGACY_WITH_CONFIG_PATH" // mirrors/configs together with config_path: the CRI plugin fails to load
+	WarnLegacyRegistry      = "LEGACY_REGISTRY_CONFIG"  // deprecated mirrors/configs in use
+	WarnMirrorNoPull        = "MIRROR_NOT_USED_FOR_PULL"
+	WarnSkipVerify          = "SKIP_VERIFY"
+	WarnCAMissing           = "CA_FILE_MISSING"
+	WarnCAUnparsable        = "CA_FILE_UNPARSABLE"
+	WarnProxyNoNoProxy      = "PROXY_WITHOUT_NO_PROXY"
+	WarnProxyNotForRuntime  = "PROXY_NOT_FOR_RUNTIME"
+	WarnResolverStub        = "RESOLVER_STUB"
+	WarnRegistryBlocked     = "REGISTRY_BLOCKED"
+	WarnInsecureRegistry    = "INSECURE_REGISTRY"
+	WarnDockerMirrorHubOnly = "DOCKER_MIRRORS_HUB_ONLY"
+	WarnConfigInvalid       = "CONFIG_INVALID"
+	WarnPlainHTTP           = "PLAIN_HTTP"
+)

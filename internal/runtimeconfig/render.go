@@ -1,0 +1,78 @@
+package runtimeconfig
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText renders the effective configuration for a person.
+func WriteText(w io.Writer, c *Config) error {
+	b := &strings.Builder{}
+	ver := c.Version
+	if ver == "" {
+		ver = "version unknown"
+	}
+	fmt.Fprintf(b, "runtime   %s (%s) under %s\n", c.Runtime, ver, c.HostRoot)
+	fmt.Fprintf(b, "image     %s (registry %s)\n", c.Image, c.Registry)
+	res := strings.Join(c.Resolver.Nameservers, ", ")
+	if c.Resolver.Stub {
+		res += " (systemd-resolved stub; upstream " + strings.Join(c.Resolver.Upstream, ", ") + ")"
+	}
+	fmt.Fprintf(b, "resolver  %s from %s\n", res, c.Resolver.File)
+	if c.Proxy.HTTPSProxy != "" || c.Proxy.HTTPProxy != "" {
+		fmt.Fprintf(b, "proxy     HTTPS_PROXY=%s HTTP_PROXY=%s NO_PROXY=%s (from %s)\n", c.Proxy.HTTPSProxy, c.Proxy.HTTPProxy, c.Proxy.NoProxy, c.Proxy.Source)
+	} else {
+		b.WriteString("proxy     none in the runtime's unit\n")
+	}
+	fmt.Fprintf(b, "\nhosts the runtime tries, in order:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  #\tURL\tROLE\tCAPABILITIES\tTRUST\tPROXY\tSOURCE")
+	for i, h := range c.Hosts {
+		trust := "system roots"
+		if len(h.CA) > 0 {
+			trust += " + " + strings.Join(h.CA, ", ")
+		}
+		if h.SkipVerify {
+			trust = "NOT VERIFIED (skip_verify)"
+		}
+		if h.PlainHTTP {
+			trust = "plain HTTP"
+		}
+		if len(h.Client) > 0 {
+			trust += fmt.Sprintf("; client cert %s", h.Client[0][0])
+		}
+		proxy := h.Proxy
+		if proxy == "" {
+			proxy = "direct"
+		}
+		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, h.URL, h.Role, strings.Join(h.Capabilities, ","), trust, proxy, h.Source)
+		for k, v := range h.Header {
+			fmt.Fprintf(tw, "   \theader %s: %s\t\t\t\t\t\n", k, strings.Join(v, ", "))
+		}
+	}
+	if len(c.Hosts) == 0 {
+		fmt.Fprintln(tw, "  -\t(none: the runtime refuses this image)\t\t\t\t\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(c.Warnings) == 0 {
+		b.WriteString("\nno traps found\n")
+	} else {
+		fmt.Fprintf(b, "\n%d warning(s):\n", len(c.Warnings))
+	}
+	for _, w := range c.Warnings {
+		fmt.Fprintf(b, "  %s: %s\n", w.Code, w.Message)
+		if w.Fix != "" {
+			fmt.Fprintf(b, "    fix: %s\n", w.Fix)
+		}
+		if w.Source != "" {
+			fmt.Fprintf(b, "    in:  %s\n", w.Source)
+		}
+	}
+	fmt.Fprintf(b, "\nfiles read: %s\n", strings.Join(c.Files, ", "))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
