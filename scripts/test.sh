@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, vet, unit and in-process tests (race detector on), and the
-# root-only lab tier when it exists and the machine allows it. Run from the repository root.
+# root-only network-namespace lab (test/lab), which skips with one line when not root.
+# Run from anywhere; as root for the lab tier.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,4 +10,12 @@ if [ -n "$unformatted" ]; then
   echo "gofmt needed on:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
-go test -race -count=1 -timeout 15m ./...
+
+report=$(mktemp)
+trap 'rm -f "$report"' EXIT
+PULLPATH_LAB_REPORT="$report" go test -race -count=1 -timeout 15m ./...
+if [ -s "$report" ]; then
+  echo
+  echo "lab tier: real containerd, pullpath explain and pullpath probe, per case"
+  cat "$report"
+fi

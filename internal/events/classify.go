@@ -21,10 +21,13 @@ type rule struct {
 // and runtime wrappers (context deadline, back-off) come last.
 var rules = []rule{
 	{regexp.MustCompile(`proxyconnect tcp|Proxy Authentication Required|\b407\b`), report.CodeProxyFailed, report.LayerTCP},
+	// containerd wraps only transport errors in "failed to do request"; a bare status text there
+	// ("…": Forbidden) is a CONNECT the proxy refused. A registry's own status comes with its number.
+	{reProxyConnectRefused, report.CodeProxyFailed, report.LayerHTTP},
 	{regexp.MustCompile("failed to decode hosts\\.toml|invalid `host` tree"), report.CodeHostsTomlInvalid, report.LayerConfig},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided`), report.CodeDNSNXDomain, report.LayerDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.LayerDNS},
-	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: connection refused)|:53: read: connection refused`), report.CodeDNSUnreachable, report.LayerDNS},
+	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: connection refused|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.LayerDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: (?:read udp \S+ )?i/o timeout|lookup \S+: Try again|Temporary failure in name resolution|lookup \S+: device or resource busy|getaddrinfow`), report.CodeDNSTimeout, report.LayerDNS},
 	{regexp.MustCompile(`server gave HTTP response to HTTPS client|first record does not look like a TLS handshake`), report.CodeTLSPlainHTTP, report.LayerTLS},
 	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field`), report.CodeTLSNameMismatch, report.LayerTLS},
@@ -62,6 +65,8 @@ var rules = []rule{
 // maxMessage bounds the text one finding is read from.
 const maxMessage = 64 << 10
 
+var reProxyConnectRefused = regexp.MustCompile(`failed to do request: (?:Get|Head|Post|GET|HEAD|POST) "?[^"\s]+"?: (?:Forbidden|Bad Gateway|Service Unavailable|Gateway Timeout|Bad Request|Not Found|Method Not Allowed|Internal Server Error|Unauthorized)\b`)
+
 // Pseudo-codes resolved by the ambiguity rules below.
 const (
 	codeAmbiguousDenied report.Code = "_PULL_ACCESS_DENIED"
@@ -85,6 +90,10 @@ func Classify(msg string) report.Finding {
 			code, layer = r.code, r.layer
 			break
 		}
+	}
+	if code == report.CodeProxyFailed && role != report.RoleProxy {
+		// the message names the target, not the proxy: the proxy is the failing hop
+		host, role = "", report.RoleProxy
 	}
 	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token")) {
 		role = report.RoleToken
@@ -161,6 +170,13 @@ func reason(fd report.Finding, f facts) string {
 	}
 	switch fd.Code {
 	case report.CodeProxyFailed:
+		if reProxyConnectRefused.MatchString(f.text) {
+			target := "the registry"
+			if f.url != nil {
+				target = f.url.Host
+			}
+			return "the HTTP proxy in the runtime's environment refused to open a tunnel to " + target + " (a bare status after \"failed to do request\" is the proxy's CONNECT answer, not the registry's)"
+		}
 		return fmt.Sprintf("the runtime sends the pull through an HTTP proxy (%s) that it cannot use", h)
 	case report.CodeHostsTomlInvalid:
 		return "containerd rejected a hosts.toml and silently ignored its settings (its ca among them), so TLS then fails with an unknown authority"

@@ -191,3 +191,18 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// crictl prints its own warnings before the error; they are not failures.
+func TestCrictlNoiseIgnored(t *testing.T) {
+	in := `time="2026-12-02T14:39:25Z" level=warning msg="Config \"/etc/crictl.yaml\" does not exist, trying next: \"/usr/local/bin/crictl.yaml\""
+E1202 14:39:25.821058   27147 remote_image.go:334] "PullImage from image service failed" err="rpc error: code = Unknown desc = failed to pull and unpack image \"r.lab.test:5000/a:v1\": failed to resolve reference \"r.lab.test:5000/a:v1\": pulling from host r.lab.test:5000 failed with status code [manifests v1]: 401 Unauthorized" image="r.lab.test:5000/a:v1"
+`
+	msgs, _, _ := Parse(strings.NewReader(in))
+	fs := Explain(msgs)
+	if len(fs) != 1 || fs[0].Class != report.ClassAuth {
+		t.Fatalf("findings = %+v", fs)
+	}
+	if fs := Explain([]Message{{Text: `time="x" level=info msg="starting"`, Count: 1}}); len(fs) != 0 {
+		t.Errorf("an info line alone is no failure: %+v", fs)
+	}
+}

@@ -12,6 +12,8 @@ var (
 	reTimestamps = regexp.MustCompile(`\b[EWI]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ \S+\]\s*|time="[^"]*"\s*|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b`)
 	reUDPPort    = regexp.MustCompile(`:\d+->`)
 	reCountNote  = regexp.MustCompile(`\(x\d+ over [^)]*\)`)
+	// reLogNoise is a tool's own info or warning line (crictl: "Config /etc/crictl.yaml does not exist").
+	reLogNoise = regexp.MustCompile(`level=(?:debug|info|warning|warn)\b|^[IW]\d{4} \d{2}:\d{2}`)
 )
 
 // normalise removes what differs between repeats of the same failure: timestamps, ephemeral
@@ -32,6 +34,9 @@ func Explain(msgs []Message) []report.Finding {
 	var causeless []report.Finding
 	for _, m := range msgs {
 		fd := Classify(m.Text)
+		if fd.Code == report.CodeUnknown && reLogNoise.MatchString(m.Text) {
+			continue // a log line that reports no failure
+		}
 		if fd.Image == "" && m.Image != "" {
 			fd.Image = m.Image
 			if ref, err := registry.ParseReference(m.Image); err == nil && fd.Host == "" && fd.Class != report.ClassOther {

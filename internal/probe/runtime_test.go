@@ -26,9 +26,9 @@ func node(t *testing.T, e *demo.Env, hostsToml, version, dropIn string) (*runtim
 	}
 	dir := strings.ReplaceAll(e.Lab.RegistryAddr(), ":", "_") + "_"
 	fsys := fstest.MapFS{
-		"etc/containerd/config.toml":                        {Data: []byte("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n")},
+		"etc/containerd/config.toml":                    {Data: []byte("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n")},
 		"etc/containerd/certs.d/" + dir + "/hosts.toml": {Data: []byte(hostsToml)},
-		"etc/lab/ca.pem": {Data: ca},
+		"etc/lab/ca.pem":                                {Data: ca},
 	}
 	if version != "" {
 		fsys["var/lib/dpkg/status"] = &fstest.MapFile{Data: []byte("Package: containerd\nStatus: install ok installed\nVersion: " + version + "\n")}

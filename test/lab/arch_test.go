@@ -1,0 +1,5 @@
+package lab
+
+import "runtime"
+
+func goarch() string { return runtime.GOARCH }

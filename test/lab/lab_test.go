@@ -1,0 +1,337 @@
+package lab
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+	"time"
+)
+
+var skipReason string
+
+func TestMain(m *testing.M) {
+	if helperRole() {
+		return
+	}
+	switch {
+	case os.Getenv("PULLPATH_LAB") == "0":
+		skipReason = "PULLPATH_LAB=0"
+	case os.Geteuid() != 0:
+		skipReason = "not root: run `sudo go test ./test/lab/` (or the README's test command as root) for the network-namespace lab"
+	default:
+		for _, tool := range []string{"containerd", "docker-registry", "dnsmasq", "htpasswd", "nft", "ip"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				skipReason = tool + " is missing: .ci/run installs the lab's packages (containerd docker-registry dnsmasq apache2-utils nftables)"
+			}
+		}
+		if _, err := crictlPath(); err != nil && skipReason == "" {
+			skipReason = "crictl is missing: go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0"
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func crictlPath() (string, error) {
+	if p, err := exec.LookPath("crictl"); err == nil {
+		return p, nil
+	}
+	gobin := filepath.Join(os.Getenv("HOME"), "go", "bin", "crictl")
+	if _, err := os.Stat(gobin); err == nil {
+		return gobin, nil
+	}
+	return "", fmt.Errorf("crictl not found")
+}
+
+// labCase is one staged state of the pull path and what all three views must say.
+type labCase struct {
+	name     string
+	image    string // %s is replaced by a fresh repository name
+	creds    string // user:pass for crictl and the probe
+	proxied  bool   // pull with the containerd that has the proxy in its environment
+	slow     bool   // containerd waits for its 30s dial timeout
+	before   func(e *env)
+	after    func(e *env)
+	wantPull bool   // containerd succeeds
+	explain  string // class of containerd's error ("" when it succeeds)
+	class    string // probe class in the node namespace
+	role     string // probe failing role
+	warn     string // a warning the probe must give (mirror fallback)
+	runtime  string // a warning `pullpath runtime` must give
+	podClass string // probe class from the pod namespace (the VPN sidecar case)
+}
+
+var cases = []labCase{
+	{name: "healthy, blobs redirected to a blob host", image: "registry.lab.test/%s:v1", wantPull: true, class: "ok"},
+	{name: "healthy, blobs from the registry", image: "direct.lab.test:4443/%s:v1", wantPull: true, class: "ok"},
+	{name: "healthy with credentials", image: "registry.lab.test:5000/%s:v1", creds: labUser + ":" + labPass, wantPull: true, class: "ok"},
+	{name: "registry name NXDOMAIN", image: "nxd.lab.test/%s:v1", explain: "dns", class: "dns", role: "registry"},
+	{name: "resolver unreachable", image: "registry.lab.test/%s:v1", explain: "dns", class: "dns", role: "registry",
+		// the resolver's host rejects DNS: ICMP port unreachable, as when nothing listens on :53
+		before: func(e *env) {
+			e.run("ip", "netns", "exec", e.nsReg, "nft", "add", "rule", "inet", "pplab", "dns", "ip", "daddr", regIP, "udp", "dport", "53", "reject")
+		},
+		after: func(e *env) { e.run("ip", "netns", "exec", e.nsReg, "nft", "flush", "chain", "inet", "pplab", "dns") }},
+	{name: "no route to the registry", image: "noroute.lab.test/%s:v1", explain: "route", class: "route", role: "registry"},
+	{name: "registry port refused", image: "registry.lab.test:5999/%s:v1", explain: "route", class: "route", role: "registry"},
+	{name: "untrusted CA", image: "registry.lab.test:5002/%s:v1", explain: "tls", class: "tls", role: "registry"},
+	{name: "wrong-name certificate", image: "registry.lab.test:5003/%s:v1", explain: "tls", class: "tls", role: "registry"},
+	{name: "expired certificate", image: "registry.lab.test:5006/%s:v1", explain: "tls", class: "tls", role: "registry"},
+	{name: "plain HTTP registry", image: "registry.lab.test:5004/%s:v1", explain: "tls", class: "tls", role: "registry"},
+	{name: "no credentials (401)", image: "registry.lab.test:5000/%s:v1", explain: "auth", class: "auth", role: "registry"},
+	{name: "wrong credentials (401)", image: "registry.lab.test:5000/%s:v1", creds: labUser + ":wrong", explain: "auth", class: "auth", role: "registry"},
+	{name: "missing tag", image: "registry.lab.test/%s:nope", explain: "not_found", class: "not_found", role: "registry"},
+	{name: "blob host NXDOMAIN", image: "registry.lab.test:5010/%s:v1", explain: "endpoint", class: "endpoint", role: "blob"},
+	{name: "blob host unreachable", image: "registry.lab.test:5011/%s:v1", explain: "endpoint", class: "endpoint", role: "blob"},
+	{name: "hosts.toml rejected by containerd 1.6", image: "reject.lab.test/%s:v1", explain: "tls", class: "tls", role: "registry", runtime: "HOSTS_TOML_REJECTED"},
+	{name: "mirror down, upstream works", image: "mirrored.lab.test/%s:v1", wantPull: true, class: "ok", warn: "mirror.lab.test:443"},
+	{name: "HTTPS proxy without NO_PROXY for the registry", image: "registry.lab.test/%s:v1", proxied: true, explain: "proxy", class: "proxy", role: "proxy"},
+	{name: "VPN sidecar: the pod has a route the node lacks", image: "vpn.lab.test/%s:v1", explain: "route", class: "route", role: "registry", podClass: "ok"},
+	{name: "registry packets dropped", image: "dropped.lab.test/%s:v1", slow: true, explain: "route", class: "route", role: "registry"},
+	{name: "blob host packets dropped", image: "registry.lab.test:5012/%s:v1", slow: true, explain: "endpoint", class: "endpoint", role: "blob"},
+}
+
+type result struct {
+	c                   labCase
+	pullOK              bool
+	pullErr             string
+	explain             string
+	probe               probeResult
+	pod                 probeResult
+	runtimeOut          string
+	pullTime, probeTime time.Duration
+	problems            []string
+}
+
+type probeResult struct {
+	Class   string `json:"class"`
+	Code    string `json:"code"`
+	Failing *struct {
+		Host, Role, Layer string
+	} `json:"failing"`
+	Warnings []struct{ Code, Host, Message string } `json:"warnings"`
+	Download struct {
+		Bytes   int64   `json:"bytes"`
+		Seconds float64 `json:"seconds"`
+	} `json:"download"`
+	raw string
+}
+
+func TestLab(t *testing.T) {
+	if skipReason != "" {
+		t.Skip("lab tier skipped: " + skipReason)
+	}
+	crictl, _ := crictlPath()
+	bin := filepath.Join(t.TempDir(), "pullpath")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput(); err != nil {
+		t.Fatalf("build pullpath: %v\n%s", err, out)
+	}
+	setup := time.Now()
+	e := newEnv(t, bin, crictl)
+	t.Logf("lab up in %s (%s)", time.Since(setup).Round(time.Millisecond), e.dir)
+
+	results := make([]*result, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		repo := fmt.Sprintf("lab/c%02d-%d", i, time.Now().UnixNano()%1e6)
+		e.push(repo+":v1", 2, 256<<10)
+		c.image = fmt.Sprintf(c.image, repo)
+		if c.slow {
+			wg.Add(1)
+			go func() { defer wg.Done(); results[i] = e.runCase(c) }()
+			continue
+		}
+		results[i] = e.runCase(c)
+	}
+	wg.Wait()
+	report := e.table(results)
+	t.Log("\n" + report)
+	if p := os.Getenv("PULLPATH_LAB_REPORT"); p != "" {
+		_ = os.WriteFile(p, []byte(report), 0o644)
+	}
+	for _, r := range results {
+		for _, p := range r.problems {
+			t.Errorf("%s: %s", r.c.name, p)
+		}
+	}
+	e.throughput(t)
+}
+
+// runCase pulls with containerd, explains its error, and probes from the node (and the pod).
+func (e *env) runCase(c labCase) *result {
+	r := &result{c: c}
+	if c.before != nil {
+		c.before(e)
+	}
+	if c.after != nil {
+		defer c.after(e)
+	}
+	sock, root := e.nodeSock, e.nodeRoot
+	if c.proxied {
+		sock, root = e.proxSock, e.proxRoot
+	}
+	args := []string{"--runtime-endpoint", "unix://" + sock, "--image-endpoint", "unix://" + sock, "--timeout", "60s", "pull", "--pull-timeout", "50s"}
+	if c.creds != "" {
+		args = append(args, "--creds", c.creds)
+	}
+	start := time.Now()
+	out, err := exec.Command(e.crictl, append(args, c.image)...).CombinedOutput()
+	r.pullTime = time.Since(start)
+	r.pullOK = err == nil
+	r.pullErr = strings.TrimSpace(string(out))
+	if r.pullOK != c.wantPull {
+		r.problems = append(r.problems, fmt.Sprintf("containerd pull ok=%t, want %t: %s", r.pullOK, c.wantPull, r.pullErr))
+	}
+	if !r.pullOK {
+		ex := exec.Command(e.pullpath, "explain", "-o", "json")
+		ex.Stdin = strings.NewReader(r.pullErr)
+		eo, _ := ex.Output()
+		var doc struct{ Findings []struct{ Class string } }
+		if json.Unmarshal(eo, &doc) == nil && len(doc.Findings) > 0 {
+			r.explain = doc.Findings[0].Class
+			for _, f := range doc.Findings[1:] {
+				if f.Class != r.explain {
+					r.problems = append(r.problems, fmt.Sprintf("explain gave %s and %s for the same pull", r.explain, f.Class))
+				}
+			}
+		}
+		if r.explain != c.explain {
+			r.problems = append(r.problems, fmt.Sprintf("explain class %q, want %q for containerd's error: %s", r.explain, c.explain, r.pullErr))
+		}
+	}
+	start = time.Now()
+	r.probe = e.probe(e.nsNode, root, c, nil)
+	r.probeTime = time.Since(start)
+	if r.probe.Class != c.class {
+		r.problems = append(r.problems, fmt.Sprintf("probe class %q (%s), want %q\n%s", r.probe.Class, r.probe.Code, c.class, clip(r.probe.raw)))
+	}
+	if c.role != "" && (r.probe.Failing == nil || r.probe.Failing.Role != c.role) {
+		r.problems = append(r.problems, fmt.Sprintf("probe failing %+v, want role %s", r.probe.Failing, c.role))
+	}
+	if c.warn != "" {
+		found := false
+		for _, w := range r.probe.Warnings {
+			found = found || w.Host == c.warn
+		}
+		if !found {
+			r.problems = append(r.problems, fmt.Sprintf("probe should warn about %s: %+v", c.warn, r.probe.Warnings))
+		}
+	}
+	if c.runtime != "" {
+		ro, _ := exec.Command(e.pullpath, "runtime", "--host-root", root, c.image).CombinedOutput()
+		r.runtimeOut = string(ro)
+		if !strings.Contains(r.runtimeOut, c.runtime) {
+			r.problems = append(r.problems, fmt.Sprintf("pullpath runtime should warn %s:\n%s", c.runtime, r.runtimeOut))
+		}
+	}
+	if c.podClass != "" {
+		resolv := filepath.Join(e.dir, "pod-resolv.conf")
+		writeFile(e.t, resolv, "nameserver "+vpnRegIP+"\n")
+		r.pod = e.probe(e.nsPod, "", c, []string{"--resolv-conf", resolv, "--ca-file", filepath.Join(e.dir, "pki", "ca.pem")})
+		if r.pod.Class != c.podClass {
+			r.problems = append(r.problems, fmt.Sprintf("probe from the pod namespace: class %q, want %q\n%s", r.pod.Class, c.podClass, clip(r.pod.raw)))
+		}
+	}
+	return r
+}
+
+func (e *env) probe(ns, root string, c labCase, extra []string) probeResult {
+	args := []string{"netns", "exec", ns, e.pullpath, "probe", "-o", "json", "--platform", "linux/" + goarch(), "--connect-timeout", "2s", "--hosts-file", ""}
+	if root != "" {
+		args = append(args, "--host-root", root)
+	}
+	args = append(args, extra...)
+	cmd := exec.Command("ip", args...)
+	if c.creds != "" {
+		u, p, _ := strings.Cut(c.creds, ":")
+		cmd.Args = append(cmd.Args, "-u", u, "--password-stdin")
+		cmd.Stdin = strings.NewReader(p + "\n")
+	} else {
+		cmd.Args = append(cmd.Args, "--anonymous")
+	}
+	cmd.Args = append(cmd.Args, c.image)
+	out, _ := cmd.Output()
+	var pr probeResult
+	if err := json.Unmarshal(out, &pr); err != nil {
+		pr.Class = "error: " + err.Error()
+	}
+	pr.raw = string(out)
+	return pr
+}
+
+func (e *env) table(rs []*result) string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "CASE\tCONTAINERD\tTIME\tEXPLAIN\tPROBE\tHOST (ROLE)\tTIME\tRESULT")
+	for _, r := range rs {
+		pull := "ok"
+		if !r.pullOK {
+			pull = "fail"
+		}
+		host := "-"
+		if f := r.probe.Failing; f != nil {
+			host = f.Host + " (" + f.Role + ")"
+		}
+		probe := r.probe.Class
+		if r.c.podClass != "" {
+			probe += ", pod: " + r.pod.Class
+		}
+		verdict := "agree"
+		if len(r.problems) > 0 {
+			verdict = "MISMATCH"
+		}
+		ex := r.explain
+		if ex == "" {
+			ex = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.c.name, pull, r.pullTime.Round(10*time.Millisecond), ex, probe, host,
+			r.probeTime.Round(10*time.Millisecond), verdict)
+	}
+	_ = tw.Flush()
+	return b.String()
+}
+
+// throughput pulls a fresh ~200 MB image with containerd and with the probe, over the veth.
+func (e *env) throughput(t *testing.T) {
+	if os.Getenv("PULLPATH_LAB_BIG") == "0" {
+		return
+	}
+	repo := fmt.Sprintf("lab/big-%d", time.Now().UnixNano()%1e6)
+	e.push(repo+":v1", 4, 50<<20)
+	img := "registry.lab.test/" + repo + ":v1"
+	start := time.Now()
+	out, err := exec.Command(e.crictl, "--runtime-endpoint", "unix://"+e.nodeSock, "--image-endpoint", "unix://"+e.nodeSock, "--timeout", "120s", "pull", "--pull-timeout", "120s", img).CombinedOutput()
+	ctrd := time.Since(start)
+	if err != nil {
+		t.Fatalf("big pull: %v\n%s", err, out)
+	}
+	start = time.Now()
+	pr := e.probe(e.nsNode, e.nodeRoot, labCase{image: img}, nil)
+	pt := time.Since(start)
+	if pr.Class != "ok" {
+		t.Fatalf("big probe: %s\n%s", pr.Class, clip(pr.raw))
+	}
+	mb := float64(pr.Download.Bytes) / 1e6
+	line := fmt.Sprintf("throughput over the veth, fresh %.0f MB image: containerd (crictl pull, incl. unpack) %.2fs = %.0f MB/s; pullpath probe %.2fs = %.0f MB/s (download %.2fs)",
+		mb, ctrd.Seconds(), mb/ctrd.Seconds(), pt.Seconds(), mb/pt.Seconds(), pr.Download.Seconds)
+	t.Log(line)
+	if p := os.Getenv("PULLPATH_LAB_REPORT"); p != "" {
+		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(f, "\n"+line)
+			f.Close()
+		}
+	}
+}
+
+func clip(s string) string {
+	if len(s) > 1500 {
+		return s[:1500] + "…"
+	}
+	return s
+}
