@@ -185,12 +185,12 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	hopLine := w.hopChain(resp)
 	if err != nil {
 		if context.Cause(ctx) == errStalled {
-			return fail(report.CodeBlobStalled, fmt.Sprintf("the download of %s from %s stalled: no bytes for %s after %s of %s", what, ep.hostport, w.opts.StallTimeout, humanBytes(n), humanBytes(j.desc.Size)), hopLine)
+			return fail(report.CodeBlobStalled, fmt.Sprintf("the download of %s from %s stalled: no bytes for %s after %s of %s", what, ep.hostport, w.opts.StallTimeout, report.HumanBytes(n), report.HumanBytes(j.desc.Size)), hopLine)
 		}
 		if w.ctx.Err() != nil || ctx.Err() != nil {
 			return n, nil // cancelled: another blob's failure or the overall timeout decides
 		}
-		return fail(report.CodeBlobFailed, fmt.Sprintf("the download of %s from %s broke after %s of %s: %v", what, ep.hostport, humanBytes(n), humanBytes(j.desc.Size), err), hopLine)
+		return fail(report.CodeBlobFailed, fmt.Sprintf("the download of %s from %s broke after %s of %s: %v", what, ep.hostport, report.HumanBytes(n), report.HumanBytes(j.desc.Size), err), hopLine)
 	}
 	if n != j.desc.Size {
 		return fail(report.CodeSizeMismatch, fmt.Sprintf("%s from %s has a different size than the manifest says", what, ep.hostport),
@@ -210,7 +210,7 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	if dur > 0 {
 		mbps = float64(n) / 1e6 / dur.Seconds()
 	}
-	w.step(ep, report.LayerBlob, report.Pass, "", fmt.Sprintf("%s: %s in %s (%.1f MB/s), digest verified; %s", what, humanBytes(n), dur.Round(time.Millisecond), mbps, hopLine), report.Evidence{}, dur)
+	w.step(ep, report.LayerBlob, report.Pass, "", fmt.Sprintf("%s: %s in %s (%.1f MB/s), digest verified; %s", what, report.HumanBytes(n), dur.Round(time.Millisecond), mbps, hopLine), report.Evidence{}, dur)
 	return n, nil
 }
 

@@ -610,7 +610,7 @@ func (w *walk) fetchManifest(reg *endpoint, u *url.URL, wantDigest string, wantS
 		for _, l := range m.Layers {
 			total += l.Size
 		}
-		kind += fmt.Sprintf(", %d layers, %s", len(m.Layers), humanBytes(total))
+		kind += fmt.Sprintf(", %d layers, %s", len(m.Layers), report.HumanBytes(total))
 	}
 	w.step(reg, report.LayerManifest, report.Pass, "", fmt.Sprintf("%s: %s %s (%s)", what, short(got), kind, shortMedia(m.MediaType)), report.Evidence{}, lastHop(resp).Duration)
 	return m, nil
@@ -662,16 +662,4 @@ func shortMedia(mt string) string {
 		return "Docker v2 manifest"
 	}
 	return mt
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1e9:
-		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
-	case n >= 1e6:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
-	case n >= 1e3:
-		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
-	}
-	return fmt.Sprintf("%d B", n)
 }

@@ -49,7 +49,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	fmt.Fprintf(b, "resolver  %s from %s\n", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source)
 	if p.Download.Expected > 0 {
 		d := p.Download
-		fmt.Fprintf(b, "download  %d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t\n", d.Blobs, d.Expected, bytesText(d.Bytes), d.Seconds, d.MBps, d.Verified)
+		fmt.Fprintf(b, "download  %d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t\n", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Seconds, d.MBps, d.Verified)
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
@@ -121,7 +121,8 @@ func writeLines(b *strings.Builder, first string, lines []string) {
 	}
 }
 
-func bytesText(n int64) string {
+// HumanBytes renders a byte count in SI units ("12.3 MB").
+func HumanBytes(n int64) string {
 	switch {
 	case n >= 1e9:
 		return fmt.Sprintf("%.2f GB", float64(n)/1e9)
