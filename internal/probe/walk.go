@@ -146,6 +146,7 @@ func trustPool(files []string) (*x509.CertPool, error) {
 }
 
 func (w *walk) step(ep *endpoint, l report.Layer, v report.Verdict, code report.Code, summary string, ev report.Evidence, d time.Duration) {
+	w.opts.Logger.Debug("step", "layer", l.String(), "endpoint", ep.hostport, "role", string(ep.role), "verdict", string(v), "code", string(code), "summary", summary)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ep.set(l, v)

@@ -107,15 +107,17 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 
 func writeLines(b *strings.Builder, first string, lines []string) {
 	pad := strings.Repeat(" ", len(first))
-	for i, l := range lines {
+	n := 0
+	for _, l := range lines {
 		if l == "" {
 			continue
 		}
-		if i == 0 {
+		if n == 0 {
 			b.WriteString(first)
 		} else {
 			b.WriteString(pad)
 		}
+		n++
 		b.WriteString(l)
 		b.WriteByte('\n')
 	}

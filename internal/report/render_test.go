@@ -1,0 +1,110 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestWriteTextBroken(t *testing.T) {
+	p := &Probe{Image: "r.example/a:1", Platform: "linux/amd64", Node: "n1", Class: ClassEndpoint, Owner: ClassEndpoint.Owner(), Code: CodeTCPRefused,
+		Summary: "cannot open a TCP connection to blobs.example:443", Failing: &Failing{Host: "blobs.example:443", Role: RoleBlob, Layer: LayerTCP, Code: CodeTCPRefused},
+		Evidence: []string{"", "dial 10.0.0.3:443: connection refused"}, WhereToLook: "the allowlist",
+		Resolver: Resolver{Source: "/etc/resolv.conf", Nameservers: []string{"10.0.0.10:53"}},
+		Endpoints: []Endpoint{{Host: "blobs.example:443", Role: RoleBlob, Addresses: []Address{{IP: "10.0.0.3", Scope: "private"}},
+			Layers: map[Layer]Verdict{LayerDNS: Pass, LayerTCP: Fail, LayerTLS: Skip}}},
+		Warnings: []Warning{{Code: CodeTLSInsecure, Message: "--insecure"}}}
+	var b bytes.Buffer
+	if err := WriteText(&b, p, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"BROKEN  class endpoint · blobs.example:443 (blob) · layer tcp · TCP_REFUSED\n",
+		"  owner     network + registry\n",
+		"  evidence  dial 10.0.0.3:443: connection refused\n", // the empty first line is skipped, not a dangling label
+		"  look at   the allowlist\n",
+		"  WARNING   TLS_VERIFY_DISABLED: --insecure\n",
+		"blobs.example:443  blob  10.0.0.3 (private)  pass  ·      FAIL  skip",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestProbeJSONContract(t *testing.T) {
+	ok := &Probe{APIVersion: APIVersion, Kind: "ProbeReport", Image: "a", Class: ClassOK, Code: CodeOK,
+		Endpoints: []Endpoint{{Host: "r:443", Role: RoleRegistry, Layers: map[Layer]Verdict{LayerDNS: Pass}, Addresses: []Address{}}},
+		Download:  Download{Layers: 3, Bytes: 10, Verified: true}}
+	b, err := json.Marshal(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"image", "class", "owner", "failing", "endpoints", "download"} {
+		if _, present := m[k]; !present {
+			t.Errorf("key %q missing from %s", k, b)
+		}
+	}
+	if m["failing"] != nil {
+		t.Errorf("failing must be null when ok: %v", m["failing"])
+	}
+	if !strings.Contains(string(b), `"layers":{"dns":"pass"}`) {
+		t.Errorf("layers should marshal by name: %s", b)
+	}
+}
+
+func TestFindingsText(t *testing.T) {
+	var b bytes.Buffer
+	_ = WriteFindingsText(&b, nil)
+	if !strings.Contains(b.String(), "no image pull failure") {
+		t.Errorf("empty: %q", b.String())
+	}
+	b.Reset()
+	_ = WriteFindingsText(&b, []Finding{{Class: ClassAuth, Owner: ClassAuth.Owner(), Code: CodeAuth401, Host: "r", Role: RoleToken, Reason: "401",
+		Count: 3, Alternatives: []Class{ClassNotFound}, NextSteps: []string{"a", "b"}, Message: strings.Repeat("x", 700)}})
+	out := b.String()
+	for _, want := range []string{"[1] class auth · r (token) · AUTH_401 · seen 3×", "or         not_found", "next       1. a", "           2. b", " …\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
+
+func TestClassesAndLayers(t *testing.T) {
+	if len(Classes()) != 12 || Classes()[0] != ClassOK || Classes()[11] != ClassOther {
+		t.Errorf("Classes() = %v", Classes())
+	}
+	var l Layer
+	if err := l.UnmarshalText([]byte("manifest")); err != nil || l != LayerManifest {
+		t.Errorf("UnmarshalText = %v %v", l, err)
+	}
+	if err := l.UnmarshalText([]byte("nope")); err == nil {
+		t.Error("unknown layer: want error")
+	}
+	for _, tc := range []struct {
+		role  Role
+		layer Layer
+		code  Code
+		want  Class
+	}{
+		{RoleRegistry, LayerDNS, CodeDNSNXDomain, ClassDNS},
+		{RoleBlob, LayerDNS, CodeDNSNXDomain, ClassEndpoint},
+		{RoleToken, LayerAuth, CodeAuth401, ClassAuth},
+		{RoleBlob, LayerBlob, CodeAuth403, ClassEndpoint},
+		{RoleRegistry, LayerManifest, CodeAuth403, ClassForbidden},
+		{RoleRegistry, LayerTLS, CodeTLSHandshakeTimeout, ClassRoute},
+		{RoleRegistry, LayerTLS, CodeTLSPlainHTTP, ClassTLS},
+		{RoleProxy, LayerTCP, CodeTCPRefused, ClassProxy},
+		{RoleMirror, LayerTCP, CodeTCPRefused, ClassEndpoint},
+	} {
+		if got := ClassFor(tc.role, tc.layer, tc.code); got != tc.want {
+			t.Errorf("ClassFor(%s, %s, %s) = %s, want %s", tc.role, tc.layer, tc.code, got, tc.want)
+		}
+	}
+}
