@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
@@ -185,7 +186,22 @@ func newEnv(t *testing.T, pullpath, crictl string) *env {
 }
 
 // network builds node ⇄ reg ⇄ pod with veth pairs and no route out.
+// removeStale deletes lab namespaces an interrupted earlier run left behind (t.Cleanup does not run
+// when the test binary is killed; the lab's processes die with it through Pdeathsig).
+func removeStale() {
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 0 && staleNS.MatchString(f[0]) {
+			_ = exec.Command("ip", "netns", "del", f[0]).Run()
+		}
+	}
+}
+
+var staleNS = regexp.MustCompile(`^pp[0-9a-f]{4}-(node|reg|pod)$`)
+
 func (e *env) network() {
+	removeStale()
 	for _, ns := range []string{e.nsNode, e.nsReg, e.nsPod} {
 		e.run("ip", "netns", "add", ns)
 	}
