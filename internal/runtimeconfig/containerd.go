@@ -11,7 +11,19 @@ import (
 	"github.com/BurntSushi/toml"
 )
 
-const containerdConfig = "/etc/containerd/config.toml"
+const (
+	containerdConfig = "/etc/containerd/config.toml"
+	// k3s and rke2 run their own containerd with a generated config here.
+	k3sConfig = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+)
+
+// configFile returns the containerd config this node runs with: the standard one, else k3s's.
+func (l *loader) configFile() string {
+	if !l.root.Exists(containerdConfig) && l.root.Exists(k3sConfig) {
+		return k3sConfig
+	}
+	return containerdConfig
+}
 
 // ctrdConfig is the part of containerd's config.toml (and its imports) that decides pulls.
 type ctrdConfig struct {
@@ -32,6 +44,7 @@ type legacyTLS struct {
 // containerd merges them.
 func (l *loader) loadContainerd() (*ctrdConfig, error) {
 	c := &ctrdConfig{version: 1, mirrors: map[string][]string{}, tls: map[string]legacyTLS{}}
+	containerdConfig := l.configFile()
 	b, err := l.root.ReadFile(containerdConfig)
 	if err != nil {
 		if !l.root.Exists(containerdConfig) {
@@ -171,9 +184,10 @@ func (l *loader) containerdHosts(c *ctrdConfig, reg string) []Host {
 					l.warn(WarnHostsTomlInvalid, "containerd cannot parse "+f+" and ignores it: "+err.Error(), "fix the TOML; until then containerd pulls from "+defaultServer+" with default trust", f)
 					return []Host{defaultHost(defaultServer)}
 				}
-				if !hf.hasHosts && hf.hasTop {
+				// containerd 1.6 parses every file with getSortedHosts, which fails without a host tree
+				if !hf.hasHosts {
 					older := l.versionBefore(1, 7)
-					msg := f + " has only top-level keys and no [host] table: containerd 1.6 rejects it (\"invalid `host` tree\") and silently drops its settings, ca included"
+					msg := f + " has no [host] table: containerd 1.6 rejects it (\"invalid `host` tree\") and silently drops its settings, ca included"
 					if older {
 						l.warn(WarnHostsTomlRejected, msg+"; this node runs containerd "+l.cfg.Version+", so the pull uses default trust and fails TLS against a private CA",
 							"add an empty [host] table, or write [host.\""+hf.hosts[len(hf.hosts)-1].URL+"\"] with the ca", f)
@@ -191,7 +205,7 @@ func (l *loader) containerdHosts(c *ctrdConfig, reg string) []Host {
 	// No config_path: certs.d is not read by the CRI plugin at all.
 	if es, _ := l.root.ReadDir("/etc/containerd/certs.d"); len(es) > 0 {
 		l.warn(WarnConfigPathUnset, "/etc/containerd/certs.d has host directories, but the CRI registry config_path is not set: containerd ignores them",
-			`set config_path = "/etc/containerd/certs.d" under the CRI plugin's registry section and restart containerd`, containerdConfig)
+			`set config_path = "/etc/containerd/certs.d" under the CRI plugin's registry section and restart containerd`, l.configFile())
 	}
 	var hosts []Host
 	if eps, ok := c.mirrors[reg]; ok || len(c.mirrors) > 0 {

@@ -16,7 +16,6 @@ type hostFile struct {
 	file     string
 	hosts    []Host // [host."…"] entries in file order, then server
 	hasHosts bool   // at least one [host] table
-	hasTop   bool   // top-level keys besides server
 }
 
 var reHostHeader = regexp.MustCompile(`^\[host\."([^"]+)"\]`)
@@ -32,11 +31,6 @@ func parseHostsToml(file string, b []byte, defaultServer string) (*hostFile, err
 	}
 	hf := &hostFile{file: file}
 	dir := path.Dir(file)
-	for k := range raw {
-		if k != "server" && k != "host" {
-			hf.hasTop = true
-		}
-	}
 	// file order of [host."…"] tables
 	var order []string
 	seen := map[string]bool{}

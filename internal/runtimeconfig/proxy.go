@@ -112,6 +112,23 @@ func proxyVars(env map[string]string) (httpP, httpsP, noP string) {
 func (l *loader) loadProxy(rt Runtime) {
 	svc := map[Runtime]string{Containerd: "containerd", CRIO: "crio", Docker: "docker"}[rt]
 	env, files := l.unitEnv(svc)
+	if rt == Containerd && l.configFile() == k3sConfig {
+		// k3s runs containerd as its child: the k3s (or k3s-agent) unit's environment applies, and
+		// CONTAINERD_HTTP(S)_PROXY / CONTAINERD_NO_PROXY override the plain ones for containerd only.
+		svc = "k3s"
+		for _, unit := range []string{"k3s", "k3s-agent"} {
+			kenv, kfiles := l.unitEnv(unit)
+			for k, v := range kenv {
+				env[k] = v
+			}
+			files = append(files, kfiles...)
+		}
+		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
+			if v, ok := env["CONTAINERD_"+k]; ok {
+				env[k] = v
+			}
+		}
+	}
 	p := Proxy{}
 	p.HTTPProxy, p.HTTPSProxy, p.NoProxy = proxyVars(env)
 	p.Source = strings.Join(files, ", ")
