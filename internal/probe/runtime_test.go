@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/demo"
 	"github.com/pullpath/pullpath/internal/probe"
 	"github.com/pullpath/pullpath/internal/registrytest"
@@ -172,5 +173,37 @@ func TestRuntimeProxy(t *testing.T) {
 	before := len(px.Targets())
 	if rep, _ = probe.Run(context.Background(), runtimeOpts(e, cfg, read)); rep.Class != report.ClassOK || len(px.Targets()) != before {
 		t.Errorf("NO_PROXY covers the lab: class %s, %d new tunnels", rep.Class, len(px.Targets())-before)
+	}
+}
+
+// containerd sends registry.configs auth itself: with no credential given, the runtime-faithful
+// probe authenticates with the node's configured one, as the pull would.
+func TestRuntimeConfigAuth(t *testing.T) {
+	e := lab(t)
+	ca, _ := os.ReadFile(e.Lab.CAFile)
+	dir := strings.ReplaceAll(e.Lab.RegistryAddr(), ":", "_") + "_"
+	fsys := fstest.MapFS{
+		"etc/containerd/config.toml": {Data: []byte(`version = 2
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = "/etc/containerd/certs.d"
+[plugins."io.containerd.grpc.v1.cri".registry.configs."` + e.Lab.RegistryAddr() + `".auth]
+  username = "` + demo.User + `"
+  password = "` + demo.Password + `"
+`)},
+		"etc/containerd/certs.d/" + dir + "/hosts.toml": {Data: []byte("server = \"https://" + e.Lab.RegistryAddr() + "\"\nca = \"/etc/lab/ca.pem\"\n[host]\n")},
+		"etc/lab/ca.pem": {Data: ca},
+	}
+	cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: e.Lab.Ref("team/app:1.4")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := runtimeOpts(e, cfg, runtimeconfig.Root{FS: fsys}.ReadFile)
+	o.Credential = creds.Credential{}
+	rep, err := probe.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK {
+		t.Fatalf("class %s (%s): the runtime's own credentials should be used", rep.Class, rep.Summary)
 	}
 }

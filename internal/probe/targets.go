@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -21,6 +22,7 @@ type target struct {
 	tls    *tls.Config
 	desc   string // for messages: the URL and where it was configured
 	source string
+	cred   *creds.Credential // the runtime's own credentials for this host, if any
 }
 
 // targets lists the hosts to walk: the runtime's, in its order, when Options.Runtime is set; else
@@ -42,6 +44,9 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 			return nil, fmt.Errorf("runtime host %q: %v", h.URL, err)
 		}
 		t := target{base: base, role: report.RoleRegistry, header: http.Header{}, desc: h.URL, source: h.Source}
+		if u, p, tok := h.RawAuth(); u != "" || tok != "" {
+			t.cred = &creds.Credential{Username: u, Password: p, IdentityToken: tok, Source: "the runtime's registry.configs auth"}
+		}
 		if h.Role == "mirror" {
 			t.role, t.ns = report.RoleMirror, w.opts.Runtime.Registry
 		}

@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/net/http/httpproxy"
 
+	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/hoptrace"
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
@@ -42,7 +43,8 @@ type walk struct {
 	steps     []report.Step
 	warnings  []report.Warning
 
-	authz     string // Authorization for the registry; never logged or reported
+	authz     string           // Authorization for the registry; never logged or reported
+	cred      creds.Credential // of the current attempt
 	anonymous bool
 	fromIndex bool // the platform manifest was chosen from an index
 	download  report.Download
@@ -73,7 +75,7 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 	defer cancel()
 
 	w := &walk{opts: opts, ctx: ctx, ref: ref, platform: plat, rec: &hoptrace.Recorder{},
-		endpoints: map[string]*endpoint{}, anonymous: opts.Credential.Anonymous()}
+		endpoints: map[string]*endpoint{}}
 	targets, err := w.targets(roots)
 	if err != nil {
 		return nil, err
@@ -110,6 +112,12 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 func (w *walk) attempt(t target) *failure {
 	w.tgt, w.regEp = t, nil
 	w.authz, w.fromIndex, w.download = "", false, report.Download{}
+	// as containerd: credentials given to the pull (the kubelet's) win; else the runtime's own config
+	w.cred = w.opts.Credential
+	if w.cred.Anonymous() && t.cred != nil {
+		w.cred = *t.cred
+	}
+	w.anonymous = w.cred.Anonymous()
 	tr := w.transport(t)
 	defer tr.CloseIdleConnections()
 	w.client = &registry.Client{
@@ -381,7 +389,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 		w.step(reg, report.LayerAuth, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
 		return f
 	}
-	cred := w.opts.Credential
+	cred := w.cred
 	switch ch.Scheme {
 	case "basic":
 		if cred.Username == "" && cred.Password == "" {
@@ -475,18 +483,18 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 		f.code = report.CodeAuth401
 		if ch, err := registry.ParseChallenge(ev.HTTP.Challenge); err == nil && ch.Params["error"] == "insufficient_scope" {
 			f.code = report.CodeAuthInsufficientScope
-			f.summary = fmt.Sprintf("%s: the identity (%s) may not pull repository %s (insufficient_scope)", what, w.opts.Credential, w.ref.Repository)
+			f.summary = fmt.Sprintf("%s: the identity (%s) may not pull repository %s (insufficient_scope)", what, w.cred, w.ref.Repository)
 			break
 		}
 		if w.anonymous {
 			f.summary = fmt.Sprintf("%s was refused (401): the registry requires credentials and none were presented", what)
 			f.alt = "some registries (Docker Hub among them) answer an anonymous pull of a repository that does not exist with 401: check the name too"
 		} else {
-			f.summary = fmt.Sprintf("%s was refused (401): the credentials (%s) were not accepted", what, w.opts.Credential)
+			f.summary = fmt.Sprintf("%s was refused (401): the credentials (%s) were not accepted", what, w.cred)
 		}
 	case http.StatusForbidden:
 		f.code = report.CodeAuth403
-		f.summary = fmt.Sprintf("%s was denied (403) for %s", what, w.opts.Credential)
+		f.summary = fmt.Sprintf("%s was denied (403) for %s", what, w.cred)
 		if ep.role == report.RoleBlob {
 			f.code = report.CodeBlobForbidden
 			f.summary = fmt.Sprintf("the blob host %s refused the download (403): an expired or rejected signed URL, or a storage firewall / private endpoint rule", ep.hostport)

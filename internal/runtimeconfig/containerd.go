@@ -1,6 +1,7 @@
 package runtimeconfig
 
 import (
+	"encoding/base64"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -32,7 +33,13 @@ type ctrdConfig struct {
 	pathSource string
 	mirrors    map[string][]string // legacy registry.mirrors: host → endpoints
 	tls        map[string]legacyTLS
+	auth       map[string]legacyAuth // registry.configs."host".auth: still honoured with config_path
 	legacySrc  string
+}
+
+type legacyAuth struct {
+	username, password, identityToken string
+	source                            string
 }
 
 type legacyTLS struct {
@@ -43,7 +50,7 @@ type legacyTLS struct {
 // loadContainerd reads config.toml and its imports, later files overriding earlier keys as
 // containerd merges them.
 func (l *loader) loadContainerd() (*ctrdConfig, error) {
-	c := &ctrdConfig{version: 1, mirrors: map[string][]string{}, tls: map[string]legacyTLS{}}
+	c := &ctrdConfig{version: 1, mirrors: map[string][]string{}, tls: map[string]legacyTLS{}, auth: map[string]legacyAuth{}}
 	containerdConfig := l.configFile()
 	b, err := l.root.ReadFile(containerdConfig)
 	if err != nil {
@@ -122,6 +129,18 @@ func (l *loader) loadContainerd() (*ctrdConfig, error) {
 		if cs, ok := reg["configs"].(map[string]any); ok {
 			for host, v := range cs {
 				ct, _ := v.(map[string]any)
+				if a, ok := ct["auth"].(map[string]any); ok {
+					la := legacyAuth{source: fmt.Sprintf("%s:%d", d.file, lineOf(d.b, func(s string) bool { return strings.Contains(s, ".auth") }))}
+					la.username, _ = a["username"].(string)
+					la.password, _ = a["password"].(string)
+					la.identityToken, _ = a["identitytoken"].(string)
+					if enc, _ := a["auth"].(string); enc != "" && la.username == "" {
+						if raw, err := base64.StdEncoding.DecodeString(enc); err == nil {
+							la.username, la.password, _ = strings.Cut(string(raw), ":")
+						}
+					}
+					c.auth[host] = la
+				}
 				t, _ := ct["tls"].(map[string]any)
 				if t == nil {
 					continue
@@ -160,8 +179,31 @@ func registrySection(m map[string]any, version int) map[string]any {
 	return reg
 }
 
-// containerdHosts returns the hosts containerd's CRI tries for registry reg.
+// containerdHosts returns the hosts containerd's CRI tries for registry reg, with the credentials
+// of registry.configs."host".auth attached (containerd still sends those with config_path set).
 func (l *loader) containerdHosts(c *ctrdConfig, reg string) []Host {
+	hosts := l.containerdHostList(c, reg)
+	for i := range hosts {
+		hostName := strings.TrimSuffix(strings.TrimSuffix(hosts[i].Host, ":443"), ":80")
+		for _, key := range []string{hosts[i].Host, hostName, reg} {
+			a, ok := c.auth[key]
+			if !ok {
+				continue
+			}
+			hosts[i].authUser, hosts[i].authPass, hosts[i].authToken = a.username, a.password, a.identityToken
+			switch {
+			case a.username != "":
+				hosts[i].Auth = fmt.Sprintf("user %q from %s", a.username, a.source)
+			case a.identityToken != "":
+				hosts[i].Auth = "identity token from " + a.source
+			}
+			break
+		}
+	}
+	return hosts
+}
+
+func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 	defaultServer := "https://" + reg
 	if reg == "docker.io" {
 		defaultServer = "https://registry-1.docker.io"

@@ -21,6 +21,7 @@ type Config struct {
 	Files    []string  `json:"files"` // configuration files read
 	Hosts    []Host    `json:"hosts"`
 	Proxy    Proxy     `json:"proxy"`
+	Auth     string    `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
 	Resolver Resolver  `json:"resolver"`
 	Warnings []Warning `json:"warnings"`
 
@@ -40,10 +41,18 @@ type Host struct {
 	Header       map[string][]string `json:"header,omitempty"` // values of credential headers redacted
 	OverridePath bool                `json:"override_path,omitempty"`
 	DialTimeout  string              `json:"dial_timeout,omitempty"`
-	Proxy        string              `json:"proxy"`  // the proxy this host is reached through, "" for direct
-	Source       string              `json:"source"` // file:line, or "default"
+	Proxy        string              `json:"proxy"`          // the proxy this host is reached through, "" for direct
+	Auth         string              `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
+	Source       string              `json:"source"`         // file:line, or "default"
 
 	headerRaw map[string][]string // unredacted, for the probe; never serialised
+
+	authUser, authPass, authToken string // registry.configs auth, for the probe; never serialised
+}
+
+// RawAuth returns the credentials the runtime's config holds for this host (for the probe only).
+func (h Host) RawAuth() (user, password, identityToken string) {
+	return h.authUser, h.authPass, h.authToken
 }
 
 // RawHeader returns the headers to send, unredacted (for the probe only).

@@ -51,6 +51,9 @@ func WriteText(w io.Writer, c *Config) error {
 		for k, v := range h.Header {
 			fmt.Fprintf(tw, "   \theader %s: %s\t\t\t\t\t\n", k, strings.Join(v, ", "))
 		}
+		if h.Auth != "" {
+			fmt.Fprintf(tw, "   \tauth: %s\t\t\t\t\t\n", h.Auth)
+		}
 	}
 	if len(c.Hosts) == 0 {
 		fmt.Fprintln(tw, "  -\t(none: the runtime refuses this image)\t\t\t\t\t")

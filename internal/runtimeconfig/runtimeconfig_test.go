@@ -1,6 +1,8 @@
 package runtimeconfig
 
 import (
+	"encoding/base64"
+	"encoding/json"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -432,5 +434,33 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 		if !seen[code] {
 			t.Errorf("no fixture produces %s (seen %v)", code, seen)
 		}
+	}
+}
+
+func TestLegacyAuth(t *testing.T) {
+	c := load(t, fstest.MapFS{"etc/containerd/config.toml": file(kindConfig + `  [plugins."io.containerd.grpc.v1.cri".registry.configs."r.example".auth]
+    username = "puller"
+    password = "s3cret-in-config"
+`)}, "r.example/a:1", "")
+	if hasCode(c, WarnLegacyWithPath) {
+		t.Errorf("auth-only configs are allowed with config_path: %v", codes(c))
+	}
+	h := c.Hosts[0]
+	if !strings.Contains(h.Auth, `user "puller"`) || strings.Contains(h.Auth, "s3cret") {
+		t.Errorf("Auth = %q", h.Auth)
+	}
+	if u, p, _ := h.RawAuth(); u != "puller" || p != "s3cret-in-config" {
+		t.Errorf("RawAuth = %q %q", u, p)
+	}
+	b, _ := json.Marshal(c)
+	if strings.Contains(string(b), "s3cret") {
+		t.Errorf("the password leaked into the JSON: %s", b)
+	}
+	c = load(t, fstest.MapFS{"etc/containerd/config.toml": file(`version = 2
+[plugins."io.containerd.grpc.v1.cri".registry.configs."r.example".auth]
+  auth = "` + base64.StdEncoding.EncodeToString([]byte("u2:p2")) + `"
+`)}, "r.example/a:1", "")
+	if u, p, _ := c.Hosts[0].RawAuth(); u != "u2" || p != "p2" {
+		t.Errorf("base64 auth = %q %q", u, p)
 	}
 }
