@@ -153,7 +153,15 @@ func (o *probeOptions) Complete(args []string) error {
 	var rc resolver.Config
 	if len(o.dnsServers) > 0 {
 		rc = resolver.Config{Source: "--dns-server", Ndots: resolver.DefaultNdots, Timeout: resolver.DefaultTimeout, Attempts: resolver.DefaultAttempts}
-		if c, err := resolver.ReadConfFile(o.resolvConf); err == nil {
+		// keep the node's search list and options; only the servers change
+		var c resolver.Config
+		var err error
+		if o.resolvData != nil {
+			c, err = resolver.ParseConf(bytes.NewReader(o.resolvData))
+		} else {
+			c, err = resolver.ReadConfFile(o.resolvConf)
+		}
+		if err == nil {
 			rc.Search, rc.Ndots, rc.Timeout, rc.Attempts = c.Search, c.Ndots, c.Timeout, c.Attempts
 		}
 		for _, s := range o.dnsServers {

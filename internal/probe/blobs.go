@@ -93,7 +93,7 @@ func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
 	secs := time.Since(start).Seconds()
 	for i, r := range results {
 		w.download.Bytes += r.bytes
-		if r.fail == nil && r.bytes == jobs[i].desc.Size && results[i].bytes >= 0 {
+		if r.fail == nil && r.bytes == jobs[i].desc.Size {
 			w.download.Blobs++
 			if !jobs[i].config {
 				w.download.Layers++

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
+	"slices"
 
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
@@ -35,8 +35,8 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 	}
 	var out []target
 	for _, h := range w.opts.Runtime.Hosts {
-		if !has(h.Capabilities, "pull") || (w.ref.Digest == "" && !has(h.Capabilities, "resolve")) {
-			w.warn("HOST_SKIPPED", h.Host, fmt.Sprintf("the runtime skips %s for this pull: capabilities %v (%s)", h.URL, h.Capabilities, h.Source))
+		if !slices.Contains(h.Capabilities, "pull") || (w.ref.Digest == "" && !slices.Contains(h.Capabilities, "resolve")) {
+			w.warn(report.CodeHostSkipped, h.Host, fmt.Sprintf("the runtime skips %s for this pull: capabilities %v (%s)", h.URL, h.Capabilities, h.Source))
 			continue
 		}
 		base, err := url.Parse(h.URL)
@@ -59,11 +59,11 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 		for _, ca := range h.CA {
 			b, err := w.readHostFile(ca)
 			if err != nil {
-				w.warn("CA_FILE_MISSING", h.Host, fmt.Sprintf("CA file %s of %s cannot be read (%v): the runtime trusts only the system roots for it", ca, h.URL, err))
+				w.warn(report.CodeCAFileMissing, h.Host, fmt.Sprintf("CA file %s of %s cannot be read (%v): the runtime trusts only the system roots for it", ca, h.URL, err))
 				continue
 			}
 			if !pool.AppendCertsFromPEM(b) {
-				w.warn("CA_FILE_UNPARSABLE", h.Host, fmt.Sprintf("CA file %s of %s holds no PEM certificate", ca, h.URL))
+				w.warn(report.CodeCAFileUnparsable, h.Host, fmt.Sprintf("CA file %s of %s holds no PEM certificate", ca, h.URL))
 			}
 		}
 		t.tls = &tls.Config{RootCAs: pool, InsecureSkipVerify: h.SkipVerify || w.opts.Insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // configured by the node, reported
@@ -74,12 +74,12 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 			cert, err := w.readHostFile(pair[0])
 			key, err2 := w.readHostFile(pair[1])
 			if err != nil || err2 != nil {
-				w.warn("CLIENT_CERT_MISSING", h.Host, fmt.Sprintf("client certificate %s / %s of %s cannot be read", pair[0], pair[1], h.URL))
+				w.warn(report.CodeClientCertMissing, h.Host, fmt.Sprintf("client certificate %s / %s of %s cannot be read", pair[0], pair[1], h.URL))
 				continue
 			}
 			kp, err := tls.X509KeyPair(cert, key)
 			if err != nil {
-				w.warn("CLIENT_CERT_INVALID", h.Host, fmt.Sprintf("client certificate %s of %s: %v", pair[0], h.URL, err))
+				w.warn(report.CodeClientCertInvalid, h.Host, fmt.Sprintf("client certificate %s of %s: %v", pair[0], h.URL, err))
 				continue
 			}
 			t.tls.Certificates = append(t.tls.Certificates, kp)
@@ -139,13 +139,4 @@ func (w *walk) transport(t target) *http.Transport {
 		tr.Proxy = func(r *http.Request) (*url.URL, error) { return w.proxyFunc(r.URL) }
 	}
 	return tr
-}
-
-func has(list []string, s string) bool {
-	for _, x := range list {
-		if strings.EqualFold(x, s) {
-			return true
-		}
-	}
-	return false
 }

@@ -201,6 +201,11 @@ const (
 	CodeBackoffNoCause        Code = "BACKOFF_NO_CAUSE"
 	CodeNeverPull             Code = "IMAGE_NEVER_PULL"
 	CodeInvalidReference      Code = "INVALID_REFERENCE"
+	CodeHostSkipped           Code = "HOST_SKIPPED"
+	CodeCAFileMissing         Code = "CA_FILE_MISSING"
+	CodeCAFileUnparsable      Code = "CA_FILE_UNPARSABLE"
+	CodeClientCertMissing     Code = "CLIENT_CERT_MISSING"
+	CodeClientCertInvalid     Code = "CLIENT_CERT_INVALID"
 	CodeUnknown               Code = "UNKNOWN"
 )
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"slices"
 	"strings"
 
 	"golang.org/x/net/http/httpproxy"
@@ -129,7 +130,7 @@ func (l *loader) checkHosts() {
 		if h.PlainHTTP {
 			l.warn(WarnPlainHTTP, fmt.Sprintf("%s is reached over plain HTTP: image bytes and credentials are not protected", h.URL), "serve TLS and trust its CA", h.Source)
 		}
-		if h.Role == "mirror" && (!has(h.Capabilities, "pull") || !has(h.Capabilities, "resolve")) {
+		if h.Role == "mirror" && (!slices.Contains(h.Capabilities, "pull") || !slices.Contains(h.Capabilities, "resolve")) {
 			l.warn(WarnMirrorNoPull, fmt.Sprintf("mirror %s has capabilities %v: without pull it is never used for pulls, without resolve it cannot resolve tags", h.URL, h.Capabilities),
 				`set capabilities = ["pull", "resolve"]`, h.Source)
 		}
@@ -176,15 +177,6 @@ func isPrivateName(h string) bool {
 		}
 	}
 	return true
-}
-
-func has(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func hasCert(b []byte) bool {
