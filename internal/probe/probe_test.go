@@ -195,3 +195,27 @@ func TestExpectPrivate(t *testing.T) {
 }
 
 func mustAddr(s string) netip.Addr { return netip.MustParseAddr(s) }
+
+// A misbehaving server echoes our Authorization into its error body, which the probe quotes as
+// evidence: the report must still carry no credential.
+func TestEchoedCredentialsAreScrubbed(t *testing.T) {
+	e := lab(t)
+	e.Lab.SetFaults(registrytest.Faults{EchoAuth: true})
+	rep, err := probe.Run(context.Background(), e.Options(e.Lab.Ref("team/app:no-such-tag")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassNotFound {
+		t.Fatalf("class %s", rep.Class)
+	}
+	b, _ := json.Marshal(rep)
+	out := string(b)
+	if !strings.Contains(out, "you sent: Bearer REDACTED") {
+		t.Errorf("the echoed header should appear scrubbed in the evidence: %s", out)
+	}
+	for _, secret := range []string{e.Lab.Token(), demo.Password} {
+		if strings.Contains(out, secret) {
+			t.Errorf("secret %q leaked into the report", secret)
+		}
+	}
+}

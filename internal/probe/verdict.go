@@ -1,18 +1,81 @@
 package probe
 
 import (
+	"encoding/base64"
 	"fmt"
 	"net"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/resolver"
 )
 
 // report assembles the verdict, the failing row with its evidence and the endpoint inventory.
 func (w *walk) report(f *failure, start time.Time) *report.Probe {
+	rep := w.assemble(f, start)
+	w.scrub(rep)
+	return rep
+}
+
+// scrub removes every credential the probe handled from all text of the report. Secrets are never
+// put there on purpose; this catches a server that echoes a request header into an error body.
+func (w *walk) scrub(r *report.Probe) {
+	w.mu.Lock()
+	secrets := append([]string(nil), w.secrets...)
+	w.mu.Unlock()
+	for _, c := range []creds.Credential{w.opts.Credential, w.cred} {
+		secrets = append(secrets, c.Password, c.IdentityToken, c.RegistryToken)
+		if c.Username != "" || c.Password != "" {
+			secrets = append(secrets, base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password)))
+		}
+	}
+	var rep []string
+	for _, s := range secrets {
+		if len(s) >= 4 { // a one-letter "password" would redact half the report
+			rep = append(rep, s, "REDACTED")
+		}
+	}
+	if len(rep) == 0 {
+		return
+	}
+	sr := strings.NewReplacer(rep...)
+	fix := func(s *string) { *s = sr.Replace(*s) }
+	fix(&r.Summary)
+	fix(&r.Alternative)
+	fix(&r.WhereToLook)
+	for i := range r.Evidence {
+		fix(&r.Evidence[i])
+	}
+	for i := range r.Warnings {
+		fix(&r.Warnings[i].Message)
+	}
+	for i := range r.Steps {
+		st := &r.Steps[i]
+		fix(&st.Summary)
+		for j := range st.Evidence.Lines {
+			fix(&st.Evidence.Lines[j])
+		}
+		if h := st.Evidence.HTTP; h != nil {
+			fix(&h.Message)
+			fix(&h.URL)
+			fix(&h.Location)
+			fix(&h.Challenge)
+		}
+		for j := range st.Evidence.Dials {
+			fix(&st.Evidence.Dials[j].Error)
+		}
+	}
+	for i := range r.Hops {
+		fix(&r.Hops[i].URL)
+		fix(&r.Hops[i].Error)
+	}
+}
+
+// assemble builds the report from what the walk recorded.
+func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	r := &report.Probe{

@@ -44,6 +44,7 @@ type walk struct {
 	warnings  []report.Warning
 
 	authz     string           // Authorization for the registry; never logged or reported
+	secrets   []string         // every credential value seen, scrubbed from the report
 	cred      creds.Credential // of the current attempt
 	anonymous bool
 	fromIndex bool // the platform manifest was chosen from an index
@@ -106,6 +107,16 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 	}
 	rep := w.report(f, start)
 	return rep, nil
+}
+
+// setAuthz sets the registry's Authorization and remembers its secret part for scrubbing.
+func (w *walk) setAuthz(v string) {
+	w.authz = v
+	if _, secret, ok := strings.Cut(v, " "); ok {
+		w.mu.Lock()
+		w.secrets = append(w.secrets, secret)
+		w.mu.Unlock()
+	}
 }
 
 // attempt walks the whole path against one target.
@@ -397,7 +408,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 			w.step(reg, report.LayerAuth, report.Warn, "", "the registry asks for Basic credentials and none are configured ("+cred.String()+")", report.Evidence{}, 0)
 			return nil
 		}
-		w.authz = "Basic " + base64.StdEncoding.EncodeToString([]byte(cred.Username+":"+cred.Password))
+		w.setAuthz("Basic " + base64.StdEncoding.EncodeToString([]byte(cred.Username+":"+cred.Password)))
 		w.step(reg, report.LayerAuth, report.Pass, "", "Basic authentication with "+cred.String(), report.Evidence{}, 0)
 		return nil
 	case "bearer":
@@ -408,7 +419,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 		return f
 	}
 	if cred.RegistryToken != "" {
-		w.authz = "Bearer " + cred.RegistryToken
+		w.setAuthz("Bearer " + cred.RegistryToken)
 		w.step(reg, report.LayerAuth, report.Pass, "", "registry token from "+cred.Source, report.Evidence{}, 0)
 		return nil
 	}
@@ -455,7 +466,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 		w.step(tok, report.LayerAuth, report.Fail, f.code, f.summary, ev, 0)
 		return f
 	}
-	w.authz = "Bearer " + token
+	w.setAuthz("Bearer " + token)
 	w.step(tok, report.LayerAuth, report.Pass, "", fmt.Sprintf("token issued for scope repository:%s:pull to %s", w.ref.Repository, cred.String()), report.Evidence{}, 0)
 	w.step(reg, report.LayerAuth, report.Pass, "", "bearer token from "+tok.hostport, report.Evidence{}, 0)
 	return nil

@@ -57,6 +57,7 @@ type Faults struct {
 	Challenge         string // WWW-Authenticate override for the /v2/ 401
 	HugeManifest      bool   // manifests are served padded beyond 4 MiB
 	ErrorBodyBytes    int    // pad 4xx error bodies with this many bytes
+	EchoAuth          bool   // a misbehaving server: echo the request's Authorization in 4xx error messages
 	Stall             bool   // the registry accepts requests but never answers
 }
 
@@ -288,6 +289,13 @@ func (l *Lab) Count(role string) int64 {
 var blobPath = regexp.MustCompile(`^/v2/(.+)/blobs/(sha256:[a-f0-9]{64})$`)
 var manifestPath = regexp.MustCompile(`^/v2/(.+)/manifests/([^/]+)$`)
 
+func (l *Lab) writeErr(w http.ResponseWriter, r *http.Request, status int, code, msg string, pad int) {
+	if l.faults.Load().EchoAuth {
+		msg += " (you sent: " + r.Header.Get("Authorization") + ")"
+	}
+	writeErr(w, status, code, msg, pad)
+}
+
 func writeErr(w http.ResponseWriter, status int, code, msg string, pad int) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -357,11 +365,11 @@ func (l *Lab) serveRegistry(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`"}`))
 			return
 		}
-		if f.ErrorBodyBytes > 0 {
+		if f.ErrorBodyBytes > 0 || f.EchoAuth {
 			rec := httptest.NewRecorder()
 			l.inner.ServeHTTP(rec, r)
 			if rec.Code >= 400 {
-				writeErr(w, rec.Code, "MANIFEST_UNKNOWN", "manifest unknown", f.ErrorBodyBytes)
+				l.writeErr(w, r, rec.Code, "MANIFEST_UNKNOWN", "manifest unknown", f.ErrorBodyBytes)
 				return
 			}
 			for k, v := range rec.Header() {
