@@ -83,7 +83,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
   pullpath probe --pull-secret secret.yaml -o json registry.example:5000/app@sha256:…
   kubectl get secret regcred -o yaml | pullpath probe --pull-secret /dev/stdin myreg.io/app:1
   pullpath probe --allowlist myreg.azurecr.io/team/app:1.4`,
-		Args: cobra.ExactArgs(1),
+		Args: oneImage("pullpath probe myreg.azurecr.io/team/app:1.4"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Complete(args); err != nil {
 				return err

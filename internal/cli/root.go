@@ -82,6 +82,8 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl pullpath"}
 	}
+	// no -v shorthand for --version: -v means verbose on the subcommands
+	root.Flags().Bool("version", false, "print the version")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
@@ -90,6 +92,19 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	})
 	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newDemoCmd(s), newVersionCmd(s))
 	return root
+}
+
+// oneImage requires exactly one IMAGE argument, with an example when it is missing.
+func oneImage(example string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) == 0:
+			return fmt.Errorf("%s needs an IMAGE, e.g. %s", cmd.CommandPath(), example)
+		case len(args) > 1:
+			return fmt.Errorf("%s takes one IMAGE, got %d arguments: %s", cmd.CommandPath(), len(args), strings.Join(args, " "))
+		}
+		return nil
+	}
 }
 
 func newVersionCmd(s Streams) *cobra.Command {

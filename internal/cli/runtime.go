@@ -40,7 +40,7 @@ pass --host-root /host.
 Exit codes: 0 no warnings, 1 warnings, 2 could not read the configuration.`,
 		Example: `  pullpath runtime myreg.azurecr.io/team/app:1.4
   pullpath runtime --host-root /host -o json registry.example:5000/app:1`,
-		Args: cobra.ExactArgs(1),
+		Args: oneImage("pullpath runtime --host-root / myreg.azurecr.io/team/app:1.4"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.output != "text" && o.output != "json" {
 				return fmt.Errorf("--output %q: want text or json", o.output)

@@ -56,7 +56,7 @@ func ParseReference(s string) (Reference, error) {
 	}
 	ref, err := name.ParseReference(s)
 	if err != nil {
-		return Reference{}, fmt.Errorf("invalid image reference %q: %v", s, err)
+		return Reference{}, fmt.Errorf("invalid image reference %q: %s", s, refHint(s, err))
 	}
 	out := Reference{
 		Original:   s,
@@ -83,4 +83,29 @@ func ParseReference(s string) (Reference, error) {
 	}
 	out.Host = host
 	return out, nil
+}
+
+// refHint says what is wrong with a reference the parser rejected, in the runtime's terms.
+func refHint(s string, err error) string {
+	repo := s
+	if i := strings.IndexAny(repo, "@"); i >= 0 {
+		repo = repo[:i]
+	}
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	if j := strings.Index(repo, "/"); j >= 0 {
+		repo = repo[j+1:] // the registry part may have capitals; the repository may not
+	}
+	switch {
+	case strings.ToLower(repo) != repo:
+		return "repository names must be lowercase"
+	case strings.HasSuffix(s, ":"):
+		return "the tag after ':' is empty"
+	case strings.Contains(s, "@") && !ValidDigest(s[strings.LastIndex(s, "@")+1:]):
+		return "a digest must look like @sha256:<64 hex characters>"
+	case strings.ContainsAny(s, " \t"):
+		return "references contain no spaces"
+	}
+	return err.Error()
 }

@@ -161,3 +161,17 @@ func FuzzParseManifest(f *testing.F) {
 		}
 	})
 }
+
+func TestReferenceErrorsSayWhy(t *testing.T) {
+	for in, want := range map[string]string{
+		"registry.example/App:1": "lowercase",
+		"r.example/a@sha256:12":  "64 hex",
+		"r.example/a:":           "tag after ':' is empty",
+		"r.example/a b:1":        "no spaces",
+	} {
+		_, err := ParseReference(in)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseReference(%q) = %v, want it to say %q", in, err, want)
+		}
+	}
+}
