@@ -221,3 +221,50 @@ func TestDemoCommand(t *testing.T) {
 		t.Errorf("demo summary missing:\n%s", r.out)
 	}
 }
+
+// Every staged fault, through the real command line: exit 1 and the scenario's class, role and
+// layer in the JSON; the healthy paths exit 0.
+func TestEveryScenarioExitCode(t *testing.T) {
+	for _, s := range demo.Scenarios() {
+		t.Run(s.Name, func(t *testing.T) {
+			e := lab(t)
+			o := s.Stage(e)
+			args := []string{"probe", "-o", "json", "--hosts-file", "", "--platform", o.Platform, "--connect-timeout", "2s", "--stall-timeout", "1s"}
+			for _, ns := range o.Resolver.Nameservers {
+				args = append(args, "--dns-server", ns)
+			}
+			for _, ca := range o.CAFiles {
+				args = append(args, "--ca-file", ca)
+			}
+			stdin := ""
+			if o.Credential.Username != "" {
+				args = append(args, "-u", o.Credential.Username, "--password-stdin")
+				stdin = o.Credential.Password + "\n"
+			} else {
+				args = append(args, "--anonymous")
+			}
+			r := run(t, stdin, append(args, o.Image)...)
+			want := ExitBroken
+			if s.Expect == "ok" {
+				want = ExitOK
+			}
+			if r.code != want {
+				t.Fatalf("exit %d, want %d\n%s\n%s", r.code, want, r.out, r.errOut)
+			}
+			var doc struct {
+				Class   string
+				Code    string
+				Failing *struct{ Role, Layer string }
+			}
+			if err := json.Unmarshal([]byte(r.out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc.Class != string(s.Expect) || doc.Code != string(s.Code) {
+				t.Fatalf("class %s code %s, want %s %s", doc.Class, doc.Code, s.Expect, s.Code)
+			}
+			if s.Expect != "ok" && (doc.Failing == nil || doc.Failing.Role != string(s.Role) || doc.Failing.Layer != s.Layer.String()) {
+				t.Errorf("failing %+v, want %s/%s", doc.Failing, s.Role, s.Layer)
+			}
+		})
+	}
+}
