@@ -34,6 +34,7 @@ var rules = []rule{
 	{regexp.MustCompile(`certificate has expired or is not yet valid`), report.CodeTLSExpired, report.LayerTLS},
 	{regexp.MustCompile(`certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate`), report.CodeTLSUnknownAuthority, report.LayerTLS},
 	{regexp.MustCompile(`TLS handshake timeout`), report.CodeTLSHandshakeTimeout, report.LayerTLS},
+	{regexp.MustCompile(`remote error: tls: (?:certificate required|bad certificate|unknown certificate authority|expired certificate)`), report.CodeTLSClientCert, report.LayerTLS},
 	{regexp.MustCompile(`\btls: |remote error: tls|handshake failure`), report.CodeTLSHandshake, report.LayerTLS},
 	{regexp.MustCompile(`connection refused|actively refused`), report.CodeTCPRefused, report.LayerTCP},
 	{regexp.MustCompile(`no route to host`), report.CodeTCPHostUnreachable, report.LayerTCP},
@@ -196,6 +197,8 @@ func reason(fd report.Finding, f facts) string {
 		return fmt.Sprintf("the certificate %s presents has expired (or the node's clock is wrong)", h)
 	case report.CodeTLSUnknownAuthority:
 		return fmt.Sprintf("the certificate %s presents is signed by an authority the runtime does not trust (a private CA, or a TLS-inspecting proxy)", h)
+	case report.CodeTLSClientCert:
+		return fmt.Sprintf("%s refused the TLS session over the client certificate: it requires one it trusts (mTLS), and the runtime presented none or another", h)
 	case report.CodeTLSHandshakeTimeout:
 		return fmt.Sprintf("TCP to %s connected but the TLS handshake never completed: MTU, a DPI firewall or a proxy in the way", h)
 	case report.CodeTCPRefused:

@@ -122,6 +122,8 @@ func TestExtraction(t *testing.T) {
 			host: "10.9.9.9:3128", addr: "10.9.9.9:3128", role: report.RoleProxy, op: "proxy CONNECT", class: report.ClassProxy},
 		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp: lookup reg.example on 10.0.0.10:53: dial udp 10.0.0.10:53: connect: network is unreachable`,
 			host: "reg.example", resolver: "10.0.0.10:53", class: report.ClassDNS},
+		{msg: `failed to resolve reference "mtls.example/a:1": failed to do request: Head "https://mtls.example/v2/a/manifests/1": remote error: tls: certificate required`,
+			host: "mtls.example", role: report.RoleRegistry, class: report.ClassTLS},
 		{msg: `error pulling image configuration: download failed after attempts=6: error parsing HTTP 403 response body: invalid character '<' looking for beginning of value: "<?xml version=\"1.0\"?><Error><Code>AuthorizationFailure</Code></Error>"`,
 			role: report.RoleBlob, class: report.ClassEndpoint},
 	}

@@ -63,6 +63,13 @@ func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 		}
 		f.evidence = append([]string{tlsErr.Error()}, certLines(f.ev.TLS)...)
 		f.evidence = append(f.evidence, w.trustLine())
+	case clientCertAlert(err):
+		// In TLS 1.3 the server judges the client certificate after the client's side of the
+		// handshake completed, so its refusal arrives as an alert during the HTTP exchange.
+		f.layer, f.code = report.LayerTLS, report.CodeTLSClientCert
+		f.ev.TLS = tlsEvidence(ep.host, hop, nil)
+		f.summary = fmt.Sprintf("%s refused the TLS session: it requires a client certificate it trusts (%v)", ep.hostport, err)
+		f.evidence = []string{err.Error(), "client certificates presented: " + w.clientCertLine()}
 	case snap.Phase == report.LayerTCP || (len(snap.Addr) == 0 && len(dials) > 0):
 		f.layer = report.LayerTCP
 		f.code = dialCode(err)
@@ -109,6 +116,29 @@ func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 		f.evidence = []string{snap.Method + " " + snap.URL + ": " + err.Error()}
 	}
 	return f
+}
+
+// clientCertAlert reports whether the server sent a TLS alert about our client certificate. Over TCP
+// crypto/tls reports a received alert as a *net.OpError with Op "remote error" around its unexported
+// alert type, whose only exposed identity is its text: certificate_required (116), bad_certificate
+// (42), unknown_ca (48), certificate_expired (45).
+func clientCertAlert(err error) bool {
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "remote error" || oe.Err == nil {
+		return false
+	}
+	switch oe.Err.Error() {
+	case "tls: certificate required", "tls: bad certificate", "tls: unknown certificate authority", "tls: expired certificate":
+		return true
+	}
+	return false
+}
+
+func (w *walk) clientCertLine() string {
+	if w.tgt.tls == nil || len(w.tgt.tls.Certificates) == 0 {
+		return "none (hosts.toml client = [cert, key] gives the runtime one)"
+	}
+	return fmt.Sprintf("%d", len(w.tgt.tls.Certificates))
 }
 
 func dialCode(err error) report.Code {

@@ -207,3 +207,54 @@ func TestRuntimeConfigAuth(t *testing.T) {
 		t.Fatalf("class %s (%s): the runtime's own credentials should be used", rep.Class, rep.Summary)
 	}
 }
+
+// mTLS: the registry demands a client certificate. hosts.toml's client pair makes the pull work;
+// without it the finding is tls / TLS_CLIENT_CERT_REJECTED, not an HTTP failure.
+func TestRuntimeClientCertificate(t *testing.T) {
+	e := lab(t)
+	e.Lab.SetFaults(registrytest.Faults{RequireClientCert: true})
+	cc, err := e.Lab.CA.Client("node-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := registrytest.PEM(cc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := os.ReadFile(e.Lab.CAFile)
+	dir := strings.ReplaceAll(e.Lab.RegistryAddr(), ":", "_") + "_"
+	tree := func(withClient bool) (*runtimeconfig.Config, func(string) ([]byte, error)) {
+		hosts := "server = \"https://" + e.Lab.RegistryAddr() + "\"\nca = \"/etc/lab/ca.pem\"\n"
+		if withClient {
+			hosts += "client = [\"client.pem\", \"client.key\"]\n"
+		}
+		fsys := fstest.MapFS{
+			"etc/containerd/config.toml":                    {Data: []byte("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n")},
+			"etc/containerd/certs.d/" + dir + "/hosts.toml": {Data: []byte(hosts + "[host]\n")},
+			"etc/containerd/certs.d/" + dir + "/client.pem": {Data: certPEM},
+			"etc/containerd/certs.d/" + dir + "/client.key": {Data: keyPEM},
+			"etc/lab/ca.pem": {Data: ca},
+		}
+		cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: e.Lab.Ref("team/app:1.4")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg, runtimeconfig.Root{FS: fsys}.ReadFile
+	}
+	cfg, read := tree(true)
+	if len(cfg.Hosts[0].Client) != 1 {
+		t.Fatalf("client pair not read: %+v", cfg.Hosts[0])
+	}
+	rep, err := probe.Run(context.Background(), runtimeOpts(e, cfg, read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK {
+		t.Fatalf("with the client pair: class %s (%s)", rep.Class, rep.Summary)
+	}
+	cfg, read = tree(false)
+	rep, _ = probe.Run(context.Background(), runtimeOpts(e, cfg, read))
+	if rep.Class != report.ClassTLS || rep.Code != report.CodeTLSClientCert || rep.Failing.Layer != report.LayerTLS {
+		t.Fatalf("without: class %s code %s failing %+v (%s)", rep.Class, rep.Code, rep.Failing, rep.Summary)
+	}
+}

@@ -57,6 +57,7 @@ type Faults struct {
 	Challenge         string // WWW-Authenticate override for the /v2/ 401
 	HugeManifest      bool   // manifests are served padded beyond 4 MiB
 	ErrorBodyBytes    int    // pad 4xx error bodies with this many bytes
+	RequireClientCert bool   // the registry host demands a client certificate signed by the lab CA (mTLS)
 	EchoAuth          bool   // a misbehaving server: echo the request's Authorization in 4xx error messages
 	Stall             bool   // the registry accepts requests but never answers
 }
@@ -173,9 +174,14 @@ func Start(opts Options) (*Lab, error) {
 		s.StartTLS()
 		return s
 	}
-	l.registry = newTLS(http.HandlerFunc(l.serveRegistry), &tls.Config{GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-		c := l.certs[l.faults.Load().Cert]
-		return &c, nil
+	l.registry = newTLS(http.HandlerFunc(l.serveRegistry), &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+		f := l.faults.Load()
+		c := l.certs[f.Cert]
+		cfg := &tls.Config{Certificates: []tls.Certificate{c}}
+		if f.RequireClientCert {
+			cfg.ClientAuth, cfg.ClientCAs = tls.RequireAndVerifyClientCert, l.CA.Pool()
+		}
+		return cfg, nil
 	}})
 	l.auth = newTLS(http.HandlerFunc(l.serveToken), &tls.Config{Certificates: []tls.Certificate{authCert}})
 	l.blobs = newTLS(http.HandlerFunc(l.serveBlob), &tls.Config{Certificates: []tls.Certificate{blobCert}})

@@ -163,6 +163,7 @@ const (
 	CodeTLSPlainHTTP          Code = "HTTP_PLAIN_ON_TLS"
 	CodeTLSHandshakeTimeout   Code = "TLS_HANDSHAKE_TIMEOUT"
 	CodeTLSHandshake          Code = "TLS_HANDSHAKE_FAILED"
+	CodeTLSClientCert         Code = "TLS_CLIENT_CERT_REJECTED"
 	CodeTLSInsecure           Code = "TLS_VERIFY_DISABLED"
 	CodeHTTPTimeout           Code = "HTTP_TIMEOUT"
 	CodeHTTPStatus            Code = "HTTP_UNEXPECTED_STATUS"
