@@ -101,6 +101,17 @@ ca = "/etc/lab/ca.pem"
 	if got := e.Lab.SeenHeader("X-Node-Pool"); len(got) == 0 || got[0] != "pool-a" {
 		t.Errorf("hosts.toml header not sent: %v", got)
 	}
+	rt := rep.Runtime
+	if rt == nil || rt.Name != "containerd" || rt.Version != "1.7.24" || len(rt.Hosts) != 2 ||
+		rt.Hosts[0].Role != report.RoleMirror || !strings.Contains(rt.Hosts[0].Result, "endpoint TCP_REFUSED at tcp") ||
+		rt.Hosts[1].Result != "ok" || !strings.Contains(rt.Hosts[1].Source, "hosts.toml:1") {
+		t.Errorf("runtime section = %+v", rt)
+	}
+	var text strings.Builder
+	_ = report.WriteText(&text, rep, report.TextOptions{})
+	if !strings.Contains(text.String(), "runtime   containerd (1.7.24) under /host, hosts in its order:") || !strings.Contains(text.String(), "2. https://"+e.Lab.RegistryAddr()+"/v2 (registry") {
+		t.Errorf("text lacks the runtime's hosts:\n%s", text.String())
+	}
 }
 
 // The lab's hosts.toml trap: containerd 1.6 drops a file without [host], so its ca is ignored and the

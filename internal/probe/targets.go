@@ -37,6 +37,11 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 	for _, h := range w.opts.Runtime.Hosts {
 		if !slices.Contains(h.Capabilities, "pull") || (w.ref.Digest == "" && !slices.Contains(h.Capabilities, "resolve")) {
 			w.warn(report.CodeHostSkipped, h.Host, fmt.Sprintf("the runtime skips %s for this pull: capabilities %v (%s)", h.URL, h.Capabilities, h.Source))
+			role := report.RoleRegistry
+			if h.Role == "mirror" {
+				role = report.RoleMirror
+			}
+			w.skipped = append(w.skipped, report.RuntimeHost{URL: h.URL, Role: role, Source: h.Source, Result: fmt.Sprintf("skipped: capabilities %v", h.Capabilities)})
 			continue
 		}
 		base, err := url.Parse(h.URL)

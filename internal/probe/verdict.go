@@ -117,10 +117,7 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		}
 		return r
 	}
-	class := f.class
-	if class == "" {
-		class = report.ClassFor(f.ep.role, f.layer, f.code)
-	}
+	class := w.classOf(f)
 	// A private endpoint the node resolves publicly fails later, at route or as a 403 network rule;
 	// the broken layer is DNS, and the network symptom is the alternative.
 	if f.ep.privatelinkPublic && (class == report.ClassRoute || (class == report.ClassForbidden && f.layer == report.LayerHTTP)) {

@@ -43,9 +43,10 @@ type walk struct {
 	steps     []report.Step
 	warnings  []report.Warning
 
-	authz     string           // Authorization for the registry; never logged or reported
-	secrets   []string         // every credential value seen, scrubbed from the report
-	cred      creds.Credential // of the current attempt
+	authz     string               // Authorization for the registry; never logged or reported
+	secrets   []string             // every credential value seen, scrubbed from the report
+	skipped   []report.RuntimeHost // runtime hosts the pull does not use (capabilities)
+	cred      creds.Credential     // of the current attempt
 	anonymous bool
 	fromIndex bool // the platform manifest was chosen from an index
 	download  report.Download
@@ -96,17 +97,40 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 	}
 	// Walk the hosts in the runtime's order; the first that holds decides, as containerd's resolver
 	// falls back host by host. A host that failed before it is a warning with its evidence.
+	results := make([]string, len(targets))
+	for i := range results {
+		results[i] = "not tried: an earlier host held"
+	}
 	for i, t := range targets {
 		f = w.attempt(t)
 		if f == nil {
+			results[i] = "ok"
 			break
 		}
+		results[i] = fmt.Sprintf("%s %s at %s on %s", w.classOf(f), f.code, f.layer, f.ep.hostport)
 		if i < len(targets)-1 {
 			w.warn(f.code, f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; the runtime falls back to the next host", t.role, t.desc, f.layer, f.code, f.summary))
 		}
 	}
 	rep := w.report(f, start)
+	if rt := opts.Runtime; rt != nil {
+		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Hosts: []report.RuntimeHost{}}
+		for i, t := range targets {
+			rep.Runtime.Hosts = append(rep.Runtime.Hosts, report.RuntimeHost{URL: t.desc, Role: t.role, Source: t.source, Result: results[i]})
+		}
+		for _, h := range w.skipped {
+			rep.Runtime.Hosts = append(rep.Runtime.Hosts, h)
+		}
+	}
 	return rep, nil
+}
+
+// classOf is the class a failure will be reported with.
+func (w *walk) classOf(f *failure) report.Class {
+	if f.class != "" {
+		return f.class
+	}
+	return report.ClassFor(f.ep.role, f.layer, f.code)
 }
 
 // setAuthz sets the registry's Authorization and remembers its secret part for scrubbing.

@@ -28,6 +28,7 @@ type Probe struct {
 	Download  Download   `json:"download"`
 	Resolver  Resolver   `json:"resolver"`
 	Trust     Trust      `json:"trust"`
+	Runtime   *Runtime   `json:"runtime,omitempty"` // with --host-root: the runtime's hosts as tried
 	Warnings  []Warning  `json:"warnings,omitempty"`
 	Steps     []Step     `json:"steps"`
 	Hops      []Hop      `json:"hops"`
@@ -88,6 +89,22 @@ type Resolver struct {
 	Search      []string `json:"search,omitempty"`
 	Ndots       int      `json:"ndots"`
 	HostsFile   string   `json:"hostsFile,omitempty"`
+}
+
+// Runtime records the runtime configuration a runtime-faithful probe followed.
+type Runtime struct {
+	Name     string        `json:"name"`
+	Version  string        `json:"version,omitempty"`
+	HostRoot string        `json:"hostRoot"`
+	Hosts    []RuntimeHost `json:"hosts"`
+}
+
+// RuntimeHost is one host the runtime tries, in order, and how the probe's attempt on it ended.
+type RuntimeHost struct {
+	URL    string `json:"url"`
+	Role   Role   `json:"role"`
+	Source string `json:"source"`
+	Result string `json:"result"` // "ok", "<class> <code> at <layer>", "not tried", "skipped: <why>"
 }
 
 // Trust records the TLS trust the probe used.

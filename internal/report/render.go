@@ -47,6 +47,16 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	}
 	fmt.Fprintf(b, "\nimage     %s (platform %s, from node %s, %s)\n", p.Image, p.Platform, p.Node, p.Duration.Round(time.Millisecond))
 	fmt.Fprintf(b, "resolver  %s from %s\n", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source)
+	if rt := p.Runtime; rt != nil {
+		ver := rt.Version
+		if ver == "" {
+			ver = "version unknown"
+		}
+		fmt.Fprintf(b, "runtime   %s (%s) under %s, hosts in its order:\n", rt.Name, ver, rt.HostRoot)
+		for i, h := range rt.Hosts {
+			fmt.Fprintf(b, "          %d. %s (%s, %s): %s\n", i+1, h.URL, h.Role, h.Source, h.Result)
+		}
+	}
 	if p.Download.Expected > 0 {
 		d := p.Download
 		fmt.Fprintf(b, "download  %d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t\n", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Seconds, d.MBps, d.Verified)
