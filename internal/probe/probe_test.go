@@ -219,3 +219,22 @@ func TestEchoedCredentialsAreScrubbed(t *testing.T) {
 		}
 	}
 }
+
+// Some registries let GET /v2/ through and challenge only on the repository; containerd answers the
+// challenge wherever it comes, and so must the probe.
+func TestChallengeOnTheManifest(t *testing.T) {
+	e := lab(t)
+	e.Lab.SetFaults(registrytest.Faults{OpenPing: true})
+	rep, err := probe.Run(context.Background(), e.Options(e.Lab.Ref("team/app:1.4")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK {
+		t.Fatalf("class %s (%s): the challenge on the manifest should be answered", rep.Class, rep.Summary)
+	}
+	o := e.Options(e.Lab.Ref("team/app:1.4"))
+	o.Credential.Password = "wrong"
+	if rep, _ = probe.Run(context.Background(), o); rep.Class != report.ClassAuth || rep.Failing.Role != report.RoleToken {
+		t.Fatalf("wrong password behind an open ping: class %s failing %+v", rep.Class, rep.Failing)
+	}
+}

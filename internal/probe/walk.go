@@ -43,13 +43,14 @@ type walk struct {
 	steps     []report.Step
 	warnings  []report.Warning
 
-	authz     string               // Authorization for the registry; never logged or reported
-	secrets   []string             // every credential value seen, scrubbed from the report
-	skipped   []report.RuntimeHost // runtime hosts the pull does not use (capabilities)
-	cred      creds.Credential     // of the current attempt
-	anonymous bool
-	fromIndex bool // the platform manifest was chosen from an index
-	download  report.Download
+	authz      string               // Authorization for the registry; never logged or reported
+	secrets    []string             // every credential value seen, scrubbed from the report
+	skipped    []report.RuntimeHost // runtime hosts the pull does not use (capabilities)
+	cred       creds.Credential     // of the current attempt
+	anonymous  bool
+	fromIndex  bool // the platform manifest was chosen from an index
+	challenged bool // a challenge after the ping was answered (once per attempt)
+	download   report.Download
 }
 
 // Run probes the pull path of opts.Image. An error means the probe could not run (bad input,
@@ -146,7 +147,7 @@ func (w *walk) setAuthz(v string) {
 // attempt walks the whole path against one target.
 func (w *walk) attempt(t target) *failure {
 	w.tgt, w.regEp = t, nil
-	w.authz, w.fromIndex, w.download = "", false, report.Download{}
+	w.authz, w.fromIndex, w.challenged, w.download = "", false, false, report.Download{}
 	// as containerd: credentials given to the pull (the kubelet's) win; else the runtime's own config
 	w.cred = w.opts.Credential
 	if w.cred.Anonymous() && t.cred != nil {
@@ -565,12 +566,28 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 	return f
 }
 
+// requestAuth sends a manifest request and, like containerd's authorizer, answers a first challenge
+// there: some registries let GET /v2/ through and only challenge on the repository.
+func (w *walk) requestAuth(reg *endpoint, method string, u *url.URL, hdr http.Header) (*registry.Response, *failure) {
+	resp, f := w.request(w.ctx, reg, method, u, hdr.Clone(), report.RoleBlob)
+	if f != nil || resp.StatusCode != http.StatusUnauthorized || w.authz != "" || w.challenged || resp.Header.Get("WWW-Authenticate") == "" {
+		return resp, f
+	}
+	w.challenged = true
+	resp.Body.Close()
+	w.step(reg, report.LayerAuth, report.Pass, "", fmt.Sprintf("%s answered %s %s with a challenge; authenticating as the runtime would", reg.hostport, method, u.Path), report.Evidence{}, 0)
+	if f := w.authenticate(reg, resp); f != nil {
+		return nil, f
+	}
+	return w.request(w.ctx, reg, method, u, hdr.Clone(), report.RoleBlob)
+}
+
 // manifests fetches the manifest for the reference and, for an index, the one for the platform.
 func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
 	u := w.apiURL(w.ref.Repository, "manifests", w.ref.Identifier())
 	hdr := http.Header{"Accept": {registry.AcceptManifests}}
 	// containerd resolves with HEAD; the body of a HEAD 4xx is empty, so a GET reads the reason.
-	head, f := w.request(w.ctx, reg, http.MethodHead, u, hdr.Clone(), report.RoleBlob)
+	head, f := w.requestAuth(reg, http.MethodHead, u, hdr)
 	if f != nil {
 		return nil, f
 	}
@@ -608,7 +625,7 @@ func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
 }
 
 func (w *walk) fetchManifest(reg *endpoint, u *url.URL, wantDigest string, wantSize int64, what string) (*registry.Manifest, *failure) {
-	resp, f := w.request(w.ctx, reg, http.MethodGet, u, http.Header{"Accept": {registry.AcceptManifests}}, report.RoleBlob)
+	resp, f := w.requestAuth(reg, http.MethodGet, u, http.Header{"Accept": {registry.AcceptManifests}})
 	if f != nil {
 		return nil, f
 	}

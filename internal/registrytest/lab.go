@@ -58,6 +58,7 @@ type Faults struct {
 	HugeManifest      bool   // manifests are served padded beyond 4 MiB
 	ErrorBodyBytes    int    // pad 4xx error bodies with this many bytes
 	RequireClientCert bool   // the registry host demands a client certificate signed by the lab CA (mTLS)
+	OpenPing          bool   // GET /v2/ answers 200 without credentials; the challenge comes on the repository
 	EchoAuth          bool   // a misbehaving server: echo the request's Authorization in 4xx error messages
 	Stall             bool   // the registry accepts requests but never answers
 }
@@ -332,7 +333,7 @@ func (l *Lab) serveRegistry(w http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	if len(l.users) > 0 || l.requireToken() {
+	if (len(l.users) > 0 || l.requireToken()) && !(f.OpenPing && r.URL.Path == "/v2/") {
 		if !l.authorized(r) {
 			ch := fmt.Sprintf(`Bearer realm="%s",service="%s"`, l.realm(), l.RegistryHost)
 			if m := manifestPath.FindStringSubmatch(r.URL.Path); m != nil {
