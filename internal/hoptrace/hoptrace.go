@@ -24,7 +24,8 @@ type Hop struct {
 	Host     string // host:port
 	Phase    report.Layer
 	dials    []report.Dial
-	Addr     string // the address of the connection used
+	Addr     string // the address of the connection dialed for this hop ("" when reused)
+	Reused   bool   // the hop went over a kept-alive connection: no dial, no handshake of its own
 	tlsState *tls.ConnectionState
 	tlsErr   error
 	Status   int
@@ -50,7 +51,7 @@ func (h *Hop) AddDial(d report.Dial) {
 func (h *Hop) Snapshot() report.Hop {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	r := report.Hop{Role: h.Role, Method: h.Method, URL: h.URL, Host: h.Host, Addr: h.Addr,
+	r := report.Hop{Role: h.Role, Method: h.Method, URL: h.URL, Host: h.Host, Addr: h.Addr, Reused: h.Reused,
 		Status: h.Status, Phase: h.Phase, Duration: h.Duration}
 	if h.tlsState != nil {
 		r.TLS = tls.VersionName(h.tlsState.Version)
@@ -107,8 +108,8 @@ func (r *Recorder) Hops() []report.Hop {
 	return out
 }
 
-// Transport records a Hop for every RoundTrip of Inner. Use one Transport per probe; give Inner
-// DisableKeepAlives so that every hop really resolves, dials and handshakes.
+// Transport records a Hop for every RoundTrip of Inner. A hop that reuses a kept-alive connection is
+// marked Reused and carries no dial or TLS evidence of its own.
 type Transport struct {
 	Inner http.RoundTripper
 	Rec   *Recorder
@@ -149,7 +150,11 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			h.tlsErr = err
 			h.mu.Unlock()
 		},
-		GotConn: func(httptrace.GotConnInfo) { h.SetPhase(report.LayerHTTP) },
+		GotConn: func(i httptrace.GotConnInfo) {
+			h.mu.Lock()
+			h.Phase, h.Reused = report.LayerHTTP, i.Reused
+			h.mu.Unlock()
+		},
 	}
 	resp, err := t.Inner.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
 	h.mu.Lock()

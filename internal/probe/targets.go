@@ -128,15 +128,15 @@ func (w *walk) apiURL(parts ...string) *url.URL {
 	return u
 }
 
-// transport builds the HTTP transport for one target, with containerd-like budgets and no
-// keep-alives, so every hop is observed.
+// transport builds the HTTP transport for one target, with containerd-like budgets. Connections are
+// reused as containerd reuses them; a hop on a reused connection is marked so and claims no TCP or
+// TLS evidence, which comes from the first dial and handshake of each endpoint.
 func (w *walk) transport(t target) *http.Transport {
 	tr := &http.Transport{
 		DialContext:            w.dial,
 		TLSClientConfig:        t.tls,
 		TLSHandshakeTimeout:    w.opts.TLSTimeout,
 		ResponseHeaderTimeout:  w.opts.HeaderTimeout,
-		DisableKeepAlives:      true,
 		DisableCompression:     true,
 		MaxResponseHeaderBytes: 1 << 20,
 	}

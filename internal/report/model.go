@@ -207,7 +207,8 @@ type Hop struct {
 	Method   string        `json:"method"`
 	URL      string        `json:"url"` // redacted: signed query values removed
 	Host     string        `json:"host"`
-	Addr     string        `json:"addr,omitempty"` // the address the connection went to
+	Addr     string        `json:"addr,omitempty"`   // the address dialed for this hop
+	Reused   bool          `json:"reused,omitempty"` // over a kept-alive connection: no dial or handshake of its own
 	TLS      string        `json:"tls,omitempty"`
 	Status   int           `json:"status,omitempty"`
 	Error    string        `json:"error,omitempty"`

@@ -108,7 +108,11 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			if h.Error != "" {
 				st = "error: " + h.Error
 			}
-			fmt.Fprintf(b, "  %3d %-8s %-4s %s → %s (%s)\n", h.Seq, h.Role, h.Method, h.URL, st, h.Duration.Round(time.Millisecond))
+			conn := ""
+			if h.Reused {
+				conn = ", reused connection"
+			}
+			fmt.Fprintf(b, "  %3d %-8s %-4s %s → %s (%s%s)\n", h.Seq, h.Role, h.Method, h.URL, st, h.Duration.Round(time.Millisecond), conn)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
