@@ -15,15 +15,32 @@ import (
 const (
 	containerdConfig = "/etc/containerd/config.toml"
 	// k3s and rke2 run their own containerd with a generated config here.
-	k3sConfig = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+	k3sConfig  = "/var/lib/rancher/k3s/agent/etc/containerd/config.toml"
+	rke2Config = "/var/lib/rancher/rke2/agent/etc/containerd/config.toml"
 )
 
-// configFile returns the containerd config this node runs with: the standard one, else k3s's.
+// configFile returns the containerd config this node runs with: the standard one, else k3s's or
+// rke2's.
 func (l *loader) configFile() string {
-	if !l.root.Exists(containerdConfig) && l.root.Exists(k3sConfig) {
-		return k3sConfig
+	if !l.root.Exists(containerdConfig) {
+		for _, f := range []string{k3sConfig, rke2Config} {
+			if l.root.Exists(f) {
+				return f
+			}
+		}
 	}
 	return containerdConfig
+}
+
+// embeddedUnits names the systemd units whose environment an embedded containerd inherits.
+func embeddedUnits(configFile string) (svc string, units []string) {
+	switch configFile {
+	case k3sConfig:
+		return "k3s", []string{"k3s", "k3s-agent"}
+	case rke2Config:
+		return "rke2", []string{"rke2-server", "rke2-agent"}
+	}
+	return "", nil
 }
 
 // ctrdConfig is the part of containerd's config.toml (and its imports) that decides pulls.

@@ -95,7 +95,7 @@ func Load(opts Options) (*Config, error) {
 // dockershim's removal) before CRI-O before docker.
 func (l *loader) detect() Runtime {
 	switch {
-	case l.root.Exists(containerdConfig) || l.root.IsDir("/etc/containerd") || l.unitExists("containerd") || l.root.Exists(k3sConfig):
+	case l.root.Exists(containerdConfig) || l.root.IsDir("/etc/containerd") || l.unitExists("containerd") || l.root.Exists(k3sConfig) || l.root.Exists(rke2Config):
 		return Containerd
 	case l.root.Exists("/etc/crio/crio.conf") || l.root.IsDir("/etc/crio") || l.unitExists("crio"):
 		return CRIO

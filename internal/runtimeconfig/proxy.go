@@ -1,6 +1,7 @@
 package runtimeconfig
 
 import (
+	"encoding/json"
 	"path"
 	"strings"
 )
@@ -112,11 +113,11 @@ func proxyVars(env map[string]string) (httpP, httpsP, noP string) {
 func (l *loader) loadProxy(rt Runtime) {
 	svc := map[Runtime]string{Containerd: "containerd", CRIO: "crio", Docker: "docker"}[rt]
 	env, files := l.unitEnv(svc)
-	if rt == Containerd && l.configFile() == k3sConfig {
-		// k3s runs containerd as its child: the k3s (or k3s-agent) unit's environment applies, and
+	if esvc, units := embeddedUnits(l.configFile()); rt == Containerd && esvc != "" {
+		// k3s and rke2 run containerd as their child: their unit's environment applies, and
 		// CONTAINERD_HTTP(S)_PROXY / CONTAINERD_NO_PROXY override the plain ones for containerd only.
-		svc = "k3s"
-		for _, unit := range []string{"k3s", "k3s-agent"} {
+		svc = esvc
+		for _, unit := range units {
 			kenv, kfiles := l.unitEnv(unit)
 			for k, v := range kenv {
 				env[k] = v
@@ -131,6 +132,13 @@ func (l *loader) loadProxy(rt Runtime) {
 	}
 	p := Proxy{}
 	p.HTTPProxy, p.HTTPSProxy, p.NoProxy = proxyVars(env)
+	if rt == Docker {
+		// Docker 23+ takes "proxies" from daemon.json, over the unit's environment.
+		if dp, ok := l.dockerDaemonProxies(); ok {
+			p.HTTPProxy, p.HTTPSProxy, p.NoProxy = dp.HTTPProxy, dp.HTTPSProxy, dp.NoProxy
+			files = append(files, dockerDaemonJSON)
+		}
+	}
 	p.Source = strings.Join(files, ", ")
 	l.cfg.rawProxy = p
 	l.cfg.Proxy = Proxy{HTTPProxy: redactProxyURL(p.HTTPProxy), HTTPSProxy: redactProxyURL(p.HTTPSProxy), NoProxy: p.NoProxy, Source: p.Source}
@@ -157,4 +165,27 @@ func (l *loader) loadProxy(rt Runtime) {
 				"set the same HTTP(S)_PROXY and NO_PROXY in a "+svc+".service.d drop-in", strings.Join(kfiles, ", "))
 		}
 	}
+}
+
+const dockerDaemonJSON = "/etc/docker/daemon.json"
+
+// dockerDaemonProxies reads daemon.json's "proxies" object; ok is false when it sets none.
+// A malformed daemon.json is reported by dockerHosts, so it is ignored here.
+func (l *loader) dockerDaemonProxies() (Proxy, bool) {
+	b, err := l.root.ReadFile(dockerDaemonJSON)
+	if err != nil {
+		return Proxy{}, false
+	}
+	var dj struct {
+		Proxies struct {
+			HTTP  string `json:"http-proxy"`
+			HTTPS string `json:"https-proxy"`
+			No    string `json:"no-proxy"`
+		} `json:"proxies"`
+	}
+	if json.Unmarshal(b, &dj) != nil {
+		return Proxy{}, false
+	}
+	p := Proxy{HTTPProxy: dj.Proxies.HTTP, HTTPSProxy: dj.Proxies.HTTPS, NoProxy: dj.Proxies.No}
+	return p, p.HTTPProxy != "" || p.HTTPSProxy != ""
 }

@@ -397,6 +397,52 @@ capabilities = ["pull", "resolve"]
 	}
 }
 
+// rke2 style: same layout as k3s under /var/lib/rancher/rke2, the agent unit's environment file.
+func TestRKE2(t *testing.T) {
+	fsys := fstest.MapFS{
+		"var/lib/rancher/rke2/agent/etc/containerd/config.toml": file(`version = 2
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = "/var/lib/rancher/rke2/agent/etc/containerd/certs.d"
+`),
+		"var/lib/rancher/rke2/agent/etc/containerd/certs.d/registry.corp.example/hosts.toml": file(`server = "https://registry.corp.example/v2"
+[host."https://mirror.corp.example/v2"]
+  capabilities = ["pull", "resolve"]
+  override_path = true
+`),
+		"usr/lib/systemd/system/rke2-agent.service": file("[Service]\nEnvironmentFile=-/etc/default/rke2-agent\nExecStart=/usr/bin/rke2 agent\n"),
+		"etc/default/rke2-agent":                    file("CONTAINERD_HTTPS_PROXY=http://ctrd-proxy.corp:3128\nCONTAINERD_NO_PROXY=mirror.corp.example\n"),
+	}
+	c := load(t, fsys, "registry.corp.example/team/app:1", "")
+	if c.Runtime != Containerd || strings.Join(urls(c), " ") != "https://mirror.corp.example/v2 https://registry.corp.example/v2" {
+		t.Fatalf("runtime %s hosts %v", c.Runtime, urls(c))
+	}
+	if c.Proxy.HTTPSProxy != "http://ctrd-proxy.corp:3128" || !strings.Contains(c.Proxy.Source, "/etc/default/rke2-agent") {
+		t.Errorf("rke2 proxy for containerd = %+v", c.Proxy)
+	}
+	if c.Hosts[0].Proxy != "" || c.Hosts[1].Proxy != "http://ctrd-proxy.corp:3128" {
+		t.Errorf("NO_PROXY covers the mirror only: %q %q", c.Hosts[0].Proxy, c.Hosts[1].Proxy)
+	}
+}
+
+// Docker 23+ reads proxies from daemon.json, and they win over the unit's environment.
+func TestDockerDaemonJSONProxies(t *testing.T) {
+	fsys := fstest.MapFS{
+		"etc/docker/daemon.json":                              file(`{"proxies": {"https-proxy": "http://user:pw@dj-proxy.corp:3128", "no-proxy": "internal.example"}}`),
+		"etc/systemd/system/docker.service.d/http-proxy.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://unit-proxy:3128\n"),
+	}
+	c := load(t, fsys, "r.example/a:1", "docker")
+	if c.Proxy.HTTPSProxy != "http://REDACTED@dj-proxy.corp:3128" || c.Proxy.NoProxy != "internal.example" || !strings.Contains(c.Proxy.Source, "daemon.json") {
+		t.Fatalf("docker proxy = %+v", c.Proxy)
+	}
+	if len(c.Hosts) != 1 || !strings.Contains(c.Hosts[0].Proxy, "dj-proxy.corp:3128") || strings.Contains(c.Hosts[0].Proxy, "pw") {
+		t.Errorf("host proxy = %+v", c.Hosts)
+	}
+	c = load(t, fstest.MapFS{"etc/docker/daemon.json": file(`{"proxies": {"https-proxy": "http://dj:3128", "no-proxy": "r.example"}}`)}, "r.example/a:1", "docker")
+	if c.Hosts[0].Proxy != "" {
+		t.Errorf("no-proxy in daemon.json ignored: %q", c.Hosts[0].Proxy)
+	}
+}
+
 // Every warning code the package declares is produced by some fixture.
 func TestEveryWarningCodeIsReachable(t *testing.T) {
 	fixtures := []struct {
