@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"sort"
 	"strings"
 	"time"
 
@@ -199,7 +200,10 @@ func (w *walk) dial(ctx context.Context, network, addr string) (net.Conn, error)
 	}
 	hop := hoptrace.FromContext(ctx)
 	var errs []error
-	for _, a := range ep.addrs {
+	w.mu.Lock()
+	order := dialOrder(ep.addrs, ep.routes)
+	w.mu.Unlock()
+	for _, a := range order {
 		target := net.JoinHostPort(a.String(), ep.port)
 		d := net.Dialer{Timeout: w.opts.ConnectTimeout}
 		start := time.Now()
@@ -228,6 +232,51 @@ func (w *walk) dial(ctx context.Context, network, addr string) (net.Conn, error)
 		return nil, fmt.Errorf("%s has no address to dial", ep.host)
 	}
 	return nil, errs[len(errs)-1]
+}
+
+// dialOrder sorts addresses as Go's resolver does for the runtime (RFC 6724 rules 1 and 6):
+// addresses this node has a route to first, then by precedence, so global IPv6 comes before
+// IPv4 and IPv4 before ULA. The sort is stable: ties keep the resolver's answer order.
+func dialOrder(addrs []netip.Addr, routes map[netip.Addr]string) []netip.Addr {
+	out := append([]netip.Addr(nil), addrs...)
+	usable := func(a netip.Addr) bool {
+		r, ok := routes[a]
+		return !ok || !strings.HasPrefix(r, "no route")
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if ui, uj := usable(out[i]), usable(out[j]); ui != uj {
+			return ui
+		}
+		return precedence(out[i]) > precedence(out[j])
+	})
+	return out
+}
+
+// precedence is RFC 6724's default policy table.
+func precedence(a netip.Addr) int {
+	a = a.Unmap()
+	switch {
+	case a.Is4():
+		return 35
+	case a == netip.IPv6Loopback():
+		return 50
+	}
+	for _, p := range []struct {
+		pfx  netip.Prefix
+		prec int
+	}{
+		{netip.MustParsePrefix("2002::/16"), 30},
+		{netip.MustParsePrefix("2001::/32"), 5},
+		{netip.MustParsePrefix("fc00::/7"), 3},
+		{netip.MustParsePrefix("::/96"), 1},
+		{netip.MustParsePrefix("fec0::/10"), 1},
+		{netip.MustParsePrefix("3ffe::/16"), 1},
+	} {
+		if p.pfx.Contains(a) {
+			return p.prec
+		}
+	}
+	return 40
 }
 
 func joinAddrs(as []netip.Addr) string {
