@@ -170,13 +170,25 @@ func (l *loader) attachCertsDir(h *Host, dir string) {
 	}
 }
 
+const dockerDaemonJSON = "/etc/docker/daemon.json"
+
+// daemonJSON is the part of docker's daemon.json that decides pulls.
+type daemonJSON struct {
+	Mirrors  []string `json:"registry-mirrors"`
+	Insecure []string `json:"insecure-registries"`
+	// Proxies (Docker 23+) win over the unit's environment.
+	Proxies struct {
+		HTTP  string `json:"http-proxy"`
+		HTTPS string `json:"https-proxy"`
+		No    string `json:"no-proxy"`
+	} `json:"proxies"`
+}
+
 // dockerHosts applies daemon.json: registry-mirrors (Docker Hub only), insecure-registries, certs.d.
+// It keeps the parsed file for loadProxy.
 func (l *loader) dockerHosts(reg string) ([]Host, error) {
-	const f = "/etc/docker/daemon.json"
-	var dj struct {
-		Mirrors  []string `json:"registry-mirrors"`
-		Insecure []string `json:"insecure-registries"`
-	}
+	const f = dockerDaemonJSON
+	var dj daemonJSON
 	if b, err := l.root.ReadFile(f); err == nil {
 		l.read(f)
 		if err := json.Unmarshal(b, &dj); err != nil {
@@ -185,6 +197,7 @@ func (l *loader) dockerHosts(reg string) ([]Host, error) {
 	} else if l.root.Exists(f) {
 		return nil, err
 	}
+	l.docker = &dj
 	var hosts []Host
 	if reg == "docker.io" {
 		for _, m := range dj.Mirrors {

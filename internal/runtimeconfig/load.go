@@ -24,8 +24,9 @@ type Options struct {
 }
 
 type loader struct {
-	root Root
-	cfg  *Config
+	root   Root
+	cfg    *Config
+	docker *daemonJSON // daemon.json, parsed once by dockerHosts
 }
 
 func (l *loader) read(f string) {

@@ -1,7 +1,6 @@
 package runtimeconfig
 
 import (
-	"encoding/json"
 	"path"
 	"strings"
 )
@@ -132,12 +131,10 @@ func (l *loader) loadProxy(rt Runtime) {
 	}
 	p := Proxy{}
 	p.HTTPProxy, p.HTTPSProxy, p.NoProxy = proxyVars(env)
-	if rt == Docker {
+	if dj := l.docker; rt == Docker && dj != nil && (dj.Proxies.HTTP != "" || dj.Proxies.HTTPS != "") {
 		// Docker 23+ takes "proxies" from daemon.json, over the unit's environment.
-		if dp, ok := l.dockerDaemonProxies(); ok {
-			p.HTTPProxy, p.HTTPSProxy, p.NoProxy = dp.HTTPProxy, dp.HTTPSProxy, dp.NoProxy
-			files = append(files, dockerDaemonJSON)
-		}
+		p.HTTPProxy, p.HTTPSProxy, p.NoProxy = dj.Proxies.HTTP, dj.Proxies.HTTPS, dj.Proxies.No
+		files = append(files, dockerDaemonJSON)
 	}
 	p.Source = strings.Join(files, ", ")
 	l.cfg.rawProxy = p
@@ -165,27 +162,4 @@ func (l *loader) loadProxy(rt Runtime) {
 				"set the same HTTP(S)_PROXY and NO_PROXY in a "+svc+".service.d drop-in", strings.Join(kfiles, ", "))
 		}
 	}
-}
-
-const dockerDaemonJSON = "/etc/docker/daemon.json"
-
-// dockerDaemonProxies reads daemon.json's "proxies" object; ok is false when it sets none.
-// A malformed daemon.json is reported by dockerHosts, so it is ignored here.
-func (l *loader) dockerDaemonProxies() (Proxy, bool) {
-	b, err := l.root.ReadFile(dockerDaemonJSON)
-	if err != nil {
-		return Proxy{}, false
-	}
-	var dj struct {
-		Proxies struct {
-			HTTP  string `json:"http-proxy"`
-			HTTPS string `json:"https-proxy"`
-			No    string `json:"no-proxy"`
-		} `json:"proxies"`
-	}
-	if json.Unmarshal(b, &dj) != nil {
-		return Proxy{}, false
-	}
-	p := Proxy{HTTPProxy: dj.Proxies.HTTP, HTTPSProxy: dj.Proxies.HTTPS, NoProxy: dj.Proxies.No}
-	return p, p.HTTPProxy != "" || p.HTTPSProxy != ""
 }
