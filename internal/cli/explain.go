@@ -2,7 +2,6 @@ package cli
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"os"
 
@@ -44,8 +43,8 @@ Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not ru
 			if len(args) == 1 {
 				o.file = args[0]
 			}
-			if o.output != "text" && o.output != "json" {
-				return fmt.Errorf("--output %q: want text or json", o.output)
+			if err := checkOutput(o.output); err != nil {
+				return err
 			}
 			return o.Run()
 		},

@@ -154,14 +154,7 @@ func (o *probeOptions) Complete(args []string) error {
 	if len(o.dnsServers) > 0 {
 		rc = resolver.Config{Source: "--dns-server", Ndots: resolver.DefaultNdots, Timeout: resolver.DefaultTimeout, Attempts: resolver.DefaultAttempts}
 		// keep the node's search list and options; only the servers change
-		var c resolver.Config
-		var err error
-		if o.resolvData != nil {
-			c, err = resolver.ParseConf(bytes.NewReader(o.resolvData))
-		} else {
-			c, err = resolver.ReadConfFile(o.resolvConf)
-		}
-		if err == nil {
+		if c, err := o.nodeResolvConf(); err == nil {
 			rc.Search, rc.Ndots, rc.Timeout, rc.Attempts = c.Search, c.Ndots, c.Timeout, c.Attempts
 		}
 		for _, s := range o.dnsServers {
@@ -171,12 +164,7 @@ func (o *probeOptions) Complete(args []string) error {
 			}
 			rc.Nameservers = append(rc.Nameservers, addr)
 		}
-	} else if o.resolvData != nil {
-		if rc, err = resolver.ParseConf(bytes.NewReader(o.resolvData)); err != nil {
-			return fmt.Errorf("resolver configuration %s: %w", o.resolvConf, err)
-		}
-		rc.Source = o.resolvConf
-	} else if rc, err = resolver.ReadConfFile(o.resolvConf); err != nil {
+	} else if rc, err = o.nodeResolvConf(); err != nil {
 		return err
 	}
 	rc.HostsFile = o.hostsFile
@@ -243,10 +231,24 @@ func readSecretLine(r io.Reader) (string, error) {
 	return line, nil
 }
 
+// nodeResolvConf reads the node's resolv.conf: the copy read through --host-root (its symlinks
+// resolved inside the root) when there is one, else the file.
+func (o *probeOptions) nodeResolvConf() (resolver.Config, error) {
+	if o.resolvData == nil {
+		return resolver.ReadConfFile(o.resolvConf)
+	}
+	c, err := resolver.ParseConf(bytes.NewReader(o.resolvData))
+	if err != nil {
+		return resolver.Config{}, fmt.Errorf("resolver configuration %s: %w", o.resolvConf, err)
+	}
+	c.Source = o.resolvConf
+	return c, nil
+}
+
 // Validate checks flag values that Complete does not.
 func (o *probeOptions) Validate() error {
-	if o.output != "text" && o.output != "json" {
-		return fmt.Errorf("--output %q: want text or json", o.output)
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	if o.username != "" && !o.passwordStdin && o.pullSecret == "" {
 		return errors.New("--username needs --password-stdin (passwords are never taken as flags: they end up in shell history and ps)")

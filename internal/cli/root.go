@@ -94,6 +94,14 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	return root
 }
 
+// checkOutput validates -o: every command renders text or json.
+func checkOutput(output string) error {
+	if output != "text" && output != "json" {
+		return fmt.Errorf("--output %q: want text or json", output)
+	}
+	return nil
+}
+
 // oneImage requires exactly one IMAGE argument, with an example when it is missing.
 func oneImage(example string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {

@@ -42,8 +42,8 @@ Exit codes: 0 no warnings, 1 warnings, 2 could not read the configuration.`,
   pullpath runtime --host-root /host -o json registry.example:5000/app:1`,
 		Args: oneImage("pullpath runtime --host-root / myreg.azurecr.io/team/app:1.4"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if o.output != "text" && o.output != "json" {
-				return fmt.Errorf("--output %q: want text or json", o.output)
+			if err := checkOutput(o.output); err != nil {
+				return err
 			}
 			c, err := loadRuntime(o.hostRoot, o.runtime, args[0])
 			if err != nil {
