@@ -31,6 +31,7 @@ type endpoint struct {
 	checkFail            *failure      // DNS or route failure, cached: the runtime would hit it every time
 	privatelinkPublic    bool          // resolved through a privatelink CNAME to a public address
 	viaProxy             string        // host:port of the proxy this endpoint is reached through
+	dialAddrs            []netip.Addr  // addrs in the order the runtime dials them
 	tcpSeen, tlsSeen     bool
 }
 
@@ -89,6 +90,7 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	if ep.checkFail == nil {
 		ep.checkFail = w.routeCheck(ep)
 	}
+	ep.dialAddrs = dialOrder(ep.addrs, ep.routes)
 	return ep, ep.checkFail
 }
 
@@ -188,7 +190,7 @@ func (w *walk) routeCheck(ep *endpoint) *failure {
 	return nil
 }
 
-// dial connects to the endpoint's resolved addresses in order, as the runtime's dialer would, and
+// dial connects to the endpoint's resolved addresses in dial order, as the runtime's dialer would, and
 // records every attempt on the hop. It never resolves again: the probe's own DNS step is the
 // evidence, and a second lookup could disagree with it.
 func (w *walk) dial(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -200,10 +202,7 @@ func (w *walk) dial(ctx context.Context, network, addr string) (net.Conn, error)
 	}
 	hop := hoptrace.FromContext(ctx)
 	var errs []error
-	w.mu.Lock()
-	order := dialOrder(ep.addrs, ep.routes)
-	w.mu.Unlock()
-	for _, a := range order {
+	for _, a := range ep.dialAddrs {
 		target := net.JoinHostPort(a.String(), ep.port)
 		d := net.Dialer{Timeout: w.opts.ConnectTimeout}
 		start := time.Now()
