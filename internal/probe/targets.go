@@ -91,9 +91,6 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 		}
 		out = append(out, t)
 	}
-	if len(out) == 0 {
-		return nil, nil
-	}
 	return out, nil
 }
 

@@ -18,8 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/net/http/httpproxy"
-
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/hoptrace"
 	"github.com/pullpath/pullpath/internal/registry"
@@ -84,10 +82,7 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 		return nil, err
 	}
 	if opts.Runtime != nil {
-		hp, hsp, np := opts.Runtime.ProxyEnv()
-		if hp != "" || hsp != "" {
-			w.proxyFunc = (&httpproxy.Config{HTTPProxy: hp, HTTPSProxy: hsp, NoProxy: np}).ProxyFunc()
-		}
+		w.proxyFunc = opts.Runtime.ProxyFunc()
 	}
 	start := time.Now()
 	var f *failure

@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/net/http/httpproxy"
-
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/resolver"
 )
@@ -108,9 +106,7 @@ func (l *loader) detect() Runtime {
 
 // checkHosts applies the per-host checks: CA files, skip_verify, capabilities, proxy.
 func (l *loader) checkHosts() {
-	raw := l.cfg.rawProxy
-	pcfg := httpproxy.Config{HTTPProxy: raw.HTTPProxy, HTTPSProxy: raw.HTTPSProxy, NoProxy: raw.NoProxy}
-	pf := pcfg.ProxyFunc()
+	pf := l.cfg.ProxyFunc()
 	for i := range l.cfg.Hosts {
 		h := &l.cfg.Hosts[i]
 		for _, ca := range h.CA {
@@ -136,7 +132,7 @@ func (l *loader) checkHosts() {
 				`set capabilities = ["pull", "resolve"]`, h.Source)
 		}
 		u, err := url.Parse(h.URL)
-		if err != nil {
+		if err != nil || pf == nil {
 			continue
 		}
 		if p, err := pf(u); err == nil && p != nil {

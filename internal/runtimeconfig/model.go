@@ -1,5 +1,11 @@
 package runtimeconfig
 
+import (
+	"net/url"
+
+	"golang.org/x/net/http/httpproxy"
+)
+
 // Runtime names a container runtime.
 type Runtime string
 
@@ -58,9 +64,14 @@ func (h Host) RawAuth() (user, password, identityToken string) {
 // RawHeader returns the headers to send, unredacted (for the probe only).
 func (h Host) RawHeader() map[string][]string { return h.headerRaw }
 
-// ProxyEnv returns the runtime's unredacted HTTP_PROXY, HTTPS_PROXY and NO_PROXY (for the probe only).
-func (c *Config) ProxyEnv() (httpProxy, httpsProxy, noProxy string) {
-	return c.rawProxy.HTTPProxy, c.rawProxy.HTTPSProxy, c.rawProxy.NoProxy
+// ProxyFunc returns the proxy the runtime uses for a request URL, by Go's HTTP(S)_PROXY and
+// NO_PROXY rules (which are containerd's), unredacted; nil when the runtime has no proxy.
+func (c *Config) ProxyFunc() func(*url.URL) (*url.URL, error) {
+	p := c.rawProxy
+	if p.HTTPProxy == "" && p.HTTPSProxy == "" {
+		return nil
+	}
+	return (&httpproxy.Config{HTTPProxy: p.HTTPProxy, HTTPSProxy: p.HTTPSProxy, NoProxy: p.NoProxy}).ProxyFunc()
 }
 
 // Proxy is the runtime's proxy environment, read from its service unit, not from a shell.
