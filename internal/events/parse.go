@@ -72,16 +72,18 @@ func Parse(r io.Reader) ([]Message, Format, error) {
 }
 
 var (
-	reYAMLKind     = regexp.MustCompile(`(?m)^kind:\s*\S+`)
-	reYAMLAPI      = regexp.MustCompile(`(?m)^apiVersion:\s*\S+`)
-	reEventsHeader = regexp.MustCompile(`(?m)^Events:\s*$|^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$`)
+	reYAMLKind      = regexp.MustCompile(`(?m)^kind:\s*\S+`)
+	reYAMLAPI       = regexp.MustCompile(`(?m)^apiVersion:\s*\S+`)
+	reEventsHeader  = regexp.MustCompile(`(?m)^Events:\s*$|^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$`)
+	reYAMLSeparator = regexp.MustCompile(`(?m)^---\s*$`)
+	reBlankLine     = regexp.MustCompile(`\n\s*\n`)
 )
 
 func looksLikeYAMLObject(b []byte) bool { return reYAMLKind.Match(b) && reYAMLAPI.Match(b) }
 
 func fromYAML(b []byte) ([]Message, error) {
 	var out []Message
-	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+	for i, doc := range reYAMLSeparator.Split(string(b), -1) {
 		if strings.TrimSpace(doc) == "" {
 			continue
 		}
@@ -134,7 +136,7 @@ func fromEvent(e map[string]any) []Message {
 		msg = str(e, "note") // events.k8s.io/v1
 	}
 	typ := str(e, "type")
-	if msg == "" || (typ == "Normal" && !pullReasons[reason]) || (!pullReasons[reason] && !mentionsPull(msg)) {
+	if msg == "" || !isPullFailure(typ, reason, msg) {
 		return nil
 	}
 	count := 1
@@ -189,7 +191,7 @@ func fromPod(p map[string]any) []Message {
 				continue
 			}
 			reason, msg := str(w, "reason"), str(w, "message")
-			if !pullReasons[reason] && !mentionsPull(msg) {
+			if !isPullFailure("", reason, msg) {
 				continue
 			}
 			if msg == "" {
@@ -209,7 +211,14 @@ func str(m map[string]any, k string) string {
 
 var rePullWords = regexp.MustCompile(`(?i)pull|image|registry|manifest|x509|lookup|dial tcp|toomanyrequests|unauthorized|denied`)
 
-func mentionsPull(s string) bool { return rePullWords.MatchString(s) }
+// isPullFailure keeps an event or waiting state that can carry a pull failure: a pull reason, or
+// a warning whose text speaks of pulling. Normal events count only with a pull reason.
+func isPullFailure(typ, reason, msg string) bool {
+	if pullReasons[reason] {
+		return true
+	}
+	return typ != "Normal" && rePullWords.MatchString(msg)
+}
 
 // describe: "  Warning  Failed     7m40s (x4 over 9m8s)   kubelet, node-1  Failed to pull image …"
 var (
@@ -247,10 +256,7 @@ func fromDescribe(s string) []Message {
 		if m := reDescribeEvent.FindStringSubmatch(line); m != nil {
 			flush()
 			typ, reason, age, msg := m[1], m[2], m[3], m[5]
-			if typ == "Normal" && !pullReasons[reason] {
-				continue
-			}
-			if !pullReasons[reason] && !mentionsPull(msg) {
+			if !isPullFailure(typ, reason, msg) {
 				continue
 			}
 			count := 1
@@ -278,7 +284,7 @@ var reStrongStart = regexp.MustCompile(`(?i)^\s*(?:E\d{4} |time="|level=|FATA|ER
 // start a failure of their own ("E1202 …", "Failed to pull image …") is split into lines.
 func fromText(s string) []Message {
 	var out []Message
-	blocks := regexp.MustCompile(`\n\s*\n`).Split(strings.ReplaceAll(s, "\r\n", "\n"), -1)
+	blocks := reBlankLine.Split(strings.ReplaceAll(s, "\r\n", "\n"), -1)
 	lineNo := 1
 	for _, b := range blocks {
 		lines := strings.Split(b, "\n")
