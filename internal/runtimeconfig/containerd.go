@@ -64,6 +64,13 @@ type legacyTLS struct {
 	skipVerify                bool
 }
 
+// tomlDoc is one decoded containerd config file, with its bytes for line numbers.
+type tomlDoc struct {
+	file string
+	m    map[string]any
+	b    []byte
+}
+
 // loadContainerd reads config.toml and its imports, later files overriding earlier keys as
 // containerd merges them.
 func (l *loader) loadContainerd() (*ctrdConfig, error) {
@@ -86,11 +93,7 @@ func (l *loader) loadContainerd() (*ctrdConfig, error) {
 	if v, ok := main["version"].(int64); ok {
 		c.version = int(v)
 	}
-	docs := []struct {
-		file string
-		m    map[string]any
-		b    []byte
-	}{{containerdConfig, main, b}}
+	docs := []tomlDoc{{containerdConfig, main, b}}
 	if imps, ok := main["imports"]; ok {
 		pats, err := strings1(imps)
 		if err != nil {
@@ -115,11 +118,7 @@ func (l *loader) loadContainerd() (*ctrdConfig, error) {
 				}
 				l.read(f)
 				files = append(files, f)
-				docs = append(docs, struct {
-					file string
-					m    map[string]any
-					b    []byte
-				}{f, m, ib})
+				docs = append(docs, tomlDoc{f, m, ib})
 			}
 		}
 	}
@@ -201,8 +200,7 @@ func registrySection(m map[string]any, version int) map[string]any {
 func (l *loader) containerdHosts(c *ctrdConfig, reg string) []Host {
 	hosts := l.containerdHostList(c, reg)
 	for i := range hosts {
-		hostName := strings.TrimSuffix(strings.TrimSuffix(hosts[i].Host, ":443"), ":80")
-		for _, key := range []string{hosts[i].Host, hostName, reg} {
+		for _, key := range legacyKeys(hosts[i].Host, reg) {
 			a, ok := c.auth[key]
 			if !ok {
 				continue
@@ -284,8 +282,7 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 		hosts = append(hosts, defaultHost(defaultServer))
 	}
 	for i := range hosts {
-		hostName := strings.TrimSuffix(strings.TrimSuffix(hosts[i].Host, ":443"), ":80")
-		for _, key := range []string{hosts[i].Host, hostName, reg} {
+		for _, key := range legacyKeys(hosts[i].Host, reg) {
 			if t, ok := c.tls[key]; ok {
 				if t.caFile != "" {
 					hosts[i].CA = append(hosts[i].CA, t.caFile)
@@ -303,6 +300,12 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 		}
 	}
 	return hosts
+}
+
+// legacyKeys are the registry.configs keys that may hold a host's settings, most specific first:
+// host:port, the bare host name, then the image's registry.
+func legacyKeys(hostport, reg string) []string {
+	return []string{hostport, strings.TrimSuffix(strings.TrimSuffix(hostport, ":443"), ":80"), reg}
 }
 
 func defaultHost(server string) Host {
