@@ -74,10 +74,7 @@ func ParseReference(s string) (Reference, error) {
 	if out.Registry == name.DefaultRegistry { // "index.docker.io"
 		out.Registry = "docker.io"
 	}
-	host := out.Registry
-	if host == "docker.io" {
-		host = "registry-1.docker.io" // containerd's docker.io default host
-	}
+	host := APIHost(out.Registry)
 	if _, _, err := net.SplitHostPort(host); err != nil {
 		host = net.JoinHostPort(strings.Trim(host, "[]"), "443")
 	}
@@ -108,4 +105,13 @@ func refHint(s string, err error) string {
 		return "references contain no spaces"
 	}
 	return err.Error()
+}
+
+// APIHost is the host a runtime talks to for a registry name: containerd's default for docker.io
+// is registry-1.docker.io; every other registry is its own host.
+func APIHost(registry string) string {
+	if registry == "docker.io" {
+		return "registry-1.docker.io"
+	}
+	return registry
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/pullpath/pullpath/internal/registry"
 )
 
 const (
@@ -219,10 +221,7 @@ func (l *loader) containerdHosts(c *ctrdConfig, reg string) []Host {
 }
 
 func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
-	defaultServer := "https://" + reg
-	if reg == "docker.io" {
-		defaultServer = "https://registry-1.docker.io"
-	}
+	server := defaultServer(reg)
 	if c.configPath != "" {
 		if len(c.mirrors) > 0 || len(c.tls) > 0 {
 			l.warn(WarnLegacyWithPath, "config_path is set together with the legacy registry.mirrors/configs: containerd refuses this combination and its CRI plugin does not load, so no image can be pulled",
@@ -236,10 +235,10 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 					continue
 				}
 				l.read(f)
-				hf, err := parseHostsToml(f, b, defaultServer)
+				hf, err := parseHostsToml(f, b, server)
 				if err != nil {
-					l.warn(WarnHostsTomlInvalid, "containerd cannot parse "+f+" and ignores it: "+err.Error(), "fix the TOML; until then containerd pulls from "+defaultServer+" with default trust", f)
-					return []Host{defaultHost(defaultServer)}
+					l.warn(WarnHostsTomlInvalid, "containerd cannot parse "+f+" and ignores it: "+err.Error(), "fix the TOML; until then containerd pulls from "+server+" with default trust", f)
+					return []Host{defaultHost(server)}
 				}
 				// containerd 1.6 parses every file with getSortedHosts, which fails without a host tree
 				if !hf.hasHosts {
@@ -248,7 +247,7 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 					if older {
 						l.warn(WarnHostsTomlRejected, msg+"; this node runs containerd "+l.cfg.Version+", so the pull uses default trust and fails TLS against a private CA",
 							"add an empty [host] table, or write [host.\""+hf.hosts[len(hf.hosts)-1].URL+"\"] with the ca", f)
-						return []Host{defaultHost(defaultServer)}
+						return []Host{defaultHost(server)}
 					}
 					if l.cfg.Version == "" {
 						l.warn(WarnHostsTomlRejected, msg+" (the containerd version is unknown here)", "add an empty [host] table so every containerd version reads the file", f)
@@ -257,7 +256,7 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 				return hf.hosts
 			}
 		}
-		return []Host{defaultHost(defaultServer)}
+		return []Host{defaultHost(server)}
 	}
 	// No config_path: certs.d is not read by the CRI plugin at all.
 	if es, _ := l.root.ReadDir("/etc/containerd/certs.d"); len(es) > 0 {
@@ -278,8 +277,8 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 			hosts = append(hosts, h)
 		}
 	}
-	if len(hosts) == 0 || hosts[len(hosts)-1].URL != defaultHost(defaultServer).URL {
-		hosts = append(hosts, defaultHost(defaultServer))
+	if len(hosts) == 0 || hosts[len(hosts)-1].URL != defaultHost(server).URL {
+		hosts = append(hosts, defaultHost(server))
 	}
 	for i := range hosts {
 		for _, key := range legacyKeys(hosts[i].Host, reg) {
@@ -307,6 +306,9 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 func legacyKeys(hostport, reg string) []string {
 	return []string{hostport, strings.TrimSuffix(strings.TrimSuffix(hostport, ":443"), ":80"), reg}
 }
+
+// defaultServer is the URL a runtime pulls from when nothing configures the registry.
+func defaultServer(reg string) string { return "https://" + registry.APIHost(reg) }
 
 func defaultHost(server string) Host {
 	h, err := hostEntry(server, map[string]any{}, "/", "default")

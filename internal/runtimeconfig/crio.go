@@ -80,17 +80,13 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 		}
 	}
 	reg := ref.Registry
-	defaultServer := "https://" + reg
-	if reg == "docker.io" {
-		defaultServer = "https://registry-1.docker.io"
-	}
 	for _, b := range blocked {
 		if b == reg {
 			best = &regEntry{Blocked: true, source: "registries.block"}
 		}
 	}
 	if best == nil {
-		h := defaultHost(defaultServer)
+		h := defaultHost(defaultServer(reg))
 		for _, in := range insecure {
 			if in == reg {
 				h.SkipVerify = true
@@ -116,11 +112,7 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 	if loc == "" {
 		loc = reg
 	}
-	server := "https://" + firstComponent(loc)
-	if firstComponent(loc) == "docker.io" {
-		server = "https://registry-1.docker.io"
-	}
-	h := defaultHost(server)
+	h := defaultHost(defaultServer(firstComponent(loc)))
 	h.Source, h.SkipVerify = best.source, best.Insecure
 	if best.Insecure {
 		l.warn(WarnInsecureRegistry, loc+" is marked insecure: TLS is not verified and plain HTTP is allowed", "trust the registry's CA in /etc/containers/certs.d instead", best.source)
@@ -205,13 +197,10 @@ func (l *loader) dockerHosts(reg string) ([]Host, error) {
 			h.Role, h.Capabilities, h.Source = "mirror", []string{"pull", "resolve"}, f
 			hosts = append(hosts, h)
 		}
-		hosts = append(hosts, defaultHost("https://registry-1.docker.io"))
-	} else {
-		if len(dj.Mirrors) > 0 {
-			l.warn(WarnDockerMirrorHubOnly, "daemon.json registry-mirrors apply to Docker Hub only: pulls from "+reg+" never use them", "pull through the mirror's own name, or use containerd hosts.toml for per-registry mirrors", f)
-		}
-		hosts = append(hosts, defaultHost("https://"+reg))
+	} else if len(dj.Mirrors) > 0 {
+		l.warn(WarnDockerMirrorHubOnly, "daemon.json registry-mirrors apply to Docker Hub only: pulls from "+reg+" never use them", "pull through the mirror's own name, or use containerd hosts.toml for per-registry mirrors", f)
 	}
+	hosts = append(hosts, defaultHost(defaultServer(reg)))
 	for i := range hosts {
 		if insecureMatch(dj.Insecure, hosts[i].Host) {
 			hosts[i].SkipVerify = true
