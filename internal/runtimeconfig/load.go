@@ -1,6 +1,7 @@
 package runtimeconfig
 
 import (
+	"bytes"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -201,7 +202,7 @@ func (l *loader) loadResolver() {
 		return
 	}
 	l.read(f)
-	c, _ := resolver.ParseConf(strings.NewReader(string(b)))
+	c, _ := resolver.ParseConf(bytes.NewReader(b))
 	l.cfg.Resolver.Nameservers, l.cfg.Resolver.Search = c.Nameservers, c.Search
 	for _, ns := range c.Nameservers {
 		if strings.HasPrefix(ns, "127.0.0.53:") {
@@ -211,7 +212,7 @@ func (l *loader) loadResolver() {
 	if l.cfg.Resolver.Stub {
 		const up = "/run/systemd/resolve/resolv.conf"
 		if ub, err := l.root.ReadFile(up); err == nil {
-			uc, _ := resolver.ParseConf(strings.NewReader(string(ub)))
+			uc, _ := resolver.ParseConf(bytes.NewReader(ub))
 			l.cfg.Resolver.Upstream = uc.Nameservers
 			l.read(up)
 		}

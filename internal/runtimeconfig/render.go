@@ -3,6 +3,8 @@ package runtimeconfig
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -48,8 +50,8 @@ func WriteText(w io.Writer, c *Config) error {
 			proxy = "direct"
 		}
 		fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", i+1, h.URL, h.Role, strings.Join(h.Capabilities, ","), trust, proxy, h.Source)
-		for k, v := range h.Header {
-			fmt.Fprintf(tw, "   \theader %s: %s\t\t\t\t\t\n", k, strings.Join(v, ", "))
+		for _, k := range slices.Sorted(maps.Keys(h.Header)) {
+			fmt.Fprintf(tw, "   \theader %s: %s\t\t\t\t\t\n", k, strings.Join(h.Header[k], ", "))
 		}
 		if h.Auth != "" {
 			fmt.Fprintf(tw, "   \tauth: %s\t\t\t\t\t\n", h.Auth)
