@@ -133,8 +133,11 @@ func tokenURL(u *url.URL) bool {
 	p := strings.ToLower(u.Path)
 	h := strings.ToLower(u.Hostname())
 	return strings.HasSuffix(p, "/token") || strings.Contains(p, "/oauth2/token") || p == "/auth" || strings.HasSuffix(p, "/v2/token") ||
-		h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") || (u.Query().Get("service") != "" && u.Query().Get("scope") != "")
+		isTokenHost(h) || (u.Query().Get("service") != "" && u.Query().Get("scope") != "")
 }
+
+// isTokenHost reports a host that serves only tokens (Docker Hub's and its regional auth hosts).
+func isTokenHost(h string) bool { return h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") }
 
 // failingHost names the host the failure happened on, and its role in the pull.
 func (f facts) failingHost() (string, report.Role) {
@@ -168,7 +171,7 @@ func (f facts) roleOf(host string, u *url.URL) report.Role {
 			return report.RoleMirror // containerd tags mirror requests with ?ns=<upstream>
 		}
 	}
-	if host == "auth.docker.io" || strings.HasPrefix(host, "dockerauth.") {
+	if isTokenHost(host) {
 		return report.RoleToken
 	}
 	if storageHost.MatchString(host) {
