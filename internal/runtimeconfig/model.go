@@ -4,6 +4,8 @@ import (
 	"net/url"
 
 	"golang.org/x/net/http/httpproxy"
+
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 // Runtime names a container runtime.
@@ -101,15 +103,15 @@ type Warning struct {
 
 // Warning codes. Stable: scripts match on them.
 const (
-	WarnHostsTomlRejected   = "HOSTS_TOML_REJECTED"     // containerd 1.6 rejects a file without a [host] table
-	WarnHostsTomlInvalid    = "HOSTS_TOML_INVALID"      // not TOML, or wrong types
-	WarnConfigPathUnset     = "CONFIG_PATH_UNSET"       // certs.d files exist, config_path does not point at them
-	WarnLegacyWithPath      = "LEGACY_WITH_CONFIG_PATH" // mirrors/configs together with config_path: the CRI plugin fails to load
-	WarnLegacyRegistry      = "LEGACY_REGISTRY_CONFIG"  // deprecated mirrors/configs in use
+	WarnHostsTomlRejected   = "HOSTS_TOML_REJECTED"               // containerd 1.6 rejects a file without a [host] table
+	WarnHostsTomlInvalid    = string(report.CodeHostsTomlInvalid) // not TOML, or wrong types
+	WarnConfigPathUnset     = "CONFIG_PATH_UNSET"                 // certs.d files exist, config_path does not point at them
+	WarnLegacyWithPath      = "LEGACY_WITH_CONFIG_PATH"           // mirrors/configs together with config_path: the CRI plugin fails to load
+	WarnLegacyRegistry      = "LEGACY_REGISTRY_CONFIG"            // deprecated mirrors/configs in use
 	WarnMirrorNoPull        = "MIRROR_NOT_USED_FOR_PULL"
 	WarnSkipVerify          = "SKIP_VERIFY"
-	WarnCAMissing           = "CA_FILE_MISSING"
-	WarnCAUnparsable        = "CA_FILE_UNPARSABLE"
+	WarnCAMissing           = string(report.CodeCAFileMissing)
+	WarnCAUnparsable        = string(report.CodeCAFileUnparsable)
 	WarnProxyNoNoProxy      = "PROXY_WITHOUT_NO_PROXY"
 	WarnProxyNotForRuntime  = "PROXY_NOT_FOR_RUNTIME"
 	WarnResolverStub        = "RESOLVER_STUB"
