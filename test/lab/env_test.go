@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
@@ -123,12 +122,12 @@ func writeFile(t *testing.T, path, body string) {
 func writePair(t *testing.T, dir, base string, c tls.Certificate) (string, string) {
 	t.Helper()
 	certPath, keyPath := filepath.Join(dir, base+".pem"), filepath.Join(dir, base+".key")
-	writeFile(t, certPath, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})))
-	der, err := x509.MarshalPKCS8PrivateKey(c.PrivateKey)
+	certPEM, keyPEM, err := registrytest.PEM(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, keyPath, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})))
+	writeFile(t, certPath, string(certPEM))
+	writeFile(t, keyPath, string(keyPEM))
 	return certPath, keyPath
 }
 
