@@ -79,7 +79,7 @@ func TestProbeExitCodesAndJSON(t *testing.T) {
 				Class   string `json:"class"`
 				Owner   string `json:"owner"`
 				Failing *struct {
-					Host, Role, Layer string
+					Host, Role, Step string
 				} `json:"failing"`
 				Endpoints []struct {
 					Host, Role string
@@ -106,7 +106,7 @@ func TestProbeExitCodesAndJSON(t *testing.T) {
 				}
 				return
 			}
-			if doc.Failing == nil || doc.Failing.Role != tc.role || doc.Failing.Layer != tc.layer {
+			if doc.Failing == nil || doc.Failing.Role != tc.role || doc.Failing.Step != tc.layer {
 				t.Fatalf("failing %+v, want role %s layer %s", doc.Failing, tc.role, tc.layer)
 			}
 		})
@@ -254,7 +254,7 @@ func TestEveryScenarioExitCode(t *testing.T) {
 			var doc struct {
 				Class   string
 				Code    string
-				Failing *struct{ Role, Layer string }
+				Failing *struct{ Role, Step string }
 			}
 			if err := json.Unmarshal([]byte(r.out), &doc); err != nil {
 				t.Fatal(err)
@@ -262,8 +262,8 @@ func TestEveryScenarioExitCode(t *testing.T) {
 			if doc.Class != string(s.Expect) || doc.Code != string(s.Code) {
 				t.Fatalf("class %s code %s, want %s %s", doc.Class, doc.Code, s.Expect, s.Code)
 			}
-			if s.Expect != "ok" && (doc.Failing == nil || doc.Failing.Role != string(s.Role) || doc.Failing.Layer != s.Layer.String()) {
-				t.Errorf("failing %+v, want %s/%s", doc.Failing, s.Role, s.Layer)
+			if s.Expect != "ok" && (doc.Failing == nil || doc.Failing.Role != string(s.Role) || doc.Failing.Step != s.Step.String()) {
+				t.Errorf("failing %+v, want %s/%s", doc.Failing, s.Role, s.Step)
 			}
 		})
 	}

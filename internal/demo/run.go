@@ -35,8 +35,8 @@ func (s Scenario) Check(r *report.Probe) error {
 	if f == nil {
 		return fmt.Errorf("class %s without a failing endpoint", r.Class)
 	}
-	if f.Role != s.Role || f.Layer != s.Layer || r.Code != s.Code {
-		return fmt.Errorf("failing %s/%s/%s on %s, want %s/%s/%s", f.Role, f.Layer, r.Code, f.Host, s.Role, s.Layer, s.Code)
+	if f.Role != s.Role || f.Step != s.Step || r.Code != s.Code {
+		return fmt.Errorf("failing %s/%s/%s on %s, want %s/%s/%s", f.Role, f.Step, r.Code, f.Host, s.Role, s.Step, s.Code)
 	}
 	return nil
 }
@@ -97,7 +97,7 @@ func Run(ctx context.Context, out io.Writer, o RunOptions) ([]Result, error) {
 		}
 		host, role, layer := "-", "-", "-"
 		if f := r.Report.Failing; f != nil {
-			host, role, layer = f.Host, string(f.Role), f.Layer.String()
+			host, role, layer = f.Host, string(f.Role), f.Step.String()
 		}
 		mark := "ok"
 		if !r.Match {

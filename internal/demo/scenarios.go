@@ -33,8 +33,8 @@ const (
 type Scenario struct {
 	Name   string
 	Expect report.Class
-	Role   report.Role  // failing role; empty for ok
-	Layer  report.Layer // failing layer
+	Role   report.Role     // failing role; empty for ok
+	Step   report.StepName // failing layer
 	Code   report.Code
 	// Stage sets the lab's faults and returns the probe options for this scenario.
 	Stage func(env *Env) probe.Options
@@ -131,83 +131,83 @@ func Scenarios() []Scenario {
 			Stage: func(e *Env) probe.Options { return e.healthy() }},
 		{Name: "healthy, blobs served by the registry", Expect: report.ClassOK, Code: report.CodeOK,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{NoRedirect: true}) }},
-		{Name: "registry name unknown to the node's resolver", Expect: report.ClassDNS, Role: report.RoleRegistry, Layer: report.LayerDNS, Code: report.CodeDNSNXDomain,
+		{Name: "registry name unknown to the node's resolver", Expect: report.ClassDNS, Role: report.RoleRegistry, Step: report.StepDNS, Code: report.CodeDNSNXDomain,
 			Stage: func(e *Env) probe.Options {
 				o := e.healthy()
 				o.Image = "nosuch." + e.Lab.Domain + ":443/team/app:1.4"
 				return o
 			}},
-		{Name: "the node's resolver does not answer", Expect: report.ClassDNS, Role: report.RoleRegistry, Layer: report.LayerDNS, Code: report.CodeDNSUnreachable,
+		{Name: "the node's resolver does not answer", Expect: report.ClassDNS, Role: report.RoleRegistry, Step: report.StepDNS, Code: report.CodeDNSUnreachable,
 			Stage: func(e *Env) probe.Options {
 				o := e.healthy()
 				o.Resolver.Nameservers = []string{closedAddr("127.0.0.1")}
 				return o
 			}},
-		{Name: "registry port closed", Expect: report.ClassRoute, Role: report.RoleRegistry, Layer: report.LayerTCP, Code: report.CodeTCPRefused,
+		{Name: "registry port closed", Expect: report.ClassRoute, Role: report.RoleRegistry, Step: report.StepTCP, Code: report.CodeTCPRefused,
 			Stage: func(e *Env) probe.Options {
 				o := e.healthy()
 				o.Image = closedAddr(e.Lab.RegistryHost) + "/team/app:1.4"
 				return o
 			}},
-		{Name: "certificate from an untrusted CA", Expect: report.ClassTLS, Role: report.RoleRegistry, Layer: report.LayerTLS, Code: report.CodeTLSUnknownAuthority,
+		{Name: "certificate from an untrusted CA", Expect: report.ClassTLS, Role: report.RoleRegistry, Step: report.StepTLS, Code: report.CodeTLSUnknownAuthority,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{Cert: registrytest.CertRogue}) }},
-		{Name: "certificate for another name", Expect: report.ClassTLS, Role: report.RoleRegistry, Layer: report.LayerTLS, Code: report.CodeTLSNameMismatch,
+		{Name: "certificate for another name", Expect: report.ClassTLS, Role: report.RoleRegistry, Step: report.StepTLS, Code: report.CodeTLSNameMismatch,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{Cert: registrytest.CertWrongName}) }},
-		{Name: "expired certificate", Expect: report.ClassTLS, Role: report.RoleRegistry, Layer: report.LayerTLS, Code: report.CodeTLSExpired,
+		{Name: "expired certificate", Expect: report.ClassTLS, Role: report.RoleRegistry, Step: report.StepTLS, Code: report.CodeTLSExpired,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{Cert: registrytest.CertExpired}) }},
-		{Name: "plain HTTP where HTTPS is expected", Expect: report.ClassTLS, Role: report.RoleRegistry, Layer: report.LayerTLS, Code: report.CodeTLSPlainHTTP,
+		{Name: "plain HTTP where HTTPS is expected", Expect: report.ClassTLS, Role: report.RoleRegistry, Step: report.StepTLS, Code: report.CodeTLSPlainHTTP,
 			Stage: func(e *Env) probe.Options {
 				o := e.healthy()
 				o.Image = e.Lab.PlainAddr() + "/team/app:1.4"
 				return o
 			}},
-		{Name: "no credentials (401)", Expect: report.ClassAuth, Role: report.RoleToken, Layer: report.LayerAuth, Code: report.CodeAuth401,
+		{Name: "no credentials (401)", Expect: report.ClassAuth, Role: report.RoleToken, Step: report.StepAuth, Code: report.CodeAuth401,
 			Stage: func(e *Env) probe.Options {
 				o := e.healthy()
 				o.Credential = creds.Credential{Source: "nothing"}
 				return o
 			}},
-		{Name: "wrong password (401)", Expect: report.ClassAuth, Role: report.RoleToken, Layer: report.LayerAuth, Code: report.CodeAuth401,
+		{Name: "wrong password (401)", Expect: report.ClassAuth, Role: report.RoleToken, Step: report.StepAuth, Code: report.CodeAuth401,
 			Stage: func(e *Env) probe.Options {
 				o := e.healthy()
 				o.Credential.Password = "wrong-password"
 				return o
 			}},
-		{Name: "identity lacks pull rights (403)", Expect: report.ClassForbidden, Role: report.RoleRegistry, Layer: report.LayerManifest, Code: report.CodeAuth403,
+		{Name: "identity lacks pull rights (403)", Expect: report.ClassForbidden, Role: report.RoleRegistry, Step: report.StepManifest, Code: report.CodeAuth403,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{Forbid: true}) }},
-		{Name: "token without the repository's scope", Expect: report.ClassForbidden, Role: report.RoleRegistry, Layer: report.LayerManifest, Code: report.CodeAuthInsufficientScope,
+		{Name: "token without the repository's scope", Expect: report.ClassForbidden, Role: report.RoleRegistry, Step: report.StepManifest, Code: report.CodeAuthInsufficientScope,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{InsufficientScope: true}) }},
-		{Name: "tag missing", Expect: report.ClassNotFound, Role: report.RoleRegistry, Layer: report.LayerManifest, Code: report.CodeManifestUnknown,
+		{Name: "tag missing", Expect: report.ClassNotFound, Role: report.RoleRegistry, Step: report.StepManifest, Code: report.CodeManifestUnknown,
 			Stage: func(e *Env) probe.Options {
 				o := e.healthy()
 				o.Image = e.Lab.Ref("team/app:nope")
 				return o
 			}},
-		{Name: "no manifest for the node's platform", Expect: report.ClassPlatform, Role: report.RoleRegistry, Layer: report.LayerManifest, Code: report.CodePlatformMismatch,
+		{Name: "no manifest for the node's platform", Expect: report.ClassPlatform, Role: report.RoleRegistry, Step: report.StepManifest, Code: report.CodePlatformMismatch,
 			Stage: func(e *Env) probe.Options {
 				o := e.healthy()
 				o.Image = e.Lab.Ref("team/multi:1")
 				return o
 			}},
-		{Name: "registry throttles (429)", Expect: report.ClassRateLimit, Role: report.RoleRegistry, Layer: report.LayerManifest, Code: report.CodeRateLimited,
+		{Name: "registry throttles (429)", Expect: report.ClassRateLimit, Role: report.RoleRegistry, Step: report.StepManifest, Code: report.CodeRateLimited,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{RateLimit: true}) }},
-		{Name: "token realm unreachable", Expect: report.ClassEndpoint, Role: report.RoleToken, Layer: report.LayerTCP, Code: report.CodeTCPRefused,
+		{Name: "token realm unreachable", Expect: report.ClassEndpoint, Role: report.RoleToken, Step: report.StepTCP, Code: report.CodeTCPRefused,
 			Stage: func(e *Env) probe.Options {
 				return e.withFaults(registrytest.Faults{Realm: "https://" + closedAddr(e.Lab.AuthHost) + "/token"})
 			}},
-		{Name: "blob host name not resolvable", Expect: report.ClassEndpoint, Role: report.RoleBlob, Layer: report.LayerDNS, Code: report.CodeDNSNXDomain,
+		{Name: "blob host name not resolvable", Expect: report.ClassEndpoint, Role: report.RoleBlob, Step: report.StepDNS, Code: report.CodeDNSNXDomain,
 			Stage: func(e *Env) probe.Options {
 				return e.withFaults(registrytest.Faults{BlobHost: "cdn." + e.Lab.Domain + ":443"})
 			}},
-		{Name: "blob host unreachable", Expect: report.ClassEndpoint, Role: report.RoleBlob, Layer: report.LayerTCP, Code: report.CodeTCPRefused,
+		{Name: "blob host unreachable", Expect: report.ClassEndpoint, Role: report.RoleBlob, Step: report.StepTCP, Code: report.CodeTCPRefused,
 			Stage: func(e *Env) probe.Options {
 				return e.withFaults(registrytest.Faults{BlobHost: closedAddr(e.Lab.BlobHost)})
 			}},
-		{Name: "blob host stalls mid-download", Expect: report.ClassEndpoint, Role: report.RoleBlob, Layer: report.LayerBlob, Code: report.CodeBlobStalled,
+		{Name: "blob host stalls mid-download", Expect: report.ClassEndpoint, Role: report.RoleBlob, Step: report.StepBlob, Code: report.CodeBlobStalled,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{BlobStall: true}) }},
-		{Name: "blob host refuses the signed URL (403)", Expect: report.ClassEndpoint, Role: report.RoleBlob, Layer: report.LayerBlob, Code: report.CodeBlobForbidden,
+		{Name: "blob host refuses the signed URL (403)", Expect: report.ClassEndpoint, Role: report.RoleBlob, Step: report.StepBlob, Code: report.CodeBlobForbidden,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{BlobForbidden: true}) }},
-		{Name: "blob bytes altered (digest mismatch)", Expect: report.ClassEndpoint, Role: report.RoleBlob, Layer: report.LayerBlob, Code: report.CodeDigestMismatch,
+		{Name: "blob bytes altered (digest mismatch)", Expect: report.ClassEndpoint, Role: report.RoleBlob, Step: report.StepBlob, Code: report.CodeDigestMismatch,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{BlobCorrupt: true}) }},
 	}
 }

@@ -13,54 +13,54 @@ import (
 type rule struct {
 	re    *regexp.Regexp
 	code  report.Code
-	layer report.Layer
+	layer report.StepName
 }
 
 // rules are tried in order, innermost cause first: a proxy failure wraps a DNS failure of the
 // proxy's name, a DNS failure wraps "dial tcp", TLS errors come before the generic statuses,
 // and runtime wrappers (context deadline, back-off) come last.
 var rules = []rule{
-	{regexp.MustCompile(`proxyconnect tcp|Proxy Authentication Required|\b407\b`), report.CodeProxyFailed, report.LayerTCP},
+	{regexp.MustCompile(`proxyconnect tcp|Proxy Authentication Required|\b407\b`), report.CodeProxyFailed, report.StepTCP},
 	// containerd wraps only transport errors in "failed to do request"; a bare status text there
 	// ("…": Forbidden) is a CONNECT the proxy refused. A registry's own status comes with its number.
-	{reProxyConnectRefused, report.CodeProxyFailed, report.LayerHTTP},
-	{regexp.MustCompile("failed to decode hosts\\.toml|invalid `host` tree"), report.CodeHostsTomlInvalid, report.LayerConfig},
-	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided`), report.CodeDNSNXDomain, report.LayerDNS},
-	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.LayerDNS},
-	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: connection refused|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.LayerDNS},
-	{regexp.MustCompile(`lookup \S+(?: on \S+)?: (?:read udp \S+ )?i/o timeout|lookup \S+: Try again|Temporary failure in name resolution|lookup \S+: device or resource busy|getaddrinfow`), report.CodeDNSTimeout, report.LayerDNS},
-	{regexp.MustCompile(`server gave HTTP response to HTTPS client|first record does not look like a TLS handshake`), report.CodeTLSPlainHTTP, report.LayerTLS},
-	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field`), report.CodeTLSNameMismatch, report.LayerTLS},
-	{regexp.MustCompile(`certificate has expired or is not yet valid`), report.CodeTLSExpired, report.LayerTLS},
-	{regexp.MustCompile(`certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate`), report.CodeTLSUnknownAuthority, report.LayerTLS},
-	{regexp.MustCompile(`TLS handshake timeout`), report.CodeTLSHandshakeTimeout, report.LayerTLS},
-	{regexp.MustCompile(`remote error: tls: (?:certificate required|bad certificate|unknown certificate authority|expired certificate)`), report.CodeTLSClientCert, report.LayerTLS},
-	{regexp.MustCompile(`\btls: |remote error: tls|handshake failure`), report.CodeTLSHandshake, report.LayerTLS},
-	{regexp.MustCompile(`connection refused|actively refused`), report.CodeTCPRefused, report.LayerTCP},
-	{regexp.MustCompile(`no route to host`), report.CodeTCPHostUnreachable, report.LayerTCP},
-	{regexp.MustCompile(`network is unreachable`), report.CodeTCPNetUnreachable, report.LayerTCP},
-	{regexp.MustCompile(`connection reset by peer|forcibly closed by the remote host|": EOF\b|: EOF$`), report.CodeTCPReset, report.LayerTCP},
-	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers`), report.CodeTCPTimeout, report.LayerTCP},
-	{regexp.MustCompile(`(?i)toomanyrequests|429 Too Many Requests|Status 429|Error 429|pull rate limit`), report.CodeRateLimited, report.LayerManifest},
-	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform`), report.CodePlatformMismatch, report.LayerManifest},
-	{regexp.MustCompile(`no basic auth credentials`), report.CodeAuth401, report.LayerAuth},
-	{regexp.MustCompile(`pull access denied|repository does not exist or may require`), codeAmbiguousDenied, report.LayerAuth},
-	{regexp.MustCompile(`does not match bearer token resource|insufficient_scope`), report.CodeAuthInsufficientScope, report.LayerAuth},
-	{regexp.MustCompile(`denied: requested access to the resource is denied`), codeHubDenied, report.LayerAuth},
-	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|not authorized to perform this operation|\bdenied:`), report.CodeAuth403, report.LayerAuth},
-	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized`), report.CodeAuth401, report.LayerAuth},
-	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.LayerBlob},
-	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found`), report.CodeManifestUnknown, report.LayerManifest},
-	{regexp.MustCompile(`no space left on device`), report.CodeDiskFull, report.LayerBlob},
-	{regexp.MustCompile(`input/output error`), report.CodeDiskIO, report.LayerBlob},
-	{regexp.MustCompile(`failed to register layer|failed to extract layer|ApplyLayer|Untar re-exec error|failed to unpack`), report.CodeUnpackFailed, report.LayerBlob},
-	{regexp.MustCompile(`unexpected status(?: code)?(?: from \w+ request to)? \S+?: (\d{3})|received unexpected HTTP status: (\d{3})|status code \[?[^\]]*\]?:? ?(\d{3})`), report.CodeHTTPStatus, report.LayerHTTP},
-	{regexp.MustCompile(`context deadline exceeded|DeadlineExceeded`), report.CodeTimeout, report.LayerTCP},
-	{regexp.MustCompile(`context canceled|code = Canceled`), report.CodeCanceled, report.LayerBlob},
-	{regexp.MustCompile(`unexpected EOF`), report.CodeBlobFailed, report.LayerBlob},
-	{regexp.MustCompile(`ErrImageNeverPull|image pull policy is "Never"`), report.CodeNeverPull, report.LayerConfig},
-	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.LayerConfig},
-	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.LayerConfig},
+	{reProxyConnectRefused, report.CodeProxyFailed, report.StepHTTP},
+	{regexp.MustCompile("failed to decode hosts\\.toml|invalid `host` tree"), report.CodeHostsTomlInvalid, report.StepConfig},
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided`), report.CodeDNSNXDomain, report.StepDNS},
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.StepDNS},
+	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: connection refused|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.StepDNS},
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: (?:read udp \S+ )?i/o timeout|lookup \S+: Try again|Temporary failure in name resolution|lookup \S+: device or resource busy|getaddrinfow`), report.CodeDNSTimeout, report.StepDNS},
+	{regexp.MustCompile(`server gave HTTP response to HTTPS client|first record does not look like a TLS handshake`), report.CodeTLSPlainHTTP, report.StepTLS},
+	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field`), report.CodeTLSNameMismatch, report.StepTLS},
+	{regexp.MustCompile(`certificate has expired or is not yet valid`), report.CodeTLSExpired, report.StepTLS},
+	{regexp.MustCompile(`certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate`), report.CodeTLSUnknownAuthority, report.StepTLS},
+	{regexp.MustCompile(`TLS handshake timeout`), report.CodeTLSHandshakeTimeout, report.StepTLS},
+	{regexp.MustCompile(`remote error: tls: (?:certificate required|bad certificate|unknown certificate authority|expired certificate)`), report.CodeTLSClientCert, report.StepTLS},
+	{regexp.MustCompile(`\btls: |remote error: tls|handshake failure`), report.CodeTLSHandshake, report.StepTLS},
+	{regexp.MustCompile(`connection refused|actively refused`), report.CodeTCPRefused, report.StepTCP},
+	{regexp.MustCompile(`no route to host`), report.CodeTCPHostUnreachable, report.StepTCP},
+	{regexp.MustCompile(`network is unreachable`), report.CodeTCPNetUnreachable, report.StepTCP},
+	{regexp.MustCompile(`connection reset by peer|forcibly closed by the remote host|": EOF\b|: EOF$`), report.CodeTCPReset, report.StepTCP},
+	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers`), report.CodeTCPTimeout, report.StepTCP},
+	{regexp.MustCompile(`(?i)toomanyrequests|429 Too Many Requests|Status 429|Error 429|pull rate limit`), report.CodeRateLimited, report.StepManifest},
+	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform`), report.CodePlatformMismatch, report.StepManifest},
+	{regexp.MustCompile(`no basic auth credentials`), report.CodeAuth401, report.StepAuth},
+	{regexp.MustCompile(`pull access denied|repository does not exist or may require`), codeAmbiguousDenied, report.StepAuth},
+	{regexp.MustCompile(`does not match bearer token resource|insufficient_scope`), report.CodeAuthInsufficientScope, report.StepAuth},
+	{regexp.MustCompile(`denied: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
+	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|not authorized to perform this operation|\bdenied:`), report.CodeAuth403, report.StepAuth},
+	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized`), report.CodeAuth401, report.StepAuth},
+	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.StepBlob},
+	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found`), report.CodeManifestUnknown, report.StepManifest},
+	{regexp.MustCompile(`no space left on device`), report.CodeDiskFull, report.StepBlob},
+	{regexp.MustCompile(`input/output error`), report.CodeDiskIO, report.StepBlob},
+	{regexp.MustCompile(`failed to register layer|failed to extract layer|ApplyLayer|Untar re-exec error|failed to unpack`), report.CodeUnpackFailed, report.StepBlob},
+	{regexp.MustCompile(`unexpected status(?: code)?(?: from \w+ request to)? \S+?: (\d{3})|received unexpected HTTP status: (\d{3})|status code \[?[^\]]*\]?:? ?(\d{3})`), report.CodeHTTPStatus, report.StepHTTP},
+	{regexp.MustCompile(`context deadline exceeded|DeadlineExceeded`), report.CodeTimeout, report.StepTCP},
+	{regexp.MustCompile(`context canceled|code = Canceled`), report.CodeCanceled, report.StepBlob},
+	{regexp.MustCompile(`unexpected EOF`), report.CodeBlobFailed, report.StepBlob},
+	{regexp.MustCompile(`ErrImageNeverPull|image pull policy is "Never"`), report.CodeNeverPull, report.StepConfig},
+	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.StepConfig},
+	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
 
 // maxMessage bounds the text one finding is read from.
@@ -85,7 +85,7 @@ func Classify(msg string) report.Finding {
 	}
 	f := readFacts(msg)
 	host, role := f.failingHost()
-	code, layer := report.CodeUnknown, report.LayerConfig
+	code, layer := report.CodeUnknown, report.StepConfig
 	for _, r := range rules {
 		if r.re.MatchString(f.text) {
 			code, layer = r.code, r.layer

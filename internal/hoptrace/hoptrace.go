@@ -22,7 +22,7 @@ type Hop struct {
 	Method   string
 	URL      string // redacted
 	Host     string // host:port
-	Phase    report.Layer
+	Phase    report.StepName
 	dials    []report.Dial
 	Addr     string // the address of the connection dialed for this hop ("" when reused)
 	Reused   bool   // the hop went over a kept-alive connection: no dial, no handshake of its own
@@ -35,7 +35,7 @@ type Hop struct {
 }
 
 // SetPhase records the layer the round trip has reached.
-func (h *Hop) SetPhase(l report.Layer) { h.mu.Lock(); h.Phase = l; h.mu.Unlock() }
+func (h *Hop) SetPhase(l report.StepName) { h.mu.Lock(); h.Phase = l; h.mu.Unlock() }
 
 // AddDial records one connection attempt; the dialer calls it once per address tried.
 func (h *Hop) AddDial(d report.Dial) {
@@ -129,7 +129,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	h.URL = RedactURL(req.URL)
 	h.Host = hostPort(req)
 	h.Start = time.Now()
-	h.Phase = report.LayerTCP
+	h.Phase = report.StepTCP
 	h.mu.Unlock()
 	if t.Rec != nil {
 		t.Rec.mu.Lock()
@@ -139,7 +139,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	trace := &httptrace.ClientTrace{
 		TLSHandshakeStart: func() {
 			h.mu.Lock()
-			h.Phase = report.LayerTLS
+			h.Phase = report.StepTLS
 			h.mu.Unlock()
 		},
 		TLSHandshakeDone: func(cs tls.ConnectionState, err error) {
@@ -152,7 +152,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		},
 		GotConn: func(i httptrace.GotConnInfo) {
 			h.mu.Lock()
-			h.Phase, h.Reused = report.LayerHTTP, i.Reused
+			h.Phase, h.Reused = report.StepHTTP, i.Reused
 			h.mu.Unlock()
 		},
 	}

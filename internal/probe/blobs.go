@@ -111,7 +111,7 @@ func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
 	}
 	if w.download.Blobs != len(jobs) {
 		// cancelled before every blob ran: only the overall timeout does that
-		return &failure{ep: reg, layer: report.LayerBlob, code: report.CodeTimeout,
+		return &failure{ep: reg, layer: report.StepBlob, code: report.CodeTimeout,
 			summary: fmt.Sprintf("the probe's --timeout (%s) ran out after %d of %d blobs", w.opts.Timeout, w.download.Blobs, len(jobs))}
 	}
 	w.download.Verified = true
@@ -138,7 +138,7 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	ep := w.endpointOf(resp, reg)
 	if resp.StatusCode != http.StatusOK {
 		body, _, _ := registry.ReadCapped(resp.Body, registry.MaxErrorBody)
-		return 0, w.statusFailure(ep, resp, body, report.LayerBlob, "the download of "+what)
+		return 0, w.statusFailure(ep, resp, body, report.StepBlob, "the download of "+what)
 	}
 	var h hash.Hash
 	switch {
@@ -178,8 +178,8 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	n, err := io.CopyBuffer(sink, io.LimitReader(pr, j.desc.Size+1), buf)
 	dur := time.Since(start)
 	fail := func(code report.Code, summary string, lines ...string) (int64, *failure) {
-		f := &failure{ep: ep, layer: report.LayerBlob, code: code, summary: summary, evidence: lines}
-		w.step(ep, report.LayerBlob, report.Fail, code, summary, report.Evidence{Lines: lines}, dur)
+		f := &failure{ep: ep, layer: report.StepBlob, code: code, summary: summary, evidence: lines}
+		w.step(ep, report.StepBlob, report.Fail, code, summary, report.Evidence{Lines: lines}, dur)
 		return n, f
 	}
 	hopLine := w.hopChain(resp)
@@ -210,7 +210,7 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	if dur > 0 {
 		mbps = float64(n) / 1e6 / dur.Seconds()
 	}
-	w.step(ep, report.LayerBlob, report.Pass, "", fmt.Sprintf("%s: %s in %s (%.1f MB/s), digest verified; %s", what, report.HumanBytes(n), dur.Round(time.Millisecond), mbps, hopLine), report.Evidence{}, dur)
+	w.step(ep, report.StepBlob, report.Pass, "", fmt.Sprintf("%s: %s in %s (%.1f MB/s), digest verified; %s", what, report.HumanBytes(n), dur.Round(time.Millisecond), mbps, hopLine), report.Evidence{}, dur)
 	return n, nil
 }
 

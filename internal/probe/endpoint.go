@@ -25,7 +25,7 @@ type endpoint struct {
 	addrs                []netip.Addr
 	routes               map[netip.Addr]string
 	dialed               map[string]string
-	layers               map[report.Layer]report.Verdict
+	layers               map[report.StepName]report.Verdict
 	dns                  *resolver.Result
 	ready                chan struct{} // closed once DNS and route were checked
 	checkFail            *failure      // DNS or route failure, cached: the runtime would hit it every time
@@ -35,7 +35,7 @@ type endpoint struct {
 	tcpSeen, tlsSeen     bool
 }
 
-func (e *endpoint) set(l report.Layer, v report.Verdict) {
+func (e *endpoint) set(l report.StepName, v report.Verdict) {
 	// a failure or warning is never downgraded to pass by a later success on the same layer
 	if old, ok := e.layers[l]; ok && (old == report.Fail || (old == report.Warn && v == report.Pass)) {
 		return
@@ -46,7 +46,7 @@ func (e *endpoint) set(l report.Layer, v report.Verdict) {
 // failure is where the path broke.
 type failure struct {
 	ep       *endpoint
-	layer    report.Layer
+	layer    report.StepName
 	code     report.Code
 	summary  string
 	evidence []string
@@ -68,7 +68,7 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	}
 	host, port, _ := net.SplitHostPort(hp)
 	ep := &endpoint{hostport: hp, host: host, port: port, role: role, via: via, ready: make(chan struct{}),
-		routes: map[netip.Addr]string{}, dialed: map[string]string{}, layers: map[report.Layer]report.Verdict{}}
+		routes: map[netip.Addr]string{}, dialed: map[string]string{}, layers: map[report.StepName]report.Verdict{}}
 	defer close(ep.ready)
 	w.endpoints[hp] = ep
 	w.order = append(w.order, ep)
@@ -82,8 +82,8 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 		}
 		ep.via = "proxy " + hoptrace.HostPort(p) + "; " + via
 		ep.viaProxy = hoptrace.HostPort(p)
-		w.step(ep, report.LayerDNS, report.Skip, "", "resolved by the proxy "+ep.viaProxy+", not by the node", report.Evidence{}, 0)
-		w.step(ep, report.LayerRoute, report.Skip, "", "reached through the proxy "+ep.viaProxy, report.Evidence{}, 0)
+		w.step(ep, report.StepDNS, report.Skip, "", "resolved by the proxy "+ep.viaProxy+", not by the node", report.Evidence{}, 0)
+		w.step(ep, report.StepRoute, report.Skip, "", "reached through the proxy "+ep.viaProxy, report.Evidence{}, 0)
 		return ep, nil
 	}
 	ep.checkFail = w.resolve(ctx, ep)
@@ -106,7 +106,7 @@ func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
 			resolver.KindTimeout: report.CodeDNSTimeout, resolver.KindUnreachable: report.CodeDNSUnreachable,
 			resolver.KindNoServers: report.CodeDNSNoResolver,
 		}[res.Err.Kind]
-		f := &failure{ep: ep, layer: report.LayerDNS, code: code, ev: ev,
+		f := &failure{ep: ep, layer: report.StepDNS, code: code, ev: ev,
 			summary:  fmt.Sprintf("%s does not resolve through the node's resolver: %s", ep.host, res.Err.Detail),
 			evidence: append([]string{res.Err.Error()}, queryLines(res)...)}
 		switch res.Err.Kind {
@@ -115,7 +115,7 @@ func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
 		case resolver.KindNoServers:
 			f.summary = fmt.Sprintf("no nameserver is configured in %s", w.opts.Resolver.Source)
 		}
-		w.step(ep, report.LayerDNS, report.Fail, code, f.summary, ev, time.Since(start))
+		w.step(ep, report.StepDNS, report.Fail, code, f.summary, ev, time.Since(start))
 		return f
 	}
 	ep.addrs = res.Addrs
@@ -149,14 +149,14 @@ func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
 			}
 			w.warn(report.CodeDNSPublicForPrivate, ep.hostport, msg)
 			if w.opts.ExpectPrivate {
-				f := &failure{ep: ep, layer: report.LayerDNS, code: report.CodeDNSPublicForPrivate, ev: ev, summary: msg,
+				f := &failure{ep: ep, layer: report.StepDNS, code: report.CodeDNSPublicForPrivate, ev: ev, summary: msg,
 					evidence: append([]string{sum}, queryLines(res)...)}
-				w.step(ep, report.LayerDNS, report.Fail, f.code, msg, ev, time.Since(start))
+				w.step(ep, report.StepDNS, report.Fail, f.code, msg, ev, time.Since(start))
 				return f
 			}
 		}
 	}
-	w.step(ep, report.LayerDNS, verdict, "", sum, ev, time.Since(start))
+	w.step(ep, report.StepDNS, verdict, "", sum, ev, time.Since(start))
 	return nil
 }
 
@@ -168,7 +168,7 @@ func (w *walk) routeCheck(ep *endpoint) *failure {
 		r, err := route.Get(a)
 		switch {
 		case errors.Is(err, route.ErrUnsupported):
-			ep.set(report.LayerRoute, report.Skip)
+			ep.set(report.StepRoute, report.Skip)
 			return nil
 		case err != nil:
 			ep.routes[a] = "no route: " + err.Error()
@@ -181,12 +181,12 @@ func (w *walk) routeCheck(ep *endpoint) *failure {
 	}
 	ev := report.Evidence{Lines: lines}
 	if ok == 0 {
-		f := &failure{ep: ep, layer: report.LayerRoute, code: report.CodeRouteNone, ev: ev, evidence: lines,
+		f := &failure{ep: ep, layer: report.StepRoute, code: report.CodeRouteNone, ev: ev, evidence: lines,
 			summary: fmt.Sprintf("this node has no route to %s (%s)", ep.host, joinAddrs(ep.addrs))}
-		w.step(ep, report.LayerRoute, report.Fail, f.code, f.summary, ev, time.Since(start))
+		w.step(ep, report.StepRoute, report.Fail, f.code, f.summary, ev, time.Since(start))
 		return f
 	}
-	w.step(ep, report.LayerRoute, report.Pass, "", strings.Join(lines, "; "), ev, time.Since(start))
+	w.step(ep, report.StepRoute, report.Pass, "", strings.Join(lines, "; "), ev, time.Since(start))
 	return nil
 }
 

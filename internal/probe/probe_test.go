@@ -69,9 +69,9 @@ func TestHealthyPathRecordsEveryEndpointAndHop(t *testing.T) {
 	roles := map[report.Role]string{}
 	for _, ep := range rep.Endpoints {
 		roles[ep.Role] = ep.Host
-		for _, l := range []report.Layer{report.LayerDNS, report.LayerRoute, report.LayerTCP, report.LayerTLS, report.LayerHTTP} {
-			if ep.Layers[l] != report.Pass {
-				t.Errorf("endpoint %s layer %s = %q, want pass", ep.Host, l, ep.Layers[l])
+		for _, l := range []report.StepName{report.StepDNS, report.StepRoute, report.StepTCP, report.StepTLS, report.StepHTTP} {
+			if ep.Steps[l] != report.Pass {
+				t.Errorf("endpoint %s layer %s = %q, want pass", ep.Host, l, ep.Steps[l])
 			}
 		}
 	}
@@ -179,7 +179,7 @@ func TestExpectPrivate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Class != report.ClassDNS || rep.Code != report.CodeDNSPublicForPrivate || rep.Failing.Layer != report.LayerDNS {
+	if rep.Class != report.ClassDNS || rep.Code != report.CodeDNSPublicForPrivate || rep.Failing.Step != report.StepDNS {
 		t.Fatalf("class %s code %s, want dns %s", rep.Class, rep.Code, report.CodeDNSPublicForPrivate)
 	}
 	if !strings.Contains(rep.Summary, "privatelink") || !strings.Contains(rep.Summary, "198.51.100.7") {

@@ -159,8 +159,8 @@ func TestRuntimeProxy(t *testing.T) {
 		if ep.Role == report.RoleProxy && ep.Host == px.Addr {
 			proxyEp = true
 		}
-		if ep.Host == e.Lab.RegistryAddr() && ep.Layers[report.LayerDNS] != report.Skip {
-			t.Errorf("the node does not resolve a proxied host: dns %s", ep.Layers[report.LayerDNS])
+		if ep.Host == e.Lab.RegistryAddr() && ep.Steps[report.StepDNS] != report.Skip {
+			t.Errorf("the node does not resolve a proxied host: dns %s", ep.Steps[report.StepDNS])
 		}
 	}
 	if !proxyEp {
@@ -265,7 +265,7 @@ func TestRuntimeClientCertificate(t *testing.T) {
 	}
 	cfg, read = tree(false)
 	rep, _ = probe.Run(context.Background(), runtimeOpts(e, cfg, read))
-	if rep.Class != report.ClassTLS || rep.Code != report.CodeTLSClientCert || rep.Failing.Layer != report.LayerTLS {
+	if rep.Class != report.ClassTLS || rep.Code != report.CodeTLSClientCert || rep.Failing.Step != report.StepTLS {
 		t.Fatalf("without: class %s code %s failing %+v (%s)", rep.Class, rep.Code, rep.Failing, rep.Summary)
 	}
 }

@@ -96,9 +96,9 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		r.Resolver.Nameservers = []string{}
 	}
 	for _, ep := range w.order {
-		e := report.Endpoint{Host: ep.hostport, Role: ep.role, Via: ep.via, Layers: map[report.Layer]report.Verdict{}, Addresses: []report.Address{}}
+		e := report.Endpoint{Host: ep.hostport, Role: ep.role, Via: ep.via, Steps: map[report.StepName]report.Verdict{}, Addresses: []report.Address{}}
 		for k, v := range ep.layers {
-			e.Layers[k] = v
+			e.Steps[k] = v
 		}
 		for _, a := range ep.addrs {
 			ad := report.Address{IP: a.String(), Scope: resolver.Scope(a), Route: ep.routes[a]}
@@ -120,14 +120,14 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 	class := w.classOf(f)
 	// A private endpoint the node resolves publicly fails later, at route or as a 403 network rule;
 	// the broken layer is DNS, and the network symptom is the alternative.
-	if f.ep.privatelinkPublic && (class == report.ClassRoute || (class == report.ClassForbidden && f.layer == report.LayerHTTP)) {
+	if f.ep.privatelinkPublic && (class == report.ClassRoute || (class == report.ClassForbidden && f.layer == report.StepHTTP)) {
 		f.alt = fmt.Sprintf("%s at %s: %s", class, f.layer, f.summary)
 		f.summary = fmt.Sprintf("%s resolves to a public address through a privatelink CNAME, and the pull then fails (%s): the private DNS zone is not visible to this node's resolver", f.ep.host, f.code)
-		class, f.code, f.layer = report.ClassDNS, report.CodeDNSPublicForPrivate, report.LayerDNS
+		class, f.code, f.layer = report.ClassDNS, report.CodeDNSPublicForPrivate, report.StepDNS
 		f.evidence = append(f.evidence, w.ep0DNSLine(f.ep))
 	}
 	r.Class, r.Owner, r.Code, r.Summary = class, class.Owner(), f.code, f.summary
-	r.Failing = &report.Failing{Host: f.ep.hostport, Role: f.ep.role, Layer: f.layer, Code: f.code}
+	r.Failing = &report.Failing{Host: f.ep.hostport, Role: f.ep.role, Step: f.layer, Code: f.code}
 	r.Evidence = f.evidence
 	r.Alternative = f.alt
 	r.WhereToLook = w.whereToLook(class, f)
@@ -136,12 +136,12 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		if r.Endpoints[i].Host != f.ep.hostport {
 			continue
 		}
-		for _, l := range report.EndpointLayers {
-			if _, ok := r.Endpoints[i].Layers[l]; !ok && l > f.layer {
-				r.Endpoints[i].Layers[l] = report.Skip
+		for _, l := range report.EndpointSteps {
+			if _, ok := r.Endpoints[i].Steps[l]; !ok && l > f.layer {
+				r.Endpoints[i].Steps[l] = report.Skip
 			}
 		}
-		r.Endpoints[i].Layers[f.layer] = report.Fail
+		r.Endpoints[i].Steps[f.layer] = report.Fail
 	}
 	return r
 }

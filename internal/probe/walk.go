@@ -87,8 +87,8 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 	start := time.Now()
 	var f *failure
 	if len(targets) == 0 {
-		f = &failure{ep: &endpoint{hostport: ref.Host, host: ref.Host, role: report.RoleRegistry, layers: map[report.Layer]report.Verdict{}},
-			layer: report.LayerConfig, code: report.CodeUnknown, class: report.ClassOther,
+		f = &failure{ep: &endpoint{hostport: ref.Host, host: ref.Host, role: report.RoleRegistry, layers: map[report.StepName]report.Verdict{}},
+			layer: report.StepConfig, code: report.CodeUnknown, class: report.ClassOther,
 			summary: "the runtime's configuration leaves no host to pull " + ref.Registry + " from (blocked, or no host with the pull capability)"}
 	}
 	// Walk the hosts in the runtime's order; the first that holds decides, as containerd's resolver
@@ -184,12 +184,12 @@ func trustPool(files []string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-func (w *walk) step(ep *endpoint, l report.Layer, v report.Verdict, code report.Code, summary string, ev report.Evidence, d time.Duration) {
+func (w *walk) step(ep *endpoint, l report.StepName, v report.Verdict, code report.Code, summary string, ev report.Evidence, d time.Duration) {
 	w.opts.Logger.Debug("step", "layer", l.String(), "endpoint", ep.hostport, "role", string(ep.role), "verdict", string(v), "code", string(code), "summary", summary)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ep.set(l, v)
-	w.steps = append(w.steps, report.Step{Layer: l, Endpoint: ep.hostport, Role: ep.role, Verdict: v, Code: code,
+	w.steps = append(w.steps, report.Step{Step: l, Endpoint: ep.hostport, Role: ep.role, Verdict: v, Code: code,
 		Summary: summary, Evidence: ev, Duration: d})
 }
 
@@ -226,15 +226,15 @@ func (w *walk) run() *failure {
 	pingSummary := fmt.Sprintf("GET /v2/ → %d", resp.StatusCode)
 	switch resp.StatusCode {
 	case http.StatusOK:
-		w.step(reg, report.LayerHTTP, report.Pass, "", pingSummary+": the registry API answers", report.Evidence{HTTP: httpEvidence(resp, body)}, lastHop(resp).Duration)
-		w.step(reg, report.LayerAuth, report.Pass, "", "the registry needs no authentication", report.Evidence{}, 0)
+		w.step(reg, report.StepHTTP, report.Pass, "", pingSummary+": the registry API answers", report.Evidence{HTTP: httpEvidence(resp, body)}, lastHop(resp).Duration)
+		w.step(reg, report.StepAuth, report.Pass, "", "the registry needs no authentication", report.Evidence{}, 0)
 	case http.StatusUnauthorized:
-		w.step(reg, report.LayerHTTP, report.Pass, "", pingSummary+": the registry API answers and asks for authentication", report.Evidence{HTTP: httpEvidence(resp, body)}, lastHop(resp).Duration)
+		w.step(reg, report.StepHTTP, report.Pass, "", pingSummary+": the registry API answers and asks for authentication", report.Evidence{HTTP: httpEvidence(resp, body)}, lastHop(resp).Duration)
 		if f := w.authenticate(reg, resp); f != nil {
 			return f
 		}
 	default:
-		return w.statusFailure(reg, resp, body, report.LayerHTTP, "the API version check GET /v2/")
+		return w.statusFailure(reg, resp, body, report.StepHTTP, "the API version check GET /v2/")
 	}
 	// 7. Manifest (and index → platform manifest).
 	m, f := w.manifests(reg)
@@ -289,15 +289,15 @@ func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.
 		if target == nil {
 			target = ep
 		}
-		f := &failure{ep: target, layer: report.LayerHTTP, code: report.CodeHTTPRedirectLoop, summary: e.Error()}
+		f := &failure{ep: target, layer: report.StepHTTP, code: report.CodeHTTPRedirectLoop, summary: e.Error()}
 		for _, h := range e.Hops {
 			s := h.Snapshot()
 			f.evidence = append(f.evidence, fmt.Sprintf("%s %s → %d", s.Method, s.URL, s.Status))
 		}
-		w.step(target, report.LayerHTTP, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+		w.step(target, report.StepHTTP, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
 		return nil, f
 	}
-	return nil, &failure{ep: ep, layer: report.LayerHTTP, code: report.CodeHTTPFailed, summary: err.Error()}
+	return nil, &failure{ep: ep, layer: report.StepHTTP, code: report.CodeHTTPFailed, summary: err.Error()}
 }
 
 // proxyFailure blames the proxy for a hop that went through it and broke before the tunnel
@@ -314,7 +314,7 @@ func (w *walk) proxyFailure(target *endpoint, hop *hoptrace.Hop, err error) *fai
 	}
 	var oe *net.OpError
 	snap := hop.Snapshot()
-	if st, tlsErr := hop.TLS(); st != nil || tlsErr != nil || snap.Phase >= report.LayerTLS {
+	if st, tlsErr := hop.TLS(); st != nil || tlsErr != nil || snap.Phase >= report.StepTLS {
 		return nil // the tunnel was up: the failure belongs to the target
 	}
 	var f *failure
@@ -323,7 +323,7 @@ func (w *walk) proxyFailure(target *endpoint, hop *hoptrace.Hop, err error) *fai
 		f = w.hopFailure(pe, hop, err)
 		f.summary = "the runtime's proxy " + pe.hostport + " cannot be reached: " + dialWord(err)
 	case snap.Addr != "":
-		f = &failure{ep: pe, layer: report.LayerHTTP, code: report.CodeProxyFailed,
+		f = &failure{ep: pe, layer: report.StepHTTP, code: report.CodeProxyFailed,
 			summary:  fmt.Sprintf("the proxy %s refused to open a tunnel to %s: %v", pe.hostport, target.hostport, err),
 			evidence: []string{"CONNECT " + target.hostport + " via " + pe.hostport + " (" + snap.Addr + "): " + err.Error()}}
 	default:
@@ -345,13 +345,13 @@ func (w *walk) observe(hops []*hoptrace.Hop) {
 			continue
 		}
 		if s.Status > 0 {
-			ep.set(report.LayerHTTP, report.Pass)
+			ep.set(report.StepHTTP, report.Pass)
 		}
 		firstTCP := !ep.tcpSeen
 		ep.tcpSeen = true
 		st, tlsErr := h.TLS()
 		tlsOK := st != nil && tlsErr == nil
-		plain := st == nil && s.Phase >= report.LayerHTTP && strings.HasPrefix(s.URL, "http:")
+		plain := st == nil && s.Phase >= report.StepHTTP && strings.HasPrefix(s.URL, "http:")
 		firstTLS := !ep.tlsSeen && (tlsOK || plain)
 		if firstTLS {
 			ep.tlsSeen = true
@@ -359,7 +359,7 @@ func (w *walk) observe(hops []*hoptrace.Hop) {
 		w.mu.Unlock()
 
 		if firstTCP {
-			w.step(ep, report.LayerTCP, report.Pass, "", "connected to "+s.Addr, report.Evidence{Dials: h.Dials()}, 0)
+			w.step(ep, report.StepTCP, report.Pass, "", "connected to "+s.Addr, report.Evidence{Dials: h.Dials()}, 0)
 		}
 		switch {
 		case firstTLS && tlsOK:
@@ -372,9 +372,9 @@ func (w *walk) observe(hops []*hoptrace.Hop) {
 			if len(ev.Chain) > 0 {
 				sum += fmt.Sprintf(" (issuer %q, expires %s)", ev.Chain[0].Issuer, ev.Chain[0].NotAfter.Format("2006-01-02"))
 			}
-			w.step(ep, report.LayerTLS, v, "", sum, report.Evidence{TLS: ev}, 0)
+			w.step(ep, report.StepTLS, v, "", sum, report.Evidence{TLS: ev}, 0)
 		case firstTLS && plain:
-			w.step(ep, report.LayerTLS, report.Warn, report.CodeHTTPDowngrade, "plain HTTP: no TLS on this hop", report.Evidence{}, 0)
+			w.step(ep, report.StepTLS, report.Warn, report.CodeHTTPDowngrade, "plain HTTP: no TLS on this hop", report.Evidence{}, 0)
 		}
 	}
 }
@@ -414,10 +414,10 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	hdr := ping.Header.Get("WWW-Authenticate")
 	ch, err := registry.ParseChallenge(hdr)
 	if err != nil {
-		f := &failure{ep: reg, layer: report.LayerAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
+		f := &failure{ep: reg, layer: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
 			summary:  "the registry's authentication challenge cannot be used: " + err.Error(),
 			evidence: []string{fmt.Sprintf("GET /v2/ → 401, WWW-Authenticate: %q", clip(hdr, 300))}}
-		w.step(reg, report.LayerAuth, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+		w.step(reg, report.StepAuth, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
 		return f
 	}
 	cred := w.cred
@@ -425,29 +425,29 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	case "basic":
 		if cred.Username == "" && cred.Password == "" {
 			// the manifest request will show the 401 exactly as the runtime gets it
-			w.step(reg, report.LayerAuth, report.Warn, "", "the registry asks for Basic credentials and none are configured ("+cred.String()+")", report.Evidence{}, 0)
+			w.step(reg, report.StepAuth, report.Warn, "", "the registry asks for Basic credentials and none are configured ("+cred.String()+")", report.Evidence{}, 0)
 			return nil
 		}
 		w.setAuthz("Basic " + base64.StdEncoding.EncodeToString([]byte(cred.Username+":"+cred.Password)))
-		w.step(reg, report.LayerAuth, report.Pass, "", "Basic authentication with "+cred.String(), report.Evidence{}, 0)
+		w.step(reg, report.StepAuth, report.Pass, "", "Basic authentication with "+cred.String(), report.Evidence{}, 0)
 		return nil
 	case "bearer":
 	default:
-		f := &failure{ep: reg, layer: report.LayerAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
+		f := &failure{ep: reg, layer: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
 			summary: fmt.Sprintf("the registry asks for the %q auth scheme, which container runtimes do not speak", ch.Scheme)}
-		w.step(reg, report.LayerAuth, report.Fail, f.code, f.summary, report.Evidence{}, 0)
+		w.step(reg, report.StepAuth, report.Fail, f.code, f.summary, report.Evidence{}, 0)
 		return f
 	}
 	if cred.RegistryToken != "" {
 		w.setAuthz("Bearer " + cred.RegistryToken)
-		w.step(reg, report.LayerAuth, report.Pass, "", "registry token from "+cred.Source, report.Evidence{}, 0)
+		w.step(reg, report.StepAuth, report.Pass, "", "registry token from "+cred.Source, report.Evidence{}, 0)
 		return nil
 	}
 	realm, err := url.Parse(ch.Params["realm"])
 	if err != nil || (realm.Scheme != "https" && realm.Scheme != "http") || realm.Host == "" {
-		f := &failure{ep: reg, layer: report.LayerAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
+		f := &failure{ep: reg, layer: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
 			summary: fmt.Sprintf("the token realm %q in the challenge is not an http(s) URL", clip(ch.Params["realm"], 200))}
-		w.step(reg, report.LayerAuth, report.Fail, f.code, f.summary, report.Evidence{}, 0)
+		w.step(reg, report.StepAuth, report.Fail, f.code, f.summary, report.Evidence{}, 0)
 		return f
 	}
 	q := realm.Query()
@@ -476,24 +476,24 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	body, _, _ := registry.ReadCapped(resp.Body, 1<<20)
 	resp.Body.Close()
 	ev := report.Evidence{HTTP: httpEvidence(resp, body)}
-	w.step(tok, report.LayerHTTP, report.Pass, "", fmt.Sprintf("GET token → %d", resp.StatusCode), ev, lastHop(resp).Duration)
+	w.step(tok, report.StepHTTP, report.Pass, "", fmt.Sprintf("GET token → %d", resp.StatusCode), ev, lastHop(resp).Duration)
 	if resp.StatusCode != http.StatusOK {
-		return w.statusFailure(tok, resp, body, report.LayerAuth, "the token request")
+		return w.statusFailure(tok, resp, body, report.StepAuth, "the token request")
 	}
 	token, err := registry.ParseToken(body)
 	if err != nil {
-		f := &failure{ep: tok, layer: report.LayerAuth, code: report.CodeAuthTokenInvalid, summary: "the token realm answered 200 but " + err.Error()}
-		w.step(tok, report.LayerAuth, report.Fail, f.code, f.summary, ev, 0)
+		f := &failure{ep: tok, layer: report.StepAuth, code: report.CodeAuthTokenInvalid, summary: "the token realm answered 200 but " + err.Error()}
+		w.step(tok, report.StepAuth, report.Fail, f.code, f.summary, ev, 0)
 		return f
 	}
 	w.setAuthz("Bearer " + token)
-	w.step(tok, report.LayerAuth, report.Pass, "", fmt.Sprintf("token issued for scope repository:%s:pull to %s", w.ref.Repository, cred.String()), report.Evidence{}, 0)
-	w.step(reg, report.LayerAuth, report.Pass, "", "bearer token from "+tok.hostport, report.Evidence{}, 0)
+	w.step(tok, report.StepAuth, report.Pass, "", fmt.Sprintf("token issued for scope repository:%s:pull to %s", w.ref.Repository, cred.String()), report.Evidence{}, 0)
+	w.step(reg, report.StepAuth, report.Pass, "", "bearer token from "+tok.hostport, report.Evidence{}, 0)
 	return nil
 }
 
 // statusFailure maps an unexpected HTTP status on ep to a failure, reading registry error codes.
-func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte, layer report.Layer, what string) *failure {
+func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte, layer report.StepName, what string) *failure {
 	ev := report.Evidence{HTTP: httpEvidence(resp, body)}
 	codes := strings.Join(ev.HTTP.ErrorCodes, ", ")
 	st := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
@@ -529,18 +529,18 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 		if ep.role == report.RoleBlob {
 			f.code = report.CodeBlobForbidden
 			f.summary = fmt.Sprintf("the blob host %s refused the download (403): an expired or rejected signed URL, or a storage firewall / private endpoint rule", ep.hostport)
-		} else if layer == report.LayerHTTP && ep.role == report.RoleRegistry {
+		} else if layer == report.StepHTTP && ep.role == report.RoleRegistry {
 			f.summary = fmt.Sprintf("%s was denied (403) before any credential was presented: a registry network rule (firewall, private-endpoint-only) rejects this node's address", what)
 		}
 	case http.StatusNotFound:
 		switch {
-		case layer == report.LayerHTTP && ep.role == report.RoleRegistry:
+		case layer == report.StepHTTP && ep.role == report.RoleRegistry:
 			f.code = report.CodeHTTPNotRegistry
 			f.summary = fmt.Sprintf("%s answered 404: %s does not serve the registry API (a web server, a wrong port or path)", what, ep.hostport)
 		case has("NAME_UNKNOWN"):
 			f.code = report.CodeNameUnknown
 			f.summary = fmt.Sprintf("repository %s does not exist on %s", w.ref.Repository, w.ref.Registry)
-		case layer == report.LayerBlob:
+		case layer == report.StepBlob:
 			f.code = report.CodeBlobUnknown
 			f.summary = fmt.Sprintf("%s: %s answered 404 for a blob the manifest lists", what, ep.hostport)
 		default:
@@ -570,7 +570,7 @@ func (w *walk) requestAuth(reg *endpoint, method string, u *url.URL, hdr http.He
 	}
 	w.challenged = true
 	resp.Body.Close()
-	w.step(reg, report.LayerAuth, report.Pass, "", fmt.Sprintf("%s answered %s %s with a challenge; authenticating as the runtime would", reg.hostport, method, u.Path), report.Evidence{}, 0)
+	w.step(reg, report.StepAuth, report.Pass, "", fmt.Sprintf("%s answered %s %s with a challenge; authenticating as the runtime would", reg.hostport, method, u.Path), report.Evidence{}, 0)
 	if f := w.authenticate(reg, resp); f != nil {
 		return nil, f
 	}
@@ -612,10 +612,10 @@ func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
 		}
 		avail = append(avail, d.Platform.String())
 	}
-	f = &failure{ep: reg, layer: report.LayerManifest, code: report.CodePlatformMismatch,
+	f = &failure{ep: reg, layer: report.StepManifest, code: report.CodePlatformMismatch,
 		summary:  fmt.Sprintf("the image index has no manifest for this node's platform %s (it has: %s)", w.platform, strings.Join(avail, ", ")),
 		evidence: []string{"index " + short(digest) + " lists " + strings.Join(avail, ", "), "node platform: " + w.platform.String()}}
-	w.step(reg, report.LayerManifest, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+	w.step(reg, report.StepManifest, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
 	return nil, f
 }
 
@@ -627,12 +627,12 @@ func (w *walk) fetchManifest(reg *endpoint, u *url.URL, wantDigest string, wantS
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		body, _, _ := registry.ReadCapped(resp.Body, registry.MaxErrorBody)
-		return nil, w.statusFailure(w.endpointOf(resp, reg), resp, body, report.LayerManifest, "the manifest request for "+what)
+		return nil, w.statusFailure(w.endpointOf(resp, reg), resp, body, report.StepManifest, "the manifest request for "+what)
 	}
 	body, more, err := registry.ReadCapped(resp.Body, registry.MaxManifestBytes)
 	fail := func(code report.Code, summary string, lines ...string) (*registry.Manifest, *failure) {
-		f := &failure{ep: w.endpointOf(resp, reg), layer: report.LayerManifest, code: code, summary: summary, evidence: lines}
-		w.step(f.ep, report.LayerManifest, report.Fail, code, summary, report.Evidence{Lines: lines}, lastHop(resp).Duration)
+		f := &failure{ep: w.endpointOf(resp, reg), layer: report.StepManifest, code: code, summary: summary, evidence: lines}
+		w.step(f.ep, report.StepManifest, report.Fail, code, summary, report.Evidence{Lines: lines}, lastHop(resp).Duration)
 		return nil, f
 	}
 	if err != nil {
@@ -668,7 +668,7 @@ func (w *walk) fetchManifest(reg *endpoint, u *url.URL, wantDigest string, wantS
 		}
 		kind += fmt.Sprintf(", %d layers, %s", len(m.Layers), report.HumanBytes(total))
 	}
-	w.step(reg, report.LayerManifest, report.Pass, "", fmt.Sprintf("%s: %s %s (%s)", what, short(got), kind, shortMedia(m.MediaType)), report.Evidence{}, lastHop(resp).Duration)
+	w.step(reg, report.StepManifest, report.Pass, "", fmt.Sprintf("%s: %s %s (%s)", what, short(got), kind, shortMedia(m.MediaType)), report.Evidence{}, lastHop(resp).Duration)
 	return m, nil
 }
 
@@ -692,10 +692,10 @@ func (w *walk) checkConfigPlatform(reg *endpoint, cfg []byte) *failure {
 	if w.platform.Match(p) {
 		return nil
 	}
-	f := &failure{ep: reg, layer: report.LayerManifest, code: report.CodePlatformMismatch,
+	f := &failure{ep: reg, layer: report.StepManifest, code: report.CodePlatformMismatch,
 		summary:  fmt.Sprintf("the image is built for %s, this node is %s", p, w.platform),
 		evidence: []string{"image config: os=" + c.OS + " architecture=" + c.Architecture + " variant=" + c.Variant}}
-	w.step(reg, report.LayerManifest, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+	w.step(reg, report.StepManifest, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
 	return f
 }
 

@@ -48,19 +48,19 @@ type Ref struct {
 
 // Failing names where the path broke.
 type Failing struct {
-	Host  string `json:"host"` // host:port
-	Role  Role   `json:"role"`
-	Layer Layer  `json:"layer"`
-	Code  Code   `json:"code"`
+	Host string   `json:"host"` // host:port
+	Role Role     `json:"role"`
+	Step StepName `json:"step"`
+	Code Code     `json:"code"`
 }
 
 // Endpoint is one host:port the pull touched, with the result of each layer on it.
 type Endpoint struct {
-	Host      string            `json:"host"` // host:port as dialed
-	Role      Role              `json:"role"`
-	Addresses []Address         `json:"addresses"`
-	Layers    map[Layer]Verdict `json:"layers"`
-	Via       string            `json:"via,omitempty"` // how the pull reached it ("WWW-Authenticate realm", "307 from registry.example:443")
+	Host      string               `json:"host"` // host:port as dialed
+	Role      Role                 `json:"role"`
+	Addresses []Address            `json:"addresses"`
+	Steps     map[StepName]Verdict `json:"steps"`
+	Via       string               `json:"via,omitempty"` // how the pull reached it ("WWW-Authenticate realm", "307 from registry.example:443")
 }
 
 // Address is one resolved address of an endpoint.
@@ -123,7 +123,7 @@ type Warning struct {
 
 // Step is one observation: one layer of one endpoint, with the evidence behind the verdict.
 type Step struct {
-	Layer    Layer         `json:"layer"`
+	Step     StepName      `json:"step"`
 	Endpoint string        `json:"endpoint"`
 	Role     Role          `json:"role"`
 	Verdict  Verdict       `json:"verdict"`
@@ -212,7 +212,7 @@ type Hop struct {
 	TLS      string        `json:"tls,omitempty"`
 	Status   int           `json:"status,omitempty"`
 	Error    string        `json:"error,omitempty"`
-	Phase    Layer         `json:"phase"` // the last layer reached
+	Phase    StepName      `json:"phase"` // the last layer reached
 	Duration time.Duration `json:"durationNs"`
 }
 

@@ -29,7 +29,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 		fmt.Fprintf(b, "OK  %s\n", p.Summary)
 	} else {
 		f := p.Failing
-		fmt.Fprintf(b, "BROKEN  class %s · %s (%s) · layer %s · %s\n", p.Class, f.Host, f.Role, f.Layer, p.Code)
+		fmt.Fprintf(b, "BROKEN  class %s · %s (%s) · step %s · %s\n", p.Class, f.Host, f.Role, f.Step, p.Code)
 		fmt.Fprintf(b, "  %s\n", p.Summary)
 		if p.Owner != "" {
 			fmt.Fprintf(b, "  owner     %s\n", p.Owner)
@@ -64,7 +64,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "ENDPOINT\tROLE\tADDRESSES")
-	for _, l := range EndpointLayers {
+	for _, l := range EndpointSteps {
 		fmt.Fprintf(tw, "\t%s", strings.ToUpper(l.String()))
 	}
 	fmt.Fprintln(tw)
@@ -77,8 +77,8 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			addrs = []string{"-"}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s", e.Host, e.Role, strings.Join(addrs, ", "))
-		for _, l := range EndpointLayers {
-			v, ok := e.Layers[l]
+		for _, l := range EndpointSteps {
+			v, ok := e.Steps[l]
 			cell := "·"
 			if ok {
 				cell = string(v)
@@ -100,7 +100,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			if s.Code != "" {
 				code = " " + string(s.Code)
 			}
-			fmt.Fprintf(b, "  %-4s %-8s %-28s %s%s\n", s.Verdict, s.Layer, s.Endpoint, s.Summary, code)
+			fmt.Fprintf(b, "  %-4s %-8s %-28s %s%s\n", s.Verdict, s.Step, s.Endpoint, s.Summary, code)
 		}
 		b.WriteString("\nhops\n")
 		for _, h := range p.Hops {

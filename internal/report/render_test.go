@@ -9,11 +9,11 @@ import (
 
 func TestWriteTextBroken(t *testing.T) {
 	p := &Probe{Image: "r.example/a:1", Platform: "linux/amd64", Node: "n1", Class: ClassEndpoint, Owner: ClassEndpoint.Owner(), Code: CodeTCPRefused,
-		Summary: "cannot open a TCP connection to blobs.example:443", Failing: &Failing{Host: "blobs.example:443", Role: RoleBlob, Layer: LayerTCP, Code: CodeTCPRefused},
+		Summary: "cannot open a TCP connection to blobs.example:443", Failing: &Failing{Host: "blobs.example:443", Role: RoleBlob, Step: StepTCP, Code: CodeTCPRefused},
 		Evidence: []string{"", "dial 10.0.0.3:443: connection refused"}, WhereToLook: "the allowlist",
 		Resolver: Resolver{Source: "/etc/resolv.conf", Nameservers: []string{"10.0.0.10:53"}},
 		Endpoints: []Endpoint{{Host: "blobs.example:443", Role: RoleBlob, Addresses: []Address{{IP: "10.0.0.3", Scope: "private"}},
-			Layers: map[Layer]Verdict{LayerDNS: Pass, LayerTCP: Fail, LayerTLS: Skip}}},
+			Steps: map[StepName]Verdict{StepDNS: Pass, StepTCP: Fail, StepTLS: Skip}}},
 		Warnings: []Warning{{Code: CodeTLSInsecure, Message: "--insecure"}}}
 	var b bytes.Buffer
 	if err := WriteText(&b, p, TextOptions{}); err != nil {
@@ -21,7 +21,7 @@ func TestWriteTextBroken(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"BROKEN  class endpoint · blobs.example:443 (blob) · layer tcp · TCP_REFUSED\n",
+		"BROKEN  class endpoint · blobs.example:443 (blob) · step tcp · TCP_REFUSED\n",
 		"  owner     network + registry\n",
 		"  evidence  dial 10.0.0.3:443: connection refused\n", // the empty first line is skipped, not a dangling label
 		"  look at   the allowlist\n",
@@ -36,7 +36,7 @@ func TestWriteTextBroken(t *testing.T) {
 
 func TestProbeJSONContract(t *testing.T) {
 	ok := &Probe{APIVersion: APIVersion, Kind: "ProbeReport", Image: "a", Class: ClassOK, Code: CodeOK,
-		Endpoints: []Endpoint{{Host: "r:443", Role: RoleRegistry, Layers: map[Layer]Verdict{LayerDNS: Pass}, Addresses: []Address{}}},
+		Endpoints: []Endpoint{{Host: "r:443", Role: RoleRegistry, Steps: map[StepName]Verdict{StepDNS: Pass}, Addresses: []Address{}}},
 		Download:  Download{Layers: 3, Bytes: 10, Verified: true}}
 	b, err := json.Marshal(ok)
 	if err != nil {
@@ -54,7 +54,7 @@ func TestProbeJSONContract(t *testing.T) {
 	if m["failing"] != nil {
 		t.Errorf("failing must be null when ok: %v", m["failing"])
 	}
-	if !strings.Contains(string(b), `"layers":{"dns":"pass"}`) {
+	if !strings.Contains(string(b), `"steps":{"dns":"pass"}`) {
 		t.Errorf("layers should marshal by name: %s", b)
 	}
 }
@@ -80,8 +80,8 @@ func TestClassesAndLayers(t *testing.T) {
 	if len(Classes()) != 12 || Classes()[0] != ClassOK || Classes()[11] != ClassOther {
 		t.Errorf("Classes() = %v", Classes())
 	}
-	var l Layer
-	if err := l.UnmarshalText([]byte("manifest")); err != nil || l != LayerManifest {
+	var l StepName
+	if err := l.UnmarshalText([]byte("manifest")); err != nil || l != StepManifest {
 		t.Errorf("UnmarshalText = %v %v", l, err)
 	}
 	if err := l.UnmarshalText([]byte("nope")); err == nil {
@@ -89,19 +89,19 @@ func TestClassesAndLayers(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		role  Role
-		layer Layer
+		layer StepName
 		code  Code
 		want  Class
 	}{
-		{RoleRegistry, LayerDNS, CodeDNSNXDomain, ClassDNS},
-		{RoleBlob, LayerDNS, CodeDNSNXDomain, ClassEndpoint},
-		{RoleToken, LayerAuth, CodeAuth401, ClassAuth},
-		{RoleBlob, LayerBlob, CodeAuth403, ClassEndpoint},
-		{RoleRegistry, LayerManifest, CodeAuth403, ClassForbidden},
-		{RoleRegistry, LayerTLS, CodeTLSHandshakeTimeout, ClassRoute},
-		{RoleRegistry, LayerTLS, CodeTLSPlainHTTP, ClassTLS},
-		{RoleProxy, LayerTCP, CodeTCPRefused, ClassProxy},
-		{RoleMirror, LayerTCP, CodeTCPRefused, ClassEndpoint},
+		{RoleRegistry, StepDNS, CodeDNSNXDomain, ClassDNS},
+		{RoleBlob, StepDNS, CodeDNSNXDomain, ClassEndpoint},
+		{RoleToken, StepAuth, CodeAuth401, ClassAuth},
+		{RoleBlob, StepBlob, CodeAuth403, ClassEndpoint},
+		{RoleRegistry, StepManifest, CodeAuth403, ClassForbidden},
+		{RoleRegistry, StepTLS, CodeTLSHandshakeTimeout, ClassRoute},
+		{RoleRegistry, StepTLS, CodeTLSPlainHTTP, ClassTLS},
+		{RoleProxy, StepTCP, CodeTCPRefused, ClassProxy},
+		{RoleMirror, StepTCP, CodeTCPRefused, ClassEndpoint},
 	} {
 		if got := ClassFor(tc.role, tc.layer, tc.code); got != tc.want {
 			t.Errorf("ClassFor(%s, %s, %s) = %s, want %s", tc.role, tc.layer, tc.code, got, tc.want)

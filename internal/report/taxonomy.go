@@ -5,42 +5,42 @@ import (
 	"strings"
 )
 
-// Layer is one layer of the pull path, in the order the runtime traverses it.
-type Layer int
+// StepName is one step of the pull path, in the order the runtime traverses it.
+type StepName int
 
 // The layers of evidence per endpoint (DESIGN.md), in pull order.
 const (
-	LayerConfig Layer = iota
-	LayerDNS
-	LayerRoute
-	LayerTCP
-	LayerTLS
-	LayerHTTP
-	LayerAuth
-	LayerManifest
-	LayerBlob
+	StepConfig StepName = iota
+	StepDNS
+	StepRoute
+	StepTCP
+	StepTLS
+	StepHTTP
+	StepAuth
+	StepManifest
+	StepBlob
 )
 
 var layerNames = [...]string{"config", "dns", "route", "tcp", "tls", "http", "auth", "manifest", "blob"}
 
-// EndpointLayers are the layers shown per endpoint in the inventory, in order.
-var EndpointLayers = []Layer{LayerDNS, LayerRoute, LayerTCP, LayerTLS, LayerHTTP, LayerAuth, LayerManifest, LayerBlob}
+// EndpointSteps are the layers shown per endpoint in the inventory, in order.
+var EndpointSteps = []StepName{StepDNS, StepRoute, StepTCP, StepTLS, StepHTTP, StepAuth, StepManifest, StepBlob}
 
-func (l Layer) String() string {
+func (l StepName) String() string {
 	if l < 0 || int(l) >= len(layerNames) {
-		return fmt.Sprintf("layer(%d)", int(l))
+		return fmt.Sprintf("step(%d)", int(l))
 	}
 	return layerNames[l]
 }
 
 // MarshalText renders the layer as its lowercase name ("dns").
-func (l Layer) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
+func (l StepName) MarshalText() ([]byte, error) { return []byte(l.String()), nil }
 
 // UnmarshalText parses a layer name.
-func (l *Layer) UnmarshalText(b []byte) error {
+func (l *StepName) UnmarshalText(b []byte) error {
 	for i, n := range layerNames {
 		if n == string(b) {
-			*l = Layer(i)
+			*l = StepName(i)
 			return nil
 		}
 	}
@@ -213,7 +213,7 @@ const (
 // ClassFor maps where a failure was observed to its class, following DESIGN.md:
 // a failure on a token, blob or mirror host while the registry API works is "endpoint",
 // except the identity answers (401/403) a token realm gives, which are about the identity.
-func ClassFor(role Role, layer Layer, code Code) Class {
+func ClassFor(role Role, step StepName, code Code) Class {
 	switch code {
 	case CodeAuth401:
 		return ClassAuth
@@ -249,12 +249,12 @@ func ClassFor(role Role, layer Layer, code Code) Class {
 	case CodeDNSPublicForPrivate:
 		return ClassDNS
 	}
-	switch layer {
-	case LayerDNS:
+	switch step {
+	case StepDNS:
 		return ClassDNS
-	case LayerRoute, LayerTCP:
+	case StepRoute, StepTCP:
 		return ClassRoute
-	case LayerTLS:
+	case StepTLS:
 		return ClassTLS
 	}
 	return ClassOther

@@ -112,7 +112,7 @@ type probeResult struct {
 	Class   string `json:"class"`
 	Code    string `json:"code"`
 	Failing *struct {
-		Host, Role, Layer string
+		Host, Role, Step string
 	} `json:"failing"`
 	Warnings []struct{ Code, Host, Message string } `json:"warnings"`
 	Download struct {
