@@ -104,7 +104,7 @@ func Run(ctx context.Context, out io.Writer, o RunOptions) ([]Result, error) {
 			mark = "MISMATCH"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario.Name, r.Scenario.Expect, r.Report.Class, host, role, layer,
-			r.Report.Code, r.Report.Duration.Round(time.Millisecond), mark)
+			r.Report.Code, r.Report.Duration.Std().Round(time.Millisecond), mark)
 	}
 	return results, tw.Flush()
 }

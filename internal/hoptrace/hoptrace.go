@@ -52,7 +52,7 @@ func (h *Hop) Snapshot() report.Hop {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	r := report.Hop{Role: h.Role, Method: h.Method, URL: h.URL, Host: h.Host, Addr: h.Addr, Reused: h.Reused,
-		Status: h.Status, Phase: h.Phase, Duration: h.Duration}
+		Status: h.Status, Phase: h.Phase, Duration: report.Duration(h.Duration)}
 	if h.tlsState != nil {
 		r.TLS = tls.VersionName(h.tlsState.Version)
 	}

@@ -100,7 +100,7 @@ func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
 			}
 		}
 	}
-	w.download.Seconds = secs
+	w.download.Duration = report.Duration(secs * float64(time.Second))
 	if secs > 0 {
 		w.download.MBps = float64(w.download.Bytes) / 1e6 / secs
 	}
@@ -179,7 +179,7 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	dur := time.Since(start)
 	fail := func(code report.Code, summary string, lines ...string) (int64, *failure) {
 		f := &failure{ep: ep, layer: report.StepBlob, code: code, summary: summary, evidence: lines}
-		w.step(ep, report.StepBlob, report.Fail, code, summary, report.Evidence{Lines: lines}, dur)
+		w.step(ep, report.StepBlob, report.Fail, code, summary, report.Evidence{Lines: lines}, report.Duration(dur))
 		return n, f
 	}
 	hopLine := w.hopChain(resp)
@@ -210,7 +210,7 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	if dur > 0 {
 		mbps = float64(n) / 1e6 / dur.Seconds()
 	}
-	w.step(ep, report.StepBlob, report.Pass, "", fmt.Sprintf("%s: %s in %s (%.1f MB/s), digest verified; %s", what, report.HumanBytes(n), dur.Round(time.Millisecond), mbps, hopLine), report.Evidence{}, dur)
+	w.step(ep, report.StepBlob, report.Pass, "", fmt.Sprintf("%s: %s in %s (%.1f MB/s), digest verified; %s", what, report.HumanBytes(n), dur.Round(time.Millisecond), mbps, hopLine), report.Evidence{}, report.Duration(dur))
 	return n, nil
 }
 

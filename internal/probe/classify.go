@@ -85,7 +85,7 @@ func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 			} else {
 				line += ": ok"
 			}
-			f.evidence = append(f.evidence, line+fmt.Sprintf(" after %s", d.Duration.Round(10*time.Microsecond)))
+			f.evidence = append(f.evidence, line+fmt.Sprintf(" after %s", d.Duration.Std().Round(10*time.Microsecond)))
 		}
 		if f.code == report.CodeTCPTimeout {
 			f.evidence = append(f.evidence, "no answer at all within --connect-timeout: packets are dropped (a firewall, NSG or security group, or a missing return route)")

@@ -115,7 +115,7 @@ func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
 		case resolver.KindNoServers:
 			f.summary = fmt.Sprintf("no nameserver is configured in %s", w.opts.Resolver.Source)
 		}
-		w.step(ep, report.StepDNS, report.Fail, code, f.summary, ev, time.Since(start))
+		w.step(ep, report.StepDNS, report.Fail, code, f.summary, ev, since(start))
 		return f
 	}
 	ep.addrs = res.Addrs
@@ -151,12 +151,12 @@ func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
 			if w.opts.ExpectPrivate {
 				f := &failure{ep: ep, layer: report.StepDNS, code: report.CodeDNSPublicForPrivate, ev: ev, summary: msg,
 					evidence: append([]string{sum}, queryLines(res)...)}
-				w.step(ep, report.StepDNS, report.Fail, f.code, msg, ev, time.Since(start))
+				w.step(ep, report.StepDNS, report.Fail, f.code, msg, ev, since(start))
 				return f
 			}
 		}
 	}
-	w.step(ep, report.StepDNS, verdict, "", sum, ev, time.Since(start))
+	w.step(ep, report.StepDNS, verdict, "", sum, ev, since(start))
 	return nil
 }
 
@@ -183,10 +183,10 @@ func (w *walk) routeCheck(ep *endpoint) *failure {
 	if ok == 0 {
 		f := &failure{ep: ep, layer: report.StepRoute, code: report.CodeRouteNone, ev: ev, evidence: lines,
 			summary: fmt.Sprintf("this node has no route to %s (%s)", ep.host, joinAddrs(ep.addrs))}
-		w.step(ep, report.StepRoute, report.Fail, f.code, f.summary, ev, time.Since(start))
+		w.step(ep, report.StepRoute, report.Fail, f.code, f.summary, ev, since(start))
 		return f
 	}
-	w.step(ep, report.StepRoute, report.Pass, "", strings.Join(lines, "; "), ev, time.Since(start))
+	w.step(ep, report.StepRoute, report.Pass, "", strings.Join(lines, "; "), ev, since(start))
 	return nil
 }
 
@@ -207,7 +207,7 @@ func (w *walk) dial(ctx context.Context, network, addr string) (net.Conn, error)
 		d := net.Dialer{Timeout: w.opts.ConnectTimeout}
 		start := time.Now()
 		conn, err := d.DialContext(ctx, "tcp", target)
-		rec := report.Dial{Addr: target, Route: ep.routes[a], Duration: time.Since(start)}
+		rec := report.Dial{Addr: target, Route: ep.routes[a], Duration: report.Duration(time.Since(start))}
 		w.mu.Lock()
 		if err != nil {
 			rec.Error = err.Error()
@@ -292,7 +292,7 @@ func dnsEvidence(r resolver.Result) *report.DNS {
 		d.Addrs = append(d.Addrs, a.String())
 	}
 	for _, q := range r.Queries {
-		d.Queries = append(d.Queries, report.DNSQuery{Server: q.Server, Name: q.Name, Type: q.Type, Rcode: q.Rcode, Error: q.Err, RTT: q.RTT})
+		d.Queries = append(d.Queries, report.DNSQuery{Server: q.Server, Name: q.Name, Type: q.Type, Rcode: q.Rcode, Error: q.Err, RTT: report.Duration(q.RTT)})
 	}
 	return d
 }

@@ -90,7 +90,7 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		Steps:    w.steps,
 		Hops:     w.rec.Hops(),
 		Started:  start.UTC(),
-		Duration: time.Since(start),
+		Duration: since(start),
 	}
 	if r.Resolver.Nameservers == nil {
 		r.Resolver.Nameservers = []string{}
@@ -111,7 +111,7 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		r.Class, r.Code = report.ClassOK, report.CodeOK
 		d := w.download
 		r.Summary = fmt.Sprintf("the pull path holds: %d blobs (%d layers + config), %s downloaded and digest-verified in %.2fs (%.1f MB/s) over %d endpoints",
-			d.Blobs, d.Layers, report.HumanBytes(d.Bytes), d.Seconds, d.MBps, len(w.order))
+			d.Blobs, d.Layers, report.HumanBytes(d.Bytes), d.Duration.Std().Seconds(), d.MBps, len(w.order))
 		if w.opts.Insecure {
 			r.Summary += "; but certificates were NOT verified (--insecure)"
 		}

@@ -184,7 +184,7 @@ func trustPool(files []string) (*x509.CertPool, error) {
 	return pool, nil
 }
 
-func (w *walk) step(ep *endpoint, l report.StepName, v report.Verdict, code report.Code, summary string, ev report.Evidence, d time.Duration) {
+func (w *walk) step(ep *endpoint, l report.StepName, v report.Verdict, code report.Code, summary string, ev report.Evidence, d report.Duration) {
 	w.opts.Logger.Debug("step", "layer", l.String(), "endpoint", ep.hostport, "role", string(ep.role), "verdict", string(v), "code", string(code), "summary", summary)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -719,3 +719,5 @@ func shortMedia(mt string) string {
 	}
 	return mt
 }
+
+func since(t time.Time) report.Duration { return report.Duration(time.Since(t)) }

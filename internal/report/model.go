@@ -1,6 +1,11 @@
 package report
 
-import "time"
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
 
 // APIVersion is the version of the JSON documents pullpath writes.
 const APIVersion = "pullpath/v1alpha1"
@@ -33,8 +38,8 @@ type Probe struct {
 	Steps     []Step     `json:"steps"`
 	Hops      []Hop      `json:"hops"`
 
-	Started  time.Time     `json:"started"`
-	Duration time.Duration `json:"durationNs"`
+	Started  time.Time `json:"started"`
+	Duration Duration  `json:"durationMs"`
 }
 
 // Ref is the parsed image reference as the runtime sees it.
@@ -73,13 +78,13 @@ type Address struct {
 
 // Download is what the blob phase achieved.
 type Download struct {
-	Layers   int     `json:"layers"` // layer blobs fully downloaded (the config blob is counted in Blobs)
-	Blobs    int     `json:"blobs"`
-	Expected int     `json:"expected"` // blobs the manifest lists (config + layers)
-	Bytes    int64   `json:"bytes"`
-	Verified bool    `json:"verified"` // every blob downloaded and its digest and size checked
-	Seconds  float64 `json:"seconds"`
-	MBps     float64 `json:"mbps"`
+	Layers   int      `json:"layers"` // layer blobs fully downloaded (the config blob is counted in Blobs)
+	Blobs    int      `json:"blobs"`
+	Expected int      `json:"expected"` // blobs the manifest lists (config + layers)
+	Bytes    int64    `json:"bytes"`
+	Verified bool     `json:"verified"` // every blob downloaded and its digest and size checked
+	Duration Duration `json:"durationMs"`
+	MBps     float64  `json:"mbps"`
 }
 
 // Resolver records which resolver configuration the probe used.
@@ -123,14 +128,14 @@ type Warning struct {
 
 // Step is one observation: one layer of one endpoint, with the evidence behind the verdict.
 type Step struct {
-	Step     StepName      `json:"step"`
-	Endpoint string        `json:"endpoint"`
-	Role     Role          `json:"role"`
-	Verdict  Verdict       `json:"verdict"`
-	Code     Code          `json:"code,omitempty"`
-	Summary  string        `json:"summary"`
-	Evidence Evidence      `json:"evidence"`
-	Duration time.Duration `json:"durationNs"`
+	Step     StepName `json:"step"`
+	Endpoint string   `json:"endpoint"`
+	Role     Role     `json:"role"`
+	Verdict  Verdict  `json:"verdict"`
+	Code     Code     `json:"code,omitempty"`
+	Summary  string   `json:"summary"`
+	Evidence Evidence `json:"evidence"`
+	Duration Duration `json:"durationMs"`
 }
 
 // Evidence is the typed detail behind a step; at most a few fields are set.
@@ -154,20 +159,20 @@ type DNS struct {
 
 // DNSQuery is one question sent to one server.
 type DNSQuery struct {
-	Server string        `json:"server"`
-	Name   string        `json:"name"`
-	Type   string        `json:"type"`
-	Rcode  string        `json:"rcode,omitempty"`
-	Error  string        `json:"error,omitempty"`
-	RTT    time.Duration `json:"rttNs"`
+	Server string   `json:"server"`
+	Name   string   `json:"name"`
+	Type   string   `json:"type"`
+	Rcode  string   `json:"rcode,omitempty"`
+	Error  string   `json:"error,omitempty"`
+	RTT    Duration `json:"rttMs"`
 }
 
 // Dial is one TCP connection attempt to one address.
 type Dial struct {
-	Addr     string        `json:"addr"`
-	Route    string        `json:"route,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Duration time.Duration `json:"durationNs"`
+	Addr     string   `json:"addr"`
+	Route    string   `json:"route,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Duration Duration `json:"durationMs"`
 }
 
 // TLS is the evidence of one handshake.
@@ -202,18 +207,18 @@ type HTTP struct {
 
 // Hop is one HTTP round trip of the pull, recorded by hoptrace.
 type Hop struct {
-	Seq      int           `json:"seq"`
-	Role     Role          `json:"role"`
-	Method   string        `json:"method"`
-	URL      string        `json:"url"` // redacted: signed query values removed
-	Host     string        `json:"host"`
-	Addr     string        `json:"addr,omitempty"`   // the address dialed for this hop
-	Reused   bool          `json:"reused,omitempty"` // over a kept-alive connection: no dial or handshake of its own
-	TLS      string        `json:"tls,omitempty"`
-	Status   int           `json:"status,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Phase    StepName      `json:"phase"` // the last layer reached
-	Duration time.Duration `json:"durationNs"`
+	Seq      int      `json:"seq"`
+	Role     Role     `json:"role"`
+	Method   string   `json:"method"`
+	URL      string   `json:"url"` // redacted: signed query values removed
+	Host     string   `json:"host"`
+	Addr     string   `json:"addr,omitempty"`   // the address dialed for this hop
+	Reused   bool     `json:"reused,omitempty"` // over a kept-alive connection: no dial or handshake of its own
+	TLS      string   `json:"tls,omitempty"`
+	Status   int      `json:"status,omitempty"`
+	Error    string   `json:"error,omitempty"`
+	Phase    StepName `json:"phase"` // the last layer reached
+	Duration Duration `json:"durationMs"`
 }
 
 // Findings is the JSON contract of `pullpath explain -o json`.
@@ -243,3 +248,27 @@ type Finding struct {
 	Count        int      `json:"count"`
 	Sources      []string `json:"sources,omitempty"`
 }
+
+// Duration is a time.Duration that reads and writes JSON as milliseconds (a float with microsecond
+// precision): the one duration unit of every pullpath document.
+type Duration time.Duration
+
+// MarshalJSON writes the duration in milliseconds.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return strconv.AppendFloat(nil, math.Round(float64(d)/1e3)/1e3, 'f', -1, 64), nil
+}
+
+// UnmarshalJSON reads milliseconds.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	ms, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("duration: want milliseconds, got %s", b)
+	}
+	*d = Duration(ms * 1e6)
+	return nil
+}
+
+// Std is the duration as a time.Duration.
+func (d Duration) Std() time.Duration { return time.Duration(d) }
+
+func (d Duration) String() string { return time.Duration(d).String() }

@@ -45,7 +45,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	for _, x := range p.Warnings {
 		fmt.Fprintf(b, "  WARNING   %s: %s\n", x.Code, x.Message)
 	}
-	fmt.Fprintf(b, "\nimage     %s (platform %s, from node %s, %s)\n", p.Image, p.Platform, p.Node, p.Duration.Round(time.Millisecond))
+	fmt.Fprintf(b, "\nimage     %s (platform %s, from node %s, %s)\n", p.Image, p.Platform, p.Node, p.Duration.Std().Round(time.Millisecond))
 	fmt.Fprintf(b, "resolver  %s from %s\n", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source)
 	if rt := p.Runtime; rt != nil {
 		ver := rt.Version
@@ -59,7 +59,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	}
 	if p.Download.Expected > 0 {
 		d := p.Download
-		fmt.Fprintf(b, "download  %d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t\n", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Seconds, d.MBps, d.Verified)
+		fmt.Fprintf(b, "download  %d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t\n", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Duration.Std().Seconds(), d.MBps, d.Verified)
 	}
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
@@ -112,7 +112,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			if h.Reused {
 				conn = ", reused connection"
 			}
-			fmt.Fprintf(b, "  %3d %-8s %-4s %s → %s (%s%s)\n", h.Seq, h.Role, h.Method, h.URL, st, h.Duration.Round(time.Millisecond), conn)
+			fmt.Fprintf(b, "  %3d %-8s %-4s %s → %s (%s%s)\n", h.Seq, h.Role, h.Method, h.URL, st, h.Duration.Std().Round(time.Millisecond), conn)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -116,8 +116,8 @@ type probeResult struct {
 	} `json:"failing"`
 	Warnings []struct{ Code, Host, Message string } `json:"warnings"`
 	Download struct {
-		Bytes   int64   `json:"bytes"`
-		Seconds float64 `json:"seconds"`
+		Bytes      int64   `json:"bytes"`
+		DurationMs float64 `json:"durationMs"`
 	} `json:"download"`
 	raw string
 }
@@ -318,7 +318,7 @@ func (e *env) throughput(t *testing.T) {
 	}
 	mb := float64(pr.Download.Bytes) / 1e6
 	line := fmt.Sprintf("throughput over the veth, fresh %.0f MB image: containerd (crictl pull, incl. unpack) %.2fs = %.0f MB/s; pullpath probe %.2fs = %.0f MB/s (download %.2fs)",
-		mb, ctrd.Seconds(), mb/ctrd.Seconds(), pt.Seconds(), mb/pt.Seconds(), pr.Download.Seconds)
+		mb, ctrd.Seconds(), mb/ctrd.Seconds(), pt.Seconds(), mb/pt.Seconds(), pr.Download.DurationMs/1e3)
 	t.Log(line)
 	if p := os.Getenv("PULLPATH_LAB_REPORT"); p != "" {
 		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0o644)
