@@ -154,7 +154,7 @@ func Classify(msg string) report.Finding {
 		}
 		fd.Reason = reason(fd, f)
 	}
-	fd.Owner = fd.Class.Owner()
+	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
 	fd.NextSteps = nextSteps(fd, f)
 	fd.Decide = decide(fd, f)
 	return fd

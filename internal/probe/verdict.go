@@ -126,7 +126,7 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		class, f.code, f.layer = report.ClassDNS, report.CodeDNSPublicForPrivate, report.StepDNS
 		f.evidence = append(f.evidence, w.ep0DNSLine(f.ep))
 	}
-	r.Class, r.Owner, r.Code, r.Summary = class, class.Owner(), f.code, f.summary
+	r.Class, r.Owner, r.OwnerText, r.Code, r.Summary = class, class.Owner(), class.OwnerText(), f.code, f.summary
 	r.Failing = &report.Failing{Host: f.ep.hostport, Role: f.ep.role, Step: f.layer, Code: f.code}
 	r.Evidence = f.evidence
 	r.Alternative = f.alt

@@ -42,7 +42,7 @@ func WriteFindingsText(w io.Writer, fs []Finding) error {
 				fmt.Fprintf(b, "    %-10s %s\n", k, v)
 			}
 		}
-		row("owner", string(f.Owner))
+		row("owner", ownerLine(f.Owner, f.OwnerText))
 		row("image", f.Image)
 		row("operation", f.Operation)
 		row("url", f.URL)

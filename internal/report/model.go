@@ -21,7 +21,8 @@ type Probe struct {
 	Platform   string `json:"platform"`
 
 	Class       Class    `json:"class"`
-	Owner       Owner    `json:"owner"`
+	Owner       Owner    `json:"owner"` // stable token ("network", "dns", …); empty for ok and other
+	OwnerText   string   `json:"ownerText,omitempty"`
 	Code        Code     `json:"code"`
 	Summary     string   `json:"summary"`
 	WhereToLook string   `json:"whereToLook,omitempty"`
@@ -232,6 +233,7 @@ type Findings struct {
 type Finding struct {
 	Class        Class    `json:"class"`
 	Owner        Owner    `json:"owner"`
+	OwnerText    string   `json:"ownerText,omitempty"`
 	Code         Code     `json:"code"`
 	Host         string   `json:"host,omitempty"`
 	Role         Role     `json:"role,omitempty"`

@@ -31,8 +31,8 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 		f := p.Failing
 		fmt.Fprintf(b, "BROKEN  class %s · %s (%s) · step %s · %s\n", p.Class, f.Host, f.Role, f.Step, p.Code)
 		fmt.Fprintf(b, "  %s\n", p.Summary)
-		if p.Owner != "" {
-			fmt.Fprintf(b, "  owner     %s\n", p.Owner)
+		if o := ownerLine(p.Owner, p.OwnerText); o != "" {
+			fmt.Fprintf(b, "  owner     %s\n", o)
 		}
 		writeLines(b, "  evidence  ", p.Evidence)
 		if p.Alternative != "" {
@@ -148,4 +148,15 @@ func HumanBytes(n int64) string {
 		return fmt.Sprintf("%.1f kB", float64(n)/1e3)
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// ownerLine renders the owner token with its prose: "network + registry (…) [network]".
+func ownerLine(token Owner, text string) string {
+	switch {
+	case token == "":
+		return text
+	case text == "":
+		return string(token)
+	}
+	return text + " [" + string(token) + "]"
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestWriteTextBroken(t *testing.T) {
-	p := &Probe{Image: "r.example/a:1", Platform: "linux/amd64", Node: "n1", Class: ClassEndpoint, Owner: ClassEndpoint.Owner(), Code: CodeTCPRefused,
+	p := &Probe{Image: "r.example/a:1", Platform: "linux/amd64", Node: "n1", Class: ClassEndpoint, Owner: ClassEndpoint.Owner(), OwnerText: ClassEndpoint.OwnerText(), Code: CodeTCPRefused,
 		Summary: "cannot open a TCP connection to blobs.example:443", Failing: &Failing{Host: "blobs.example:443", Role: RoleBlob, Step: StepTCP, Code: CodeTCPRefused},
 		Evidence: []string{"", "dial 10.0.0.3:443: connection refused"}, WhereToLook: "the allowlist",
 		Resolver: Resolver{Source: "/etc/resolv.conf", Nameservers: []string{"10.0.0.10:53"}},
@@ -22,7 +22,7 @@ func TestWriteTextBroken(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"BROKEN  class endpoint · blobs.example:443 (blob) · step tcp · TCP_REFUSED\n",
-		"  owner     network + registry\n",
+		"  owner     network + registry (every host the registry hands out must be allowed, resolvable and routed) [network]\n",
 		"  evidence  dial 10.0.0.3:443: connection refused\n", // the empty first line is skipped, not a dangling label
 		"  look at   the allowlist\n",
 		"  WARNING   TLS_VERIFY_DISABLED: --insecure\n",

@@ -89,33 +89,48 @@ const (
 	ClassOther     Class = "other"
 )
 
-// Owner is who fixes a class of failure.
+// Owner is who fixes a class of failure: a stable token scripts can route on. OwnerText says it in prose.
 type Owner string
 
+// Owners (DESIGN.md): one token per team that fixes a class.
+const (
+	OwnerNetwork     Owner = "network"     // routes, firewalls, security rules, allowlists
+	OwnerDNS         Owner = "dns"         // resolvers, private zones, forwarders
+	OwnerRegistry    Owner = "registry"    // the registry's operator: quotas, storage, its own bugs
+	OwnerIdentity    Owner = "identity"    // pull secrets, credential providers, role assignments
+	OwnerPKI         Owner = "pki"         // certificates and the trust the runtime is given
+	OwnerNodeConfig  Owner = "node-config" // the node's runtime configuration: proxy, hosts.toml
+	OwnerApplication Owner = "application" // the image reference, the build, the release pipeline
+)
+
 type classInfo struct {
-	owner   Owner
-	what    string
-	lookAt  string
-	ordinal int
+	owner     Owner
+	ownerText string
+	what      string
+	lookAt    string
+	ordinal   int
 }
 
 var classes = map[Class]classInfo{
-	ClassOK:        {"", "the whole path holds, every layer downloaded and verified", "", 0},
-	ClassDNS:       {"DNS", "the node's resolver cannot resolve a name of the pull, or resolves it to the wrong place", "VNet/VPC DNS settings, private zone links, the resolver the node actually uses", 1},
-	ClassRoute:     {"network", "no network path from the node to the registry API address", "effective routes on the node NIC, gateway transit, security rules at both ends, the return path", 2},
-	ClassEndpoint:  {"network + registry", "the registry API works but another host handed out during the pull fails", "every hostname the registry hands out during the pull (the allowlist): token realm, blob redirect / data endpoint, mirror", 3},
-	ClassTLS:       {"PKI / node config", "certificate not trusted, wrong name, expired, or plain HTTP where HTTPS is expected", "the server certificate's name and chain, and the trust the runtime is configured with (certs.d/<host>/hosts.toml ca, the node's CA bundle)", 4},
-	ClassAuth:      {"identity", "no or wrong credentials (401)", "the pull secret, the kubelet credential provider, the node identity", 5},
-	ClassForbidden: {"identity", "the identity lacks rights, or a registry network rule denies (403)", "the scope of the pull identity (role assignment on this repository); the registry's network rules", 6},
-	ClassNotFound:  {"application", "repository, tag or digest absent", "the image reference in the pod spec, the release pipeline that should have pushed it", 7},
-	ClassPlatform:  {"application", "no manifest for the node's OS/architecture", "the image build: publish a manifest for this platform", 8},
-	ClassRateLimit: {"registry", "the registry throttles (429)", "the registry quota, authenticated pulls, a pull-through mirror", 9},
-	ClassProxy:     {"node config", "an HTTP proxy on the runtime's path fails", "the runtime's proxy environment (HTTPS_PROXY, NO_PROXY in the containerd unit)", 10},
-	ClassOther:     {"", "anything else (disk, unpack, registry bug, unknown)", "the evidence below and the registry's own logs", 11},
+	ClassOK:        {"", "", "the whole path holds, every layer downloaded and verified", "", 0},
+	ClassDNS:       {OwnerDNS, "DNS (the node's resolver and the private zones it sees)", "the node's resolver cannot resolve a name of the pull, or resolves it to the wrong place", "VNet/VPC DNS settings, private zone links, the resolver the node actually uses", 1},
+	ClassRoute:     {OwnerNetwork, "network (routes and security rules between the node and the registry API)", "no network path from the node to the registry API address", "effective routes on the node NIC, gateway transit, security rules at both ends, the return path", 2},
+	ClassEndpoint:  {OwnerNetwork, "network + registry (every host the registry hands out must be allowed, resolvable and routed)", "the registry API works but another host handed out during the pull fails", "every hostname the registry hands out during the pull (the allowlist): token realm, blob redirect / data endpoint, mirror", 3},
+	ClassTLS:       {OwnerPKI, "PKI / node config (the certificate, and the trust the runtime is configured with)", "certificate not trusted, wrong name, expired, or plain HTTP where HTTPS is expected", "the server certificate's name and chain, and the trust the runtime is configured with (certs.d/<host>/hosts.toml ca, the node's CA bundle)", 4},
+	ClassAuth:      {OwnerIdentity, "identity (pull secret, credential provider, node identity)", "no or wrong credentials (401)", "the pull secret, the kubelet credential provider, the node identity", 5},
+	ClassForbidden: {OwnerIdentity, "identity (the rights of the pull identity; or the registry's network rules)", "the identity lacks rights, or a registry network rule denies (403)", "the scope of the pull identity (role assignment on this repository); the registry's network rules", 6},
+	ClassNotFound:  {OwnerApplication, "application (the image reference and the pipeline that pushes it)", "repository, tag or digest absent", "the image reference in the pod spec, the release pipeline that should have pushed it", 7},
+	ClassPlatform:  {OwnerApplication, "application (the image build)", "no manifest for the node's OS/architecture", "the image build: publish a manifest for this platform", 8},
+	ClassRateLimit: {OwnerRegistry, "registry (its quota; or use a mirror)", "the registry throttles (429)", "the registry quota, authenticated pulls, a pull-through mirror", 9},
+	ClassProxy:     {OwnerNodeConfig, "node config (the runtime's proxy environment)", "an HTTP proxy on the runtime's path fails", "the runtime's proxy environment (HTTPS_PROXY, NO_PROXY in the containerd unit)", 10},
+	ClassOther:     {"", "", "anything else (disk, unpack, registry bug, unknown)", "the evidence below and the registry's own logs", 11},
 }
 
 // Owner returns who fixes this class (DESIGN.md); empty for ok and other.
 func (c Class) Owner() Owner { return classes[c].owner }
+
+// OwnerText is the owner in prose, for people; empty for ok and other.
+func (c Class) OwnerText() string { return classes[c].ownerText }
 
 // What is the one-line meaning of the class.
 func (c Class) What() string { return classes[c].what }
