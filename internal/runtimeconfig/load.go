@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/resolver"
 )
 
@@ -53,7 +54,7 @@ func Load(opts Options) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{Image: opts.Image, Registry: ref.Registry, HostRoot: opts.Name,
+	l := &loader{root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{APIVersion: report.APIVersion, Kind: "RuntimeReport", Image: opts.Image, Registry: ref.Registry, HostRoot: opts.Name,
 		Files: []string{}, Warnings: []Warning{}}}
 	rt := opts.Runtime
 	if rt == "" {

@@ -21,17 +21,19 @@ const (
 // Config is the runtime's effective pull configuration for one image. Its JSON is the contract of
 // `pullpath runtime -o json` (DESIGN.md).
 type Config struct {
-	Runtime  Runtime   `json:"runtime"`
-	Version  string    `json:"version,omitempty"` // from the package database, when readable
-	Image    string    `json:"image"`
-	Registry string    `json:"registry"`
-	HostRoot string    `json:"hostRoot"`
-	Files    []string  `json:"files"` // configuration files read
-	Hosts    []Host    `json:"hosts"`
-	Proxy    Proxy     `json:"proxy"`
-	Auth     string    `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
-	Resolver Resolver  `json:"resolver"`
-	Warnings []Warning `json:"warnings"`
+	APIVersion string    `json:"apiVersion"` // report.APIVersion
+	Kind       string    `json:"kind"`       // "RuntimeReport"
+	Runtime    Runtime   `json:"runtime"`
+	Version    string    `json:"version,omitempty"` // from the package database, when readable
+	Image      string    `json:"image"`
+	Registry   string    `json:"registry"`
+	HostRoot   string    `json:"hostRoot"`
+	Files      []string  `json:"files"` // configuration files read
+	Hosts      []Host    `json:"hosts"`
+	Proxy      Proxy     `json:"proxy"`
+	Auth       string    `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
+	Resolver   Resolver  `json:"resolver"`
+	Warnings   []Warning `json:"warnings"`
 
 	rawProxy Proxy // unredacted, for the probe; never serialised
 }
@@ -44,11 +46,11 @@ type Host struct {
 	Capabilities []string            `json:"capabilities"`
 	CA           []string            `json:"ca"`
 	Client       [][2]string         `json:"client,omitempty"` // cert, key file pairs
-	SkipVerify   bool                `json:"skip_verify"`
-	PlainHTTP    bool                `json:"plain_http,omitempty"`
+	SkipVerify   bool                `json:"skipVerify"`
+	PlainHTTP    bool                `json:"plainHTTP,omitempty"`
 	Header       map[string][]string `json:"header,omitempty"` // values of credential headers redacted
-	OverridePath bool                `json:"override_path,omitempty"`
-	DialTimeout  string              `json:"dial_timeout,omitempty"`
+	OverridePath bool                `json:"overridePath,omitempty"`
+	DialTimeout  string              `json:"dialTimeout,omitempty"`
 	Proxy        string              `json:"proxy"`          // the proxy this host is reached through, "" for direct
 	Auth         string              `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
 	Source       string              `json:"source"`         // file:line, or "default"
@@ -78,9 +80,9 @@ func (c *Config) ProxyFunc() func(*url.URL) (*url.URL, error) {
 
 // Proxy is the runtime's proxy environment, read from its service unit, not from a shell.
 type Proxy struct {
-	HTTPProxy  string `json:"http_proxy,omitempty"`
-	HTTPSProxy string `json:"https_proxy,omitempty"`
-	NoProxy    string `json:"no_proxy,omitempty"`
+	HTTPProxy  string `json:"httpProxy,omitempty"`
+	HTTPSProxy string `json:"httpsProxy,omitempty"`
+	NoProxy    string `json:"noProxy,omitempty"`
 	Source     string `json:"source,omitempty"` // unit file(s) the variables came from
 }
 
