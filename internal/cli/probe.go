@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -266,10 +267,22 @@ func (o *probeOptions) Validate() error {
 }
 
 // Run probes and renders; a broken path returns ExitError{1} after the report is written.
+//
+// The run is bounded hard: probe.Run ends by itself when --timeout runs out or a signal arrives; if
+// it has not returned a grace period later (a bug), the command gives up rather than hang.
 func (o *probeOptions) Run(cmd *cobra.Command) error {
-	rep, err := probe.Run(cmd.Context(), o.probe)
+	ctx := cmd.Context()
+	rep, err := runBounded(ctx, o.timeout, func(ctx context.Context) (*report.Probe, error) { return probe.Run(ctx, o.probe) })
 	if err != nil {
 		return err
+	}
+	exit := ExitBroken
+	if i := rep.Interrupted; i != nil {
+		exit = ExitTimeout
+		var se *SignalError
+		if errors.As(context.Cause(ctx), &se) {
+			i.Signal, exit = signalName(se.Signal), se.ExitCode()
+		}
 	}
 	switch {
 	case o.allowlist:
@@ -286,9 +299,41 @@ func (o *probeOptions) Run(cmd *cobra.Command) error {
 		}
 	}
 	if rep.Class != report.ClassOK {
-		return &ExitError{Code: ExitBroken}
+		return &ExitError{Code: exit}
 	}
 	return nil
+}
+
+// stopGrace is how long a run may take to wind down after it was cut.
+const stopGrace = 3 * time.Second
+
+// runBounded runs f and returns its result, or an error when f has not returned stopGrace after
+// ctx was cancelled or the timeout ran out.
+func runBounded[T any](ctx context.Context, timeout time.Duration, f func(context.Context) (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f(ctx)
+		ch <- result{v, err}
+	}()
+	deadline := time.NewTimer(timeout + stopGrace)
+	defer deadline.Stop()
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-deadline.C:
+	case <-ctx.Done():
+		select {
+		case r := <-ch:
+			return r.v, r.err
+		case <-time.After(stopGrace):
+		}
+	}
+	var zero T
+	return zero, fmt.Errorf("the run did not stop within %s of being cut; giving up (please report this as a bug)", stopGrace)
 }
 
 func isTerminal(w io.Writer) bool {

@@ -21,12 +21,52 @@ type Streams struct {
 	ErrOut io.Writer
 }
 
-// Exit codes (DESIGN.md contract).
+// Exit codes (the contract in docs/contract.md).
 const (
-	ExitOK     = 0
-	ExitBroken = 1
-	ExitUsage  = 2
+	ExitOK      = 0
+	ExitBroken  = 1
+	ExitUsage   = 2
+	ExitTimeout = 3 // --timeout ran out before a verdict: the report is partial
+	// A run ended by a signal exits 128+signal, as shells do: 130 for SIGINT, 143 for SIGTERM,
+	// after printing its partial report.
 )
+
+// SignalError is the cause of a context cancelled by a signal.
+type SignalError struct{ Signal syscall.Signal }
+
+func (e *SignalError) Error() string { return "interrupted by " + signalName(e.Signal) }
+
+// ExitCode is 128 + the signal number, as shells report a process ended by a signal.
+func (e *SignalError) ExitCode() int { return 128 + int(e.Signal) }
+
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return s.String()
+}
+
+// signalContext is cancelled, with a *SignalError cause, by the first SIGINT or SIGTERM. Only the
+// first is caught: a second one ends the process the default way, so a stuck run can always be
+// killed.
+func signalContext(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(parent)
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-ch:
+			signal.Reset(os.Interrupt, syscall.SIGTERM)
+			cancel(&SignalError{Signal: s.(syscall.Signal)})
+		case <-done:
+		}
+	}()
+	return ctx, func() { close(done); signal.Stop(ch); cancel(nil) }
+}
 
 // ExitError carries an exit code without a message: the report already said everything.
 type ExitError struct{ Code int }
@@ -38,7 +78,7 @@ var Version = "dev"
 
 // Main runs pullpath with the process's streams and returns the exit code.
 func Main(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	defer stop()
 	return Code(Run(ctx, Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, args), os.Stderr)
 }

@@ -111,8 +111,8 @@ func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
 	}
 	if w.download.Blobs != len(jobs) {
 		// cancelled before every blob ran: only the overall timeout does that
-		return &failure{ep: reg, layer: report.StepBlob, code: report.CodeTimeout,
-			summary: fmt.Sprintf("the probe's --timeout (%s) ran out after %d of %d blobs", w.opts.Timeout, w.download.Blobs, len(jobs))}
+		return &failure{ep: reg, step: report.StepBlob, code: report.CodeCanceled, cut: true,
+			summary: fmt.Sprintf("cut after %d of %d blobs", w.download.Blobs, len(jobs))}
 	}
 	w.download.Verified = true
 	return nil
@@ -178,7 +178,7 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	n, err := io.CopyBuffer(sink, io.LimitReader(pr, j.desc.Size+1), buf)
 	dur := time.Since(start)
 	fail := func(code report.Code, summary string, lines ...string) (int64, *failure) {
-		f := &failure{ep: ep, layer: report.StepBlob, code: code, summary: summary, evidence: lines}
+		f := &failure{ep: ep, step: report.StepBlob, code: code, summary: summary, evidence: lines}
 		w.step(ep, report.StepBlob, report.Fail, code, summary, report.Evidence{Lines: lines}, report.Duration(dur))
 		return n, f
 	}

@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -36,16 +35,16 @@ func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 		tlsErr = err
 	}
 	switch {
-	case errors.Is(err, context.Canceled) && w.ctx.Err() != nil, errors.Is(w.ctx.Err(), context.DeadlineExceeded):
-		f.layer, f.code = snap.Phase, report.CodeTimeout
-		f.summary = fmt.Sprintf("the probe's overall --timeout (%s) ran out during %s to %s", w.opts.Timeout, snap.Phase, ep.hostport)
+	case w.ctx.Err() != nil:
+		f.step, f.code, f.cut = snap.Phase, report.CodeCanceled, true
+		f.summary = fmt.Sprintf("cut during %s to %s", snap.Phase, ep.hostport)
 	case errors.As(err, &rhe) && string(rhe.RecordHeader[:]) == "HTTP/":
-		f.layer, f.code = report.StepTLS, report.CodeTLSPlainHTTP
+		f.step, f.code = report.StepTLS, report.CodeTLSPlainHTTP
 		f.summary = fmt.Sprintf("%s answers plain HTTP on a port the runtime speaks HTTPS to", ep.hostport)
 		f.evidence = []string{"the TLS ClientHello was answered with an HTTP/1.x response (" + err.Error() + ")",
 			"containerd only speaks plain HTTP to a host marked so in hosts.toml (server = \"http://…\") or in the legacy insecure-registries list"}
 	case errors.As(tlsErr, &cve) || errors.As(tlsErr, &uae) || errors.As(tlsErr, &hne) || errors.As(tlsErr, &cie):
-		f.layer = report.StepTLS
+		f.step = report.StepTLS
 		f.ev.TLS = tlsEvidence(ep.host, hop, tlsErr)
 		switch {
 		case errors.As(tlsErr, &hne):
@@ -66,12 +65,12 @@ func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 	case clientCertAlert(err):
 		// In TLS 1.3 the server judges the client certificate after the client's side of the
 		// handshake completed, so its refusal arrives as an alert during the HTTP exchange.
-		f.layer, f.code = report.StepTLS, report.CodeTLSClientCert
+		f.step, f.code = report.StepTLS, report.CodeTLSClientCert
 		f.ev.TLS = tlsEvidence(ep.host, hop, nil)
 		f.summary = fmt.Sprintf("%s refused the TLS session: it requires a client certificate it trusts (%v)", ep.hostport, err)
 		f.evidence = []string{err.Error(), "client certificates presented: " + w.clientCertLine()}
 	case snap.Phase == report.StepTCP || (len(snap.Addr) == 0 && len(dials) > 0):
-		f.layer = report.StepTCP
+		f.step = report.StepTCP
 		f.code = dialCode(err)
 		f.ev.Dials = dials
 		f.summary = fmt.Sprintf("cannot open a TCP connection to %s: %s", ep.hostport, dialWord(err))
@@ -91,7 +90,7 @@ func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 			f.evidence = append(f.evidence, "no answer at all within --connect-timeout: packets are dropped (a firewall, NSG or security group, or a missing return route)")
 		}
 	case snap.Phase == report.StepTLS:
-		f.layer = report.StepTLS
+		f.step = report.StepTLS
 		f.ev.TLS = tlsEvidence(ep.host, hop, tlsErr)
 		if errors.As(err, &ne) && ne.Timeout() {
 			f.code = report.CodeTLSHandshakeTimeout
@@ -105,7 +104,7 @@ func (w *walk) hopFailure(ep *endpoint, hop *hoptrace.Hop, err error) *failure {
 		}
 		f.evidence = []string{tlsErr.Error(), "connected to " + snap.Addr}
 	default:
-		f.layer = report.StepHTTP
+		f.step = report.StepHTTP
 		if errors.As(err, &ne) && ne.Timeout() {
 			f.code = report.CodeHTTPTimeout
 			f.summary = fmt.Sprintf("%s accepted the request but sent no response headers within %s", ep.hostport, w.opts.HeaderTimeout)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -46,7 +47,7 @@ func (e *endpoint) set(l report.StepName, v report.Verdict) {
 // failure is where the path broke.
 type failure struct {
 	ep       *endpoint
-	layer    report.StepName
+	step     report.StepName
 	code     report.Code
 	summary  string
 	evidence []string
@@ -55,17 +56,32 @@ type failure struct {
 	alt      string
 	// cancelled marks a request stopped because a sibling download failed: not a finding.
 	cancelled bool
+	// cut marks a failure caused by the end of the whole run (--timeout, a signal): not a diagnosis.
+	cut bool
 }
 
 // visit resolves and routes a new endpoint once. A failure is remembered on the endpoint.
+//
+// A proxy is never asked for itself (Go's HTTP_PROXY rules would send the proxy's own http:// URL
+// to the proxy), and an endpoint met again while it is still being visited on the same chain is a
+// cycle: a finding, never a wait on itself.
 func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via string) (*endpoint, *failure) {
 	hp := hoptrace.HostPort(u)
 	w.mu.Lock()
 	if ep, ok := w.endpoints[hp]; ok {
 		w.mu.Unlock()
-		<-ep.ready // concurrent blob downloads meet the same new host
+		if onChain(ctx, hp) {
+			return ep, w.cycle(ep, ctx)
+		}
+		select {
+		case <-ep.ready: // concurrent blob downloads meet the same new host
+		case <-ctx.Done():
+			return ep, &failure{ep: ep, step: report.StepDNS, code: report.CodeCanceled, cut: true,
+				summary: "cut while waiting for the name resolution of " + hp}
+		}
 		return ep, ep.checkFail
 	}
+	ctx = withChain(ctx, hp)
 	host, port, _ := net.SplitHostPort(hp)
 	ep := &endpoint{hostport: hp, host: host, port: port, role: role, via: via, ready: make(chan struct{}),
 		routes: map[netip.Addr]string{}, dialed: map[string]string{}, layers: map[report.StepName]report.Verdict{}}
@@ -74,7 +90,7 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	w.order = append(w.order, ep)
 	w.mu.Unlock()
 
-	if p := w.proxyFor(u); p != nil {
+	if p := w.proxyFor(u); p != nil && role != report.RoleProxy {
 		// The proxy resolves and reaches the host; the node only needs to reach the proxy.
 		if _, f := w.visit(ctx, p, report.RoleProxy, "the runtime's proxy for "+hp); f != nil {
 			ep.checkFail = f
@@ -99,6 +115,10 @@ func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
 	res := w.opts.Resolver.Lookup(ctx, ep.host)
 	ep.dns = &res
 	ev := report.Evidence{DNS: dnsEvidence(res)}
+	if res.Err != nil && w.ctx.Err() != nil {
+		return &failure{ep: ep, step: report.StepDNS, code: report.CodeCanceled, cut: true, ev: ev,
+			summary: "cut during the name resolution of " + ep.host}
+	}
 	if res.Err != nil {
 		code := map[resolver.Kind]report.Code{
 			resolver.KindNXDomain: report.CodeDNSNXDomain, resolver.KindNoData: report.CodeDNSNoData,
@@ -106,7 +126,7 @@ func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
 			resolver.KindTimeout: report.CodeDNSTimeout, resolver.KindUnreachable: report.CodeDNSUnreachable,
 			resolver.KindNoServers: report.CodeDNSNoResolver,
 		}[res.Err.Kind]
-		f := &failure{ep: ep, layer: report.StepDNS, code: code, ev: ev,
+		f := &failure{ep: ep, step: report.StepDNS, code: code, ev: ev,
 			summary:  fmt.Sprintf("%s does not resolve through the node's resolver: %s", ep.host, res.Err.Detail),
 			evidence: append([]string{res.Err.Error()}, queryLines(res)...)}
 		switch res.Err.Kind {
@@ -149,7 +169,7 @@ func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
 			}
 			w.warn(report.CodeDNSPublicForPrivate, ep.hostport, msg)
 			if w.opts.ExpectPrivate {
-				f := &failure{ep: ep, layer: report.StepDNS, code: report.CodeDNSPublicForPrivate, ev: ev, summary: msg,
+				f := &failure{ep: ep, step: report.StepDNS, code: report.CodeDNSPublicForPrivate, ev: ev, summary: msg,
 					evidence: append([]string{sum}, queryLines(res)...)}
 				w.step(ep, report.StepDNS, report.Fail, f.code, msg, ev, since(start))
 				return f
@@ -181,7 +201,7 @@ func (w *walk) routeCheck(ep *endpoint) *failure {
 	}
 	ev := report.Evidence{Lines: lines}
 	if ok == 0 {
-		f := &failure{ep: ep, layer: report.StepRoute, code: report.CodeRouteNone, ev: ev, evidence: lines,
+		f := &failure{ep: ep, step: report.StepRoute, code: report.CodeRouteNone, ev: ev, evidence: lines,
 			summary: fmt.Sprintf("this node has no route to %s (%s)", ep.host, joinAddrs(ep.addrs))}
 		w.step(ep, report.StepRoute, report.Fail, f.code, f.summary, ev, since(start))
 		return f
@@ -313,4 +333,29 @@ func queryLines(r resolver.Result) []string {
 		}
 	}
 	return out
+}
+
+type chainKey struct{}
+
+// withChain records hp as being visited on this chain of visits (an endpoint, then its proxy, …).
+func withChain(ctx context.Context, hp string) context.Context {
+	prev, _ := ctx.Value(chainKey{}).([]string)
+	return context.WithValue(ctx, chainKey{}, append(slices.Clip(prev), hp))
+}
+
+func onChain(ctx context.Context, hp string) bool {
+	chain, _ := ctx.Value(chainKey{}).([]string)
+	return slices.Contains(chain, hp)
+}
+
+// cycle is the finding for an endpoint that leads back to itself (a proxy for itself, a proxy
+// that is the registry it should tunnel to).
+func (w *walk) cycle(ep *endpoint, ctx context.Context) *failure {
+	chain, _ := ctx.Value(chainKey{}).([]string)
+	path := strings.Join(append(slices.Clip(chain), ep.hostport), " → ")
+	f := &failure{ep: ep, step: report.StepConfig, code: report.CodeProxyLoop, class: report.ClassProxy,
+		summary:  "the runtime's proxy settings lead back to " + ep.hostport + " itself: " + path,
+		evidence: []string{"visit chain: " + path, "HTTP_PROXY/HTTPS_PROXY must name a proxy that is reached directly; add the proxy (and the registry) to NO_PROXY as needed"}}
+	w.step(ep, report.StepConfig, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+	return f
 }

@@ -85,12 +85,13 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		Download:  w.download,
 		Resolver: report.Resolver{Source: w.opts.Resolver.Source, Nameservers: w.opts.Resolver.Nameservers,
 			Search: w.opts.Resolver.Search, Ndots: w.opts.Resolver.Ndots, HostsFile: w.opts.Resolver.HostsFile},
-		Trust:    report.Trust{SystemRoots: true, CAFiles: w.opts.CAFiles, Insecure: w.opts.Insecure},
-		Warnings: w.warnings,
-		Steps:    w.steps,
-		Hops:     w.rec.Hops(),
-		Started:  start.UTC(),
-		Duration: since(start),
+		Trust:       report.Trust{SystemRoots: true, CAFiles: w.opts.CAFiles, Insecure: w.opts.Insecure},
+		Warnings:    w.warnings,
+		Interrupted: w.cut,
+		Steps:       w.steps,
+		Hops:        w.rec.Hops(),
+		Started:     start.UTC(),
+		Duration:    since(start),
 	}
 	if r.Resolver.Nameservers == nil {
 		r.Resolver.Nameservers = []string{}
@@ -120,14 +121,14 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 	class := w.classOf(f)
 	// A private endpoint the node resolves publicly fails later, at route or as a 403 network rule;
 	// the broken layer is DNS, and the network symptom is the alternative.
-	if f.ep.privatelinkPublic && (class == report.ClassRoute || (class == report.ClassForbidden && f.layer == report.StepHTTP)) {
-		f.alt = fmt.Sprintf("%s at %s: %s", class, f.layer, f.summary)
+	if f.ep.privatelinkPublic && (class == report.ClassRoute || (class == report.ClassForbidden && f.step == report.StepHTTP)) {
+		f.alt = fmt.Sprintf("%s at %s: %s", class, f.step, f.summary)
 		f.summary = fmt.Sprintf("%s resolves to a public address through a privatelink CNAME, and the pull then fails (%s): the private DNS zone is not visible to this node's resolver", f.ep.host, f.code)
-		class, f.code, f.layer = report.ClassDNS, report.CodeDNSPublicForPrivate, report.StepDNS
+		class, f.code, f.step = report.ClassDNS, report.CodeDNSPublicForPrivate, report.StepDNS
 		f.evidence = append(f.evidence, w.ep0DNSLine(f.ep))
 	}
 	r.Class, r.Owner, r.OwnerText, r.Code, r.Summary = class, class.Owner(), class.OwnerText(), f.code, f.summary
-	r.Failing = &report.Failing{Host: f.ep.hostport, Role: f.ep.role, Step: f.layer, Code: f.code}
+	r.Failing = &report.Failing{Host: f.ep.hostport, Role: f.ep.role, Step: f.step, Code: f.code}
 	r.Evidence = f.evidence
 	r.Alternative = f.alt
 	r.WhereToLook = w.whereToLook(class, f)
@@ -137,11 +138,13 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 			continue
 		}
 		for _, l := range report.EndpointSteps {
-			if _, ok := r.Endpoints[i].Steps[l]; !ok && l > f.layer {
+			if _, ok := r.Endpoints[i].Steps[l]; !ok && l > f.step {
 				r.Endpoints[i].Steps[l] = report.Skip
 			}
 		}
-		r.Endpoints[i].Steps[f.layer] = report.Fail
+		if !f.cut { // a cut step did not fail: it did not finish
+			r.Endpoints[i].Steps[f.step] = report.Fail
+		}
 	}
 	return r
 }
@@ -156,6 +159,9 @@ func (w *walk) ep0DNSLine(ep *endpoint) string {
 // whereToLook fills the class's "where to look" with what was observed.
 func (w *walk) whereToLook(c report.Class, f *failure) string {
 	ep := f.ep
+	if f.cut {
+		return fmt.Sprintf("the %s step on %s, which had not finished: run again with a longer --timeout (now %s), and -v to follow each step", f.step, ep.hostport, w.opts.Timeout)
+	}
 	servers := strings.Join(w.opts.Resolver.Nameservers, ", ")
 	switch c {
 	case report.ClassDNS:

@@ -49,11 +49,15 @@ type walk struct {
 	fromIndex  bool // the platform manifest was chosen from an index
 	challenged bool // a challenge after the ping was answered (once per attempt)
 	download   report.Download
+	cut        *report.Interruption // the run ended before a verdict
 }
 
 // Run probes the pull path of opts.Image. An error means the probe could not run (bad input,
 // unreadable CA file); a broken path is a report with a class other than ok.
-func Run(ctx context.Context, opts Options) (*report.Probe, error) {
+//
+// The run is bounded by opts.Timeout, and ends at once when ctx is cancelled (a signal): the report
+// then says what was established so far and which step was cut (Interrupted), never a guess.
+func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	opts.setDefaults()
 	ref, err := registry.ParseReference(opts.Image)
 	if err != nil {
@@ -72,7 +76,7 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 	if opts.Node == "" {
 		opts.Node, _ = os.Hostname()
 	}
-	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	ctx, cancel := context.WithTimeout(parent, opts.Timeout)
 	defer cancel()
 
 	w := &walk{opts: opts, ctx: ctx, ref: ref, platform: plat, rec: &hoptrace.Recorder{},
@@ -88,7 +92,7 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 	var f *failure
 	if len(targets) == 0 {
 		f = &failure{ep: &endpoint{hostport: ref.Host, host: ref.Host, role: report.RoleRegistry, layers: map[report.StepName]report.Verdict{}},
-			layer: report.StepConfig, code: report.CodeUnknown, class: report.ClassOther,
+			step: report.StepConfig, code: report.CodeUnknown, class: report.ClassOther,
 			summary: "the runtime's configuration leaves no host to pull " + ref.Registry + " from (blocked, or no host with the pull capability)"}
 	}
 	// Walk the hosts in the runtime's order; the first that holds decides, as containerd's resolver
@@ -103,10 +107,18 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 			results[i] = "ok"
 			break
 		}
-		results[i] = fmt.Sprintf("%s %s at %s on %s", w.classOf(f), f.code, f.layer, f.ep.hostport)
-		if i < len(targets)-1 {
-			w.warn(f.code, f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; the runtime falls back to the next host", t.role, t.desc, f.layer, f.code, f.summary))
+		if f.cut || ctx.Err() != nil {
+			results[i] = "cut: " + f.summary
+			f.cut = true
+			break
 		}
+		results[i] = fmt.Sprintf("%s %s at %s on %s", w.classOf(f), f.code, f.step, f.ep.hostport)
+		if i < len(targets)-1 {
+			w.warn(f.code, f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; the runtime falls back to the next host", t.role, t.desc, f.step, f.code, f.summary))
+		}
+	}
+	if f != nil && f.cut {
+		w.interrupted(parent, f)
 	}
 	rep := w.report(f, start)
 	if rt := opts.Runtime; rt != nil {
@@ -126,7 +138,7 @@ func (w *walk) classOf(f *failure) report.Class {
 	if f.class != "" {
 		return f.class
 	}
-	return report.ClassFor(f.ep.role, f.layer, f.code)
+	return report.ClassFor(f.ep.role, f.step, f.code)
 }
 
 // setAuthz sets the registry's Authorization and remembers its secret part for scrubbing.
@@ -282,14 +294,16 @@ func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.
 			return nil, f
 		}
 		f := w.hopFailure(target, e.Hop, e.Err)
-		w.step(target, f.layer, report.Fail, f.code, f.summary, f.ev, e.Hop.Snapshot().Duration)
+		if !f.cut { // a cut step did not fail, it did not finish: it stays unmarked
+			w.step(target, f.step, report.Fail, f.code, f.summary, f.ev, e.Hop.Snapshot().Duration)
+		}
 		return nil, f
 	case *registry.RedirectError:
 		target := w.endpoints[e.Host]
 		if target == nil {
 			target = ep
 		}
-		f := &failure{ep: target, layer: report.StepHTTP, code: report.CodeHTTPRedirectLoop, summary: e.Error()}
+		f := &failure{ep: target, step: report.StepHTTP, code: report.CodeHTTPRedirectLoop, summary: e.Error()}
 		for _, h := range e.Hops {
 			s := h.Snapshot()
 			f.evidence = append(f.evidence, fmt.Sprintf("%s %s → %d", s.Method, s.URL, s.Status))
@@ -297,7 +311,7 @@ func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.
 		w.step(target, report.StepHTTP, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
 		return nil, f
 	}
-	return nil, &failure{ep: ep, layer: report.StepHTTP, code: report.CodeHTTPFailed, summary: err.Error()}
+	return nil, &failure{ep: ep, step: report.StepHTTP, code: report.CodeHTTPFailed, summary: err.Error()}
 }
 
 // proxyFailure blames the proxy for a hop that went through it and broke before the tunnel
@@ -323,13 +337,13 @@ func (w *walk) proxyFailure(target *endpoint, hop *hoptrace.Hop, err error) *fai
 		f = w.hopFailure(pe, hop, err)
 		f.summary = "the runtime's proxy " + pe.hostport + " cannot be reached: " + dialWord(err)
 	case snap.Addr != "":
-		f = &failure{ep: pe, layer: report.StepHTTP, code: report.CodeProxyFailed,
+		f = &failure{ep: pe, step: report.StepHTTP, code: report.CodeProxyFailed,
 			summary:  fmt.Sprintf("the proxy %s refused to open a tunnel to %s: %v", pe.hostport, target.hostport, err),
 			evidence: []string{"CONNECT " + target.hostport + " via " + pe.hostport + " (" + snap.Addr + "): " + err.Error()}}
 	default:
 		return nil
 	}
-	w.step(pe, f.layer, report.Fail, f.code, f.summary, f.ev, snap.Duration)
+	w.step(pe, f.step, report.Fail, f.code, f.summary, f.ev, snap.Duration)
 	return f
 }
 
@@ -414,7 +428,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	hdr := ping.Header.Get("WWW-Authenticate")
 	ch, err := registry.ParseChallenge(hdr)
 	if err != nil {
-		f := &failure{ep: reg, layer: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
+		f := &failure{ep: reg, step: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
 			summary:  "the registry's authentication challenge cannot be used: " + err.Error(),
 			evidence: []string{fmt.Sprintf("GET /v2/ → 401, WWW-Authenticate: %q", clip(hdr, 300))}}
 		w.step(reg, report.StepAuth, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
@@ -433,7 +447,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 		return nil
 	case "bearer":
 	default:
-		f := &failure{ep: reg, layer: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
+		f := &failure{ep: reg, step: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
 			summary: fmt.Sprintf("the registry asks for the %q auth scheme, which container runtimes do not speak", ch.Scheme)}
 		w.step(reg, report.StepAuth, report.Fail, f.code, f.summary, report.Evidence{}, 0)
 		return f
@@ -445,7 +459,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	}
 	realm, err := url.Parse(ch.Params["realm"])
 	if err != nil || (realm.Scheme != "https" && realm.Scheme != "http") || realm.Host == "" {
-		f := &failure{ep: reg, layer: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
+		f := &failure{ep: reg, step: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
 			summary: fmt.Sprintf("the token realm %q in the challenge is not an http(s) URL", clip(ch.Params["realm"], 200))}
 		w.step(reg, report.StepAuth, report.Fail, f.code, f.summary, report.Evidence{}, 0)
 		return f
@@ -482,7 +496,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	}
 	token, err := registry.ParseToken(body)
 	if err != nil {
-		f := &failure{ep: tok, layer: report.StepAuth, code: report.CodeAuthTokenInvalid, summary: "the token realm answered 200 but " + err.Error()}
+		f := &failure{ep: tok, step: report.StepAuth, code: report.CodeAuthTokenInvalid, summary: "the token realm answered 200 but " + err.Error()}
 		w.step(tok, report.StepAuth, report.Fail, f.code, f.summary, ev, 0)
 		return f
 	}
@@ -500,7 +514,7 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 	if codes != "" {
 		st += " (" + codes + ")"
 	}
-	f := &failure{ep: ep, layer: layer, ev: ev}
+	f := &failure{ep: ep, step: layer, ev: ev}
 	f.evidence = []string{fmt.Sprintf("%s %s → %s", ev.HTTP.Method, ev.HTTP.URL, st)}
 	if ev.HTTP.Message != "" {
 		f.evidence = append(f.evidence, "message: "+ev.HTTP.Message)
@@ -612,7 +626,7 @@ func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
 		}
 		avail = append(avail, d.Platform.String())
 	}
-	f = &failure{ep: reg, layer: report.StepManifest, code: report.CodePlatformMismatch,
+	f = &failure{ep: reg, step: report.StepManifest, code: report.CodePlatformMismatch,
 		summary:  fmt.Sprintf("the image index has no manifest for this node's platform %s (it has: %s)", w.platform, strings.Join(avail, ", ")),
 		evidence: []string{"index " + short(digest) + " lists " + strings.Join(avail, ", "), "node platform: " + w.platform.String()}}
 	w.step(reg, report.StepManifest, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
@@ -631,7 +645,7 @@ func (w *walk) fetchManifest(reg *endpoint, u *url.URL, wantDigest string, wantS
 	}
 	body, more, err := registry.ReadCapped(resp.Body, registry.MaxManifestBytes)
 	fail := func(code report.Code, summary string, lines ...string) (*registry.Manifest, *failure) {
-		f := &failure{ep: w.endpointOf(resp, reg), layer: report.StepManifest, code: code, summary: summary, evidence: lines}
+		f := &failure{ep: w.endpointOf(resp, reg), step: report.StepManifest, code: code, summary: summary, evidence: lines}
 		w.step(f.ep, report.StepManifest, report.Fail, code, summary, report.Evidence{Lines: lines}, lastHop(resp).Duration)
 		return nil, f
 	}
@@ -692,7 +706,7 @@ func (w *walk) checkConfigPlatform(reg *endpoint, cfg []byte) *failure {
 	if w.platform.Match(p) {
 		return nil
 	}
-	f := &failure{ep: reg, layer: report.StepManifest, code: report.CodePlatformMismatch,
+	f := &failure{ep: reg, step: report.StepManifest, code: report.CodePlatformMismatch,
 		summary:  fmt.Sprintf("the image is built for %s, this node is %s", p, w.platform),
 		evidence: []string{"image config: os=" + c.OS + " architecture=" + c.Architecture + " variant=" + c.Variant}}
 	w.step(reg, report.StepManifest, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
@@ -721,3 +735,16 @@ func shortMedia(mt string) string {
 }
 
 func since(t time.Time) report.Duration { return report.Duration(time.Since(t)) }
+
+// interrupted turns the failure at which the run was cut into the report's verdict: class other,
+// code TIMEOUT (--timeout ran out) or CANCELED (a signal or the caller), and where it was cut.
+func (w *walk) interrupted(parent context.Context, f *failure) {
+	reason, code := "timeout", report.CodeTimeout
+	f.summary = fmt.Sprintf("the probe was cut by --timeout %s during %s on %s (%s): no verdict on the path from there; what was established before is below", w.opts.Timeout, f.step, f.ep.hostport, f.ep.role)
+	if parent.Err() != nil {
+		reason, code = "canceled", report.CodeCanceled
+		f.summary = fmt.Sprintf("the probe was interrupted during %s on %s (%s): no verdict on the path from there; what was established before is below", f.step, f.ep.hostport, f.ep.role)
+	}
+	f.code, f.class, f.alt = code, report.ClassOther, ""
+	w.cut = &report.Interruption{Reason: reason, Step: f.step, Host: f.ep.hostport, Role: f.ep.role}
+}

@@ -29,6 +29,9 @@ type Probe struct {
 	Failing     *Failing `json:"failing"` // null when Class is ok
 	Evidence    []string `json:"evidence,omitempty"`
 	Alternative string   `json:"alternative,omitempty"` // when another reading of the same evidence is plausible
+	// Interrupted is set when the run ended before a verdict (--timeout, a signal): the report is
+	// partial, Failing names the step that was cut, and Class is other.
+	Interrupted *Interruption `json:"interrupted,omitempty"`
 
 	Endpoints []Endpoint `json:"endpoints"`
 	Download  Download   `json:"download"`
@@ -41,6 +44,15 @@ type Probe struct {
 
 	Started  time.Time `json:"started"`
 	Duration Duration  `json:"durationMs"`
+}
+
+// Interruption says where a run was cut.
+type Interruption struct {
+	Reason string   `json:"reason"`           // "timeout" (--timeout ran out) or "canceled" (a signal, the caller)
+	Signal string   `json:"signal,omitempty"` // the signal, when the command line knows it
+	Step   StepName `json:"step"`             // the step in progress
+	Host   string   `json:"host"`             // host:port it was in progress on
+	Role   Role     `json:"role"`
 }
 
 // Ref is the parsed image reference as the runtime sees it.

@@ -25,9 +25,17 @@ type TextOptions struct {
 // table with its evidence, then the endpoint inventory.
 func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	b := &strings.Builder{}
-	if p.Class == ClassOK {
+	switch {
+	case p.Class == ClassOK:
 		fmt.Fprintf(b, "OK  %s\n", p.Summary)
-	} else {
+	case p.Interrupted != nil:
+		i := p.Interrupted
+		fmt.Fprintf(b, "INTERRUPTED  %s · cut during %s on %s (%s) · %s\n", i.Reason, i.Step, i.Host, i.Role, p.Code)
+		fmt.Fprintf(b, "  %s\n", p.Summary)
+		if p.WhereToLook != "" {
+			fmt.Fprintf(b, "  look at   %s\n", p.WhereToLook)
+		}
+	default:
 		f := p.Failing
 		fmt.Fprintf(b, "BROKEN  class %s · %s (%s) · step %s · %s\n", p.Class, f.Host, f.Role, f.Step, p.Code)
 		fmt.Fprintf(b, "  %s\n", p.Summary)

@@ -208,6 +208,7 @@ const (
 	CodeSizeMismatch          Code = "SIZE_MISMATCH"
 	CodeBlobFailed            Code = "BLOB_FAILED"
 	CodeProxyFailed           Code = "PROXY_FAILED"
+	CodeProxyLoop             Code = "PROXY_LOOP"
 	CodeTimeout               Code = "TIMEOUT"
 	CodeCanceled              Code = "CANCELED"
 	CodeHostsTomlInvalid      Code = "HOSTS_TOML_INVALID"
