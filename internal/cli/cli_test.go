@@ -152,6 +152,23 @@ func TestAllowlist(t *testing.T) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("allowlist %v, want %v", got, want)
 	}
+	// broken: exit 1, the hosts it knows, and what it could not discover; -o json is honoured
+	e.Lab.SetFaults(registrytest.Faults{Cert: registrytest.CertRogue})
+	r = run(t, "", labArgs(e, "--anonymous", "--allowlist", e.Lab.Ref("team/app:1.4"))...)
+	if r.code != 1 || !strings.HasPrefix(r.out, e.Lab.RegistryAddr()+"\n# incomplete: the walk stopped at tls on "+e.Lab.RegistryAddr()) ||
+		!strings.Contains(r.out, "# not discovered: the token realm") {
+		t.Errorf("exit %d, allowlist of a broken path:\n%s", r.code, r.out)
+	}
+	r = run(t, "", labArgs(e, "--anonymous", "--allowlist", "-o", "json", e.Lab.Ref("team/app:1.4"))...)
+	var doc struct {
+		Kind     string `json:"kind"`
+		Complete bool   `json:"complete"`
+		Hosts    []struct{ Host, Role string }
+		Undisc   []string `json:"undiscovered"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || doc.Kind != "Allowlist" || doc.Complete || len(doc.Hosts) != 1 || len(doc.Undisc) != 2 {
+		t.Errorf("json allowlist (%v): %s", err, r.out)
+	}
 }
 
 // No output, in any format or verbosity, carries the password, the bearer token, the Basic

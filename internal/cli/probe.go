@@ -286,8 +286,8 @@ func (o *probeOptions) Run(cmd *cobra.Command) error {
 	}
 	switch {
 	case o.allowlist:
-		for _, h := range probe.Allowlist(rep) {
-			fmt.Fprintln(o.streams.Out, h)
+		if err := writeAllowlist(o.streams.Out, probe.Allowlist(rep), o.output); err != nil {
+			return err
 		}
 	case o.output == "json":
 		if err := report.WriteJSON(o.streams.Out, rep); err != nil {
@@ -357,4 +357,25 @@ func newProgressPrinter(w io.Writer) func(probe.Progress) {
 			fmt.Fprint(w, "\r\033[K")
 		}
 	}
+}
+
+// writeAllowlist prints one host:port a line (comment lines, starting with #, say what an
+// incomplete walk could not discover), or the JSON document.
+func writeAllowlist(w io.Writer, a report.Allowlist, output string) error {
+	if output == "json" {
+		return report.WriteJSON(w, a)
+	}
+	b := &strings.Builder{}
+	for _, h := range a.Hosts {
+		b.WriteString(h.Host + "\n")
+	}
+	if !a.Complete && a.StoppedAt != nil {
+		f := a.StoppedAt
+		fmt.Fprintf(b, "# incomplete: the walk stopped at %s on %s (%s, %s); fix that and run again to learn the rest\n", f.Step, f.Host, f.Role, f.Code)
+		for _, u := range a.Undiscovered {
+			fmt.Fprintf(b, "# not discovered: %s\n", u)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }

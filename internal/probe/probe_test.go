@@ -89,8 +89,38 @@ func TestHealthyPathRecordsEveryEndpointAndHop(t *testing.T) {
 	if len(rep.Hops) != 1+1+2+8 {
 		t.Errorf("%d hops, want 12", len(rep.Hops))
 	}
-	if got := probe.Allowlist(rep); strings.Join(got, ",") != strings.Join(sorted(e.Lab.AuthAddr(), e.Lab.BlobAddr(), e.Lab.RegistryAddr()), ",") {
-		t.Errorf("Allowlist() = %v", got)
+	a := probe.Allowlist(rep)
+	var got []string
+	for _, h := range a.Hosts {
+		got = append(got, h.Host)
+	}
+	if !a.Complete || a.Undiscovered != nil || strings.Join(got, ",") != strings.Join(sorted(e.Lab.AuthAddr(), e.Lab.BlobAddr(), e.Lab.RegistryAddr()), ",") {
+		t.Errorf("Allowlist() = %+v", a)
+	}
+}
+
+// A walk that stopped early says which hosts it could not learn, instead of passing one host off as
+// the whole list.
+func TestAllowlistOfAnIncompleteWalk(t *testing.T) {
+	e := lab(t)
+	e.Lab.SetFaults(registrytest.Faults{Cert: registrytest.CertRogue})
+	rep, err := probe.Run(context.Background(), e.Options(e.Lab.Ref("team/app:1.4")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := probe.Allowlist(rep)
+	if a.Complete || len(a.Hosts) != 1 || a.Hosts[0].Host != e.Lab.RegistryAddr() || a.StoppedAt == nil || a.StoppedAt.Step != report.StepTLS {
+		t.Fatalf("Allowlist() = %+v", a)
+	}
+	if len(a.Undiscovered) != 2 || !strings.Contains(a.Undiscovered[0], "token realm") || !strings.Contains(a.Undiscovered[1], "blob hosts") {
+		t.Errorf("undiscovered = %q", a.Undiscovered)
+	}
+	// the realm is known once the challenge was read; the blob hosts are not when the manifest is missing
+	e.Lab.SetFaults(registrytest.Faults{})
+	rep, _ = probe.Run(context.Background(), e.Options(e.Lab.Ref("team/app:missing")))
+	a = probe.Allowlist(rep)
+	if a.Complete || len(a.Hosts) != 2 || len(a.Undiscovered) != 1 || !strings.Contains(a.Undiscovered[0], "blob hosts") {
+		t.Errorf("missing tag: Allowlist() = %+v", a)
 	}
 }
 

@@ -200,12 +200,37 @@ func hostsDir(ep *endpoint) string {
 	return ep.host + ":" + ep.port
 }
 
-// Allowlist returns the sorted host:port list a firewall, proxy or private DNS must cover.
-func Allowlist(r *report.Probe) []string {
-	var out []string
+// Allowlist is the sorted host:port list a firewall, proxy or private DNS must cover. When the
+// walk stopped early it also says which hosts it could not discover: the token realm is named by
+// the registry's challenge, and blob hosts by the redirects of layer downloads.
+func Allowlist(r *report.Probe) report.Allowlist {
+	a := report.Allowlist{APIVersion: report.APIVersion, Kind: "Allowlist", Image: r.Image, Complete: r.Class == report.ClassOK,
+		Hosts: []report.AllowHost{}}
+	roles := map[report.Role]bool{}
 	for _, e := range r.Endpoints {
-		out = append(out, e.Host)
+		a.Hosts = append(a.Hosts, report.AllowHost{Host: e.Host, Role: e.Role, Via: e.Via})
+		roles[e.Role] = true
 	}
-	sort.Strings(out)
-	return out
+	sort.Slice(a.Hosts, func(i, j int) bool { return a.Hosts[i].Host < a.Hosts[j].Host })
+	if a.Complete {
+		return a
+	}
+	a.StoppedAt = r.Failing
+	authHeld := false
+	for _, s := range r.Steps {
+		if s.Step == report.StepAuth && s.Verdict == report.Pass && (s.Role == report.RoleRegistry || s.Role == report.RoleMirror) {
+			authHeld = true
+		}
+	}
+	if !authHeld && !roles[report.RoleToken] {
+		a.Undiscovered = append(a.Undiscovered, "the token realm, named by the registry's 401 challenge (if it asks for a bearer token)")
+	}
+	d := r.Download
+	switch {
+	case d.Expected == 0:
+		a.Undiscovered = append(a.Undiscovered, "blob hosts: the hosts the registry redirects layer downloads to (object storage, a CDN, a data endpoint), if any")
+	case d.Blobs < d.Expected:
+		a.Undiscovered = append(a.Undiscovered, fmt.Sprintf("blob hosts of the %d of %d blobs not downloaded, if they redirect elsewhere", d.Expected-d.Blobs, d.Expected))
+	}
+	return a
 }

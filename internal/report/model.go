@@ -286,3 +286,23 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func (d Duration) Std() time.Duration { return time.Duration(d) }
 
 func (d Duration) String() string { return time.Duration(d).String() }
+
+// Allowlist is the JSON contract of `pullpath probe --allowlist -o json`.
+type Allowlist struct {
+	APIVersion string      `json:"apiVersion"`
+	Kind       string      `json:"kind"` // "Allowlist"
+	Image      string      `json:"image"`
+	Complete   bool        `json:"complete"` // the walk reached every host the pull touches
+	Hosts      []AllowHost `json:"hosts"`
+	// StoppedAt is where the walk stopped when it is not complete; Undiscovered says which hosts it
+	// therefore could not learn.
+	StoppedAt    *Failing `json:"stoppedAt,omitempty"`
+	Undiscovered []string `json:"undiscovered,omitempty"`
+}
+
+// AllowHost is one host:port the pull touched.
+type AllowHost struct {
+	Host string `json:"host"`
+	Role Role   `json:"role"`
+	Via  string `json:"via,omitempty"`
+}
