@@ -49,3 +49,30 @@ func TestExplainCLI(t *testing.T) {
 		t.Errorf("unknown text: exit %d out %q", r.code, r.out)
 	}
 }
+
+// kubectl get events -A -o json of a busy cluster: crash loops, probes, mounts, scheduling and OOM
+// are not pull failures, so a healthy cluster exits 0; a mixed one reports only its pull failures.
+func TestExplainClusterEvents(t *testing.T) {
+	r := run(t, "", "explain", "../events/testdata/inputs/cluster-healthy-events.json")
+	if r.code != 0 || !strings.Contains(r.out, "no image pull failure found") {
+		t.Errorf("healthy cluster: exit %d, out %.300q, err %q", r.code, r.out, r.errOut)
+	}
+	r = run(t, "", "explain", "-o", "json", "../events/testdata/inputs/cluster-mixed-events.json")
+	if r.code != ExitBroken {
+		t.Fatalf("mixed cluster: exit %d, want 1: %s", r.code, r.errOut)
+	}
+	var doc struct {
+		Findings []struct{ Class, Code string } `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range doc.Findings {
+		got = append(got, f.Class+"/"+f.Code)
+	}
+	want := "route/TCP_REFUSED auth/AUTH_401 dns/DNS_NXDOMAIN other/INVALID_REFERENCE other/IMAGE_NEVER_PULL"
+	if strings.Join(got, " ") != want {
+		t.Errorf("mixed cluster findings = %v, want %s", got, want)
+	}
+}

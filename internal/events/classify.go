@@ -20,6 +20,8 @@ type rule struct {
 // proxy's name, a DNS failure wraps "dial tcp", TLS errors come before the generic statuses,
 // and runtime wrappers (context deadline, back-off) come last.
 var rules = []rule{
+	// the kubelet's follow-up events name only the waiting reason; the cause is in an earlier event
+	{regexp.MustCompile(`^Error: (?:ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull|ImageInspectError|RegistryUnavailable)$`), report.CodeBackoffNoCause, report.StepConfig},
 	{regexp.MustCompile(`proxyconnect tcp|Proxy Authentication Required|\b407\b`), report.CodeProxyFailed, report.StepTCP},
 	// containerd wraps only transport errors in "failed to do request"; a bare status text there
 	// ("…": Forbidden) is a CONNECT the proxy refused. A registry's own status comes with its number.
@@ -58,7 +60,7 @@ var rules = []rule{
 	{regexp.MustCompile(`context deadline exceeded|DeadlineExceeded`), report.CodeTimeout, report.StepTCP},
 	{regexp.MustCompile(`context canceled|code = Canceled`), report.CodeCanceled, report.StepBlob},
 	{regexp.MustCompile(`unexpected EOF`), report.CodeBlobFailed, report.StepBlob},
-	{regexp.MustCompile(`ErrImageNeverPull|image pull policy is "Never"`), report.CodeNeverPull, report.StepConfig},
+	{regexp.MustCompile(`ErrImageNeverPull|image pull policy is "Never"|not present with pull policy of Never`), report.CodeNeverPull, report.StepConfig},
 	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.StepConfig},
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
