@@ -41,6 +41,9 @@ func TestExplainCLI(t *testing.T) {
 	if r := run(t, `{"kind": "Event", "message": `, "explain"); r.code != ExitUsage {
 		t.Errorf("broken JSON: exit %d, want 2", r.code)
 	}
+	if r := run(t, "\x1f\x8b\x08\x00\x00\x00binary", "explain"); r.code != ExitUsage || !strings.Contains(r.errOut, "input is not text") {
+		t.Errorf("binary input: exit %d err %q", r.code, r.errOut)
+	}
 	if r := run(t, "x", "explain", "-o", "xml"); r.code != ExitUsage {
 		t.Errorf("bad -o: exit %d", r.code)
 	}

@@ -85,6 +85,7 @@ func Classify(msg string) report.Finding {
 		// real messages are a few KiB; a hostile or runaway line must not cost seconds of regexps
 		msg = msg[:maxMessage]
 	}
+	msg = cleanText(msg)
 	f := readFacts(msg)
 	host, role := f.failingHost()
 	code, layer := report.CodeUnknown, report.StepConfig

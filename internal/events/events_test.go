@@ -1,9 +1,15 @@
 package events
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -206,5 +212,75 @@ E1202 14:39:25.821058   27147 remote_image.go:334] "PullImage from image service
 	}
 	if fs := Explain([]Message{{Text: `time="x" level=info msg="starting"`, Count: 1}}); len(fs) != 0 {
 		t.Errorf("an info line alone is no failure: %+v", fs)
+	}
+}
+
+func TestNotTextRefused(t *testing.T) {
+	gz := []byte{0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xed, 0x9d, 0xdb, 0x72}
+	random := make([]byte, 4096)
+	for i := range random {
+		random[i] = byte(i*7919>>3) ^ byte(i) | 1 // no NUL: the UTF-8 check must catch it
+	}
+	for name, in := range map[string][]byte{"gzip": gz, "random": random, "NUL in text": []byte("Failed to pull image \"a:1\": x\x00y")} {
+		_, _, err := Parse(bytes.NewReader(in))
+		if !errors.Is(err, ErrNotText) || !strings.Contains(err.Error(), "input is not text") {
+			t.Errorf("%s: Parse error = %v, want input is not text", name, err)
+		}
+	}
+	// a few Latin-1 bytes in a real message are text; so is what PowerShell's > writes (UTF-16 with a BOM)
+	latin1 := "Failed to pull image \"r\xe9g.example/a:1\": dial tcp 10.0.0.1:443: i/o timeout"
+	if msgs, _, err := Parse(strings.NewReader(latin1)); err != nil || len(msgs) != 1 || !utf8.ValidString(msgs[0].Text) {
+		t.Errorf("Latin-1 text: %v %+v", err, msgs)
+	}
+	u16 := []byte{0xff, 0xfe}
+	for _, r := range utf16.Encode([]rune("Failed to pull image \"a.example/b:1\": x509: certificate signed by unknown authority\r\n")) {
+		u16 = append(u16, byte(r), byte(r>>8))
+	}
+	msgs, _, err := Parse(bytes.NewReader(u16))
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("UTF-16: %v %+v", err, msgs)
+	}
+	if fs := Explain(msgs); len(fs) != 1 || fs[0].Class != report.ClassTLS {
+		t.Errorf("UTF-16 findings = %+v", fs)
+	}
+}
+
+// Terminal escapes and other control characters in the input are never written back out.
+func TestControlCharactersNeverEchoed(t *testing.T) {
+	ev := `{"kind":"EventList","apiVersion":"v1","items":[{"kind":"Event","type":"Warning","reason":"Failed",` +
+		`"involvedObject":{"kind":"Pod","name":"web\u001b]0;owned\u0007-1","fieldPath":"spec.containers{app}"},` +
+		`"message":"Failed to pull image \"r.example/a:1\u001b[2J\": rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/a:1\": failed to resolve reference \"r.example/a:1\": failed to do request: Head \"https://r.example/v2/a/manifests/1\": dial tcp 10.1.1.1:443: connect: connection refused\u0007\u009b31m\u0085"}]}`
+	raw := "\x1b[31mFailed to pull image \"r.example/b:2\": x509: certificate signed by unknown authority\x1b[0m\x07 \x08\x08\x08 \r done\n"
+	for name, in := range map[string]string{"events JSON": ev, "raw text": raw} {
+		msgs, _, err := Parse(strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		fs := Explain(msgs)
+		if len(fs) != 1 {
+			t.Fatalf("%s: %d findings", name, len(fs))
+		}
+		var b bytes.Buffer
+		if err := report.WriteFindingsText(&b, fs); err != nil {
+			t.Fatal(err)
+		}
+		if err := report.WriteJSON(&b, report.NewFindings(fs)); err != nil {
+			t.Fatal(err)
+		}
+		var doc report.Findings
+		js := b.Bytes()[bytes.IndexByte(b.Bytes(), '{'):]
+		if err := json.Unmarshal(js, &doc); err != nil {
+			t.Fatal(err)
+		}
+		all := b.String() + fmt.Sprintf("%+v", doc)
+		for _, r := range all {
+			if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f {
+				t.Errorf("%s: control character %U in the output:\n%s", name, r, b.String())
+				break
+			}
+		}
+		if !strings.Contains(doc.Findings[0].Message, `\x07`) {
+			t.Errorf("%s: a lone control character should be shown escaped: %q", name, doc.Findings[0].Message)
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -36,7 +37,8 @@ const (
 const MaxInput = 32 << 20
 
 // Parse reads failure messages from r, detecting raw text, `kubectl describe pod` output, or
-// Kubernetes objects (Event, Pod, their lists, events.k8s.io) as JSON or YAML.
+// Kubernetes objects (Event, Pod, their lists, events.k8s.io) as JSON or YAML. Input that is not
+// text is an error (ErrNotText); control characters in what is read are made printable.
 func Parse(r io.Reader) ([]Message, Format, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxInput+1))
 	if err != nil {
@@ -45,6 +47,21 @@ func Parse(r io.Reader) ([]Message, Format, error) {
 	if len(b) > MaxInput {
 		return nil, "", fmt.Errorf("input is larger than %d MiB", MaxInput>>20)
 	}
+	if b, err = asText(b); err != nil {
+		return nil, "", err
+	}
+	msgs, format, err := parse(b)
+	if err != nil {
+		return nil, format, errors.New(cleanText(err.Error())) // a YAML error quotes the input
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		m.Text, m.Source, m.Image = cleanText(m.Text), cleanText(m.Source), cleanText(m.Image)
+	}
+	return msgs, format, err
+}
+
+func parse(b []byte) ([]Message, Format, error) {
 	trimmed := bytes.TrimSpace(b)
 	if len(trimmed) == 0 {
 		return nil, FormatText, nil
