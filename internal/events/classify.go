@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -358,9 +359,71 @@ var (
 )
 
 // redactText removes credentials from a message before it is shown or stored: signed URL queries,
-// Authorization headers, password= and token= pairs.
+// Authorization headers, password= and token= pairs. Everything else is kept byte for byte.
 func redactText(s string) string {
-	s = reURLAll.ReplaceAllStringFunc(s, hoptrace.RedactString)
+	if strings.Contains(s, "://") {
+		s = reURLAll.ReplaceAllStringFunc(s, func(u string) string {
+			u, tail := trimURL(u)
+			return redactURLText(u) + tail
+		})
+	}
 	s = reAuthHdr.ReplaceAllString(s, "${1}${2} "+hoptrace.Redacted)
 	return reKV.ReplaceAllString(s, "${1}="+hoptrace.Redacted)
+}
+
+// trimURL splits a URL found in prose from the punctuation that follows it ("…/v2/: dial",
+// "…?ns=docker.io: 400", "(https://…)"): the punctuation is the message's, not the URL's.
+func trimURL(u string) (string, string) {
+	end := len(u)
+	for end > 0 {
+		c := u[end-1]
+		if c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '\'' ||
+			c == ')' && strings.Count(u[:end], "(") < strings.Count(u[:end], ")") ||
+			c == ']' && strings.Count(u[:end], "[") < strings.Count(u[:end], "]") {
+			end--
+			continue
+		}
+		break
+	}
+	return u[:end], u[end:]
+}
+
+// redactURLText redacts a URL where it stands: user info and every query value outside the
+// probe's allow-list become REDACTED; keys, their order and all other bytes stay as written.
+func redactURLText(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		rest := u[i+3:]
+		hostEnd := strings.IndexAny(rest, "/?#")
+		if hostEnd < 0 {
+			hostEnd = len(rest)
+		}
+		if at := strings.LastIndexByte(rest[:hostEnd], '@'); at >= 0 {
+			u = u[:i+3] + hoptrace.Redacted + rest[at:]
+		}
+	}
+	q := strings.IndexByte(u, '?')
+	frag := strings.IndexByte(u, '#')
+	if frag >= 0 {
+		u = u[:frag+1] + hoptrace.Redacted
+	}
+	if q < 0 || frag >= 0 && frag < q {
+		return u
+	}
+	end := len(u)
+	if frag >= 0 {
+		end = frag
+	}
+	parts := strings.Split(u[q+1:end], "&")
+	for i, p := range parts {
+		k, _, hasV := strings.Cut(p, "=")
+		if ku, err := url.QueryUnescape(k); err == nil && hoptrace.SafeQueryKey(ku) {
+			continue
+		}
+		if hasV {
+			parts[i] = k + "=" + hoptrace.Redacted
+		} else if p != "" {
+			parts[i] = hoptrace.Redacted
+		}
+	}
+	return u[:q+1] + strings.Join(parts, "&") + u[end:]
 }

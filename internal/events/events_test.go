@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -281,6 +282,30 @@ func TestControlCharactersNeverEchoed(t *testing.T) {
 		}
 		if !strings.Contains(doc.Findings[0].Message, `\x07`) {
 			t.Errorf("%s: a lone control character should be shown escaped: %q", name, doc.Findings[0].Message)
+		}
+	}
+}
+
+// Messages are quoted byte for byte: redaction replaces query values and nothing else; the
+// punctuation after a URL stays where it was (a trailing ':' was once pulled into the query as %3A).
+func TestMessagesQuotedByteForByte(t *testing.T) {
+	values := regexp.MustCompile(`=[^&\s"':]*`)
+	for _, file := range []string{"testdata/corpus.txt", "testdata/lab.txt"} {
+		for _, s := range loadCorpus(t, file) {
+			got := Classify(s.message).Message
+			if values.ReplaceAllString(got, "=") != values.ReplaceAllString(s.message, "=") {
+				t.Errorf("%s: message changed beyond redaction:\n in  %q\n out %q", s.source, s.message, got)
+			}
+		}
+	}
+	for in, want := range map[string]string{
+		`failed to copy: unexpected status code https://mirror.example/v2/library/nginx/blobs/sha256:566e?ns=docker.io: 400 Bad Request`: `failed to copy: unexpected status code https://mirror.example/v2/library/nginx/blobs/sha256:566e?ns=docker.io: 400 Bad Request`,
+		`Get https://b.example/data?verify=1577484021-l4Ql8%3D: x509: certificate has expired`:                                           `Get https://b.example/data?verify=REDACTED: x509: certificate has expired`,
+		`Get "https://b.example/x?Expires=1&Signature=abc&Key-Pair-Id=K": dial tcp 1.2.3.4:443: i/o timeout`:                             `Get "https://b.example/x?Expires=REDACTED&Signature=REDACTED&Key-Pair-Id=REDACTED": dial tcp 1.2.3.4:443: i/o timeout`,
+		`(see https://user:pass@r.example/v2/).`: `(see https://REDACTED@r.example/v2/).`,
+	} {
+		if got := Classify(in).Message; got != want {
+			t.Errorf("Classify(%q).Message =\n %q, want\n %q", in, got, want)
 		}
 	}
 }
