@@ -25,7 +25,7 @@ func TestExplainCLI(t *testing.T) {
 		t.Fatalf("%d findings", len(doc.Findings))
 	}
 	f := doc.Findings[0]
-	if f.Class != "endpoint" || f.Role != "blob" || f.Host != "myreg.eastus.data.azurecr.io" || f.Owner != "network" || f.Count != 1 {
+	if f.Class != "endpoint" || f.Role != "blob" || f.Host != "myreg.eastus.data.azurecr.io:443" || f.Owner != "network" || f.Count != 1 {
 		t.Errorf("finding = %+v", f)
 	}
 	if strings.Contains(r.out, "SIGNATURE-SECRET") {

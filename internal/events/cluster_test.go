@@ -236,8 +236,8 @@ func (g *clusterGen) pullFailures() []wantFinding {
 
 	return []wantFinding{
 		{report.ClassRoute, report.CodeTCPRefused, "registry.corp.example:5000", 4},
-		{report.ClassAuth, report.CodeAuth401, "corpacr.azurecr.io", 6},
-		{report.ClassDNS, report.CodeDNSNXDomain, "registry.k8s.io", 7},
+		{report.ClassAuth, report.CodeAuth401, "corpacr.azurecr.io:443", 6},
+		{report.ClassDNS, report.CodeDNSNXDomain, "registry.k8s.io:443", 7},
 		{report.ClassOther, report.CodeInvalidReference, "", 2},
 		{report.ClassOther, report.CodeNeverPull, "", 1},
 	}

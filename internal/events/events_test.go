@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -39,7 +40,7 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("%d findings, want 1 (the causeless ErrImagePull/BackOff events fold away): %+v", len(fs), fs)
 	}
 	f := fs[0]
-	if f.Class != report.ClassForbidden || f.Host != "gcr.io" || f.Count != 4 || f.Image != "gcr.io/maloney-scratch/monolith:1.0.0" {
+	if f.Class != report.ClassForbidden || f.Host != "gcr.io:443" || f.Count != 4 || f.Image != "gcr.io/maloney-scratch/monolith:1.0.0" {
 		t.Errorf("finding = class %s host %q count %d image %q", f.Class, f.Host, f.Count, f.Image)
 	}
 	if f.Operation != "resolve (HEAD manifest)" && f.Operation != "HEAD manifest" {
@@ -116,21 +117,21 @@ func TestExtraction(t *testing.T) {
 		class                    report.Class
 	}{
 		{msg: `failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp: lookup reg.example on 10.0.0.10:53: read udp 10.0.0.5:1234->10.0.0.10:53: i/o timeout`,
-			host: "reg.example", resolver: "10.0.0.10:53", op: "HEAD manifest", role: report.RoleRegistry, class: report.ClassDNS},
+			host: "reg.example:443", resolver: "10.0.0.10:53", op: "HEAD manifest", role: report.RoleRegistry, class: report.ClassDNS},
 		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp 10.1.2.3:443: connect: connection refused`,
-			host: "reg.example", addr: "10.1.2.3:443", role: report.RoleRegistry, class: report.ClassRoute},
+			host: "reg.example:443", addr: "10.1.2.3:443", role: report.RoleRegistry, class: report.ClassRoute},
 		{msg: `failed to pull and unpack image "reg.example/a:1": failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://acct.blob.core.windows.net/c/b?sig=SECRET&se=2030": dial tcp 20.1.2.3:443: i/o timeout`,
-			host: "acct.blob.core.windows.net", addr: "20.1.2.3:443", role: report.RoleBlob, op: "GET blob", class: report.ClassEndpoint},
+			host: "acct.blob.core.windows.net:443", addr: "20.1.2.3:443", role: report.RoleBlob, op: "GET blob", class: report.ClassEndpoint},
 		{msg: `failed to resolve reference "myreg.azurecr.io/a:1": failed to authorize: failed to fetch anonymous token: unexpected status from GET request to https://myreg.azurecr.io/oauth2/token?scope=repository%3Aa%3Apull&service=myreg.azurecr.io: 401 Unauthorized`,
-			host: "myreg.azurecr.io", role: report.RoleToken, op: "token fetch", class: report.ClassAuth},
+			host: "myreg.azurecr.io:443", role: report.RoleToken, op: "token fetch", class: report.ClassAuth},
 		{msg: `failed to copy: httpReadSeeker: failed open: unexpected status code https://mirror.example/v2/library/nginx/blobs/sha256:566e?ns=docker.io: 502 Bad Gateway`,
-			host: "mirror.example", role: report.RoleMirror, class: report.ClassEndpoint},
+			host: "mirror.example:443", role: report.RoleMirror, class: report.ClassEndpoint},
 		{msg: `failed to do request: Head "https://reg.example/v2/a/manifests/1": proxyconnect tcp: dial tcp 10.9.9.9:3128: i/o timeout`,
 			host: "10.9.9.9:3128", addr: "10.9.9.9:3128", role: report.RoleProxy, op: "proxy CONNECT", class: report.ClassProxy},
 		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp: lookup reg.example on 10.0.0.10:53: dial udp 10.0.0.10:53: connect: network is unreachable`,
-			host: "reg.example", resolver: "10.0.0.10:53", class: report.ClassDNS},
+			host: "reg.example:443", resolver: "10.0.0.10:53", class: report.ClassDNS},
 		{msg: `failed to resolve reference "mtls.example/a:1": failed to do request: Head "https://mtls.example/v2/a/manifests/1": remote error: tls: certificate required`,
-			host: "mtls.example", role: report.RoleRegistry, class: report.ClassTLS},
+			host: "mtls.example:443", role: report.RoleRegistry, class: report.ClassTLS},
 		{msg: `error pulling image configuration: download failed after attempts=6: error parsing HTTP 403 response body: invalid character '<' looking for beginning of value: "<?xml version=\"1.0\"?><Error><Code>AuthorizationFailure</Code></Error>"`,
 			role: report.RoleBlob, class: report.ClassEndpoint},
 	}
@@ -307,5 +308,61 @@ func TestMessagesQuotedByteForByte(t *testing.T) {
 		if got := Classify(in).Message; got != want {
 			t.Errorf("Classify(%q).Message =\n %q, want\n %q", in, got, want)
 		}
+	}
+}
+
+// Correct details: the class is the probe's (report.ClassFor), the port is the real one, hosts
+// carry their port, and each kind of failure gets its own fix.
+func TestDetails(t *testing.T) {
+	refused := Classify(`Failed to pull image "registry.corp.example:5000/a:1": failed to resolve reference "registry.corp.example:5000/a:1": failed to do request: Head "https://registry.corp.example:5000/v2/a/manifests/1": dial tcp 10.20.30.40:5000: connect: connection refused`)
+	if refused.Host != "registry.corp.example:5000" || refused.Class != report.ClassRoute {
+		t.Errorf("refused: %s %q", refused.Class, refused.Host)
+	}
+	if s := strings.Join(refused.NextSteps, " "); !strings.Contains(s, "TCP 5000") || strings.Contains(s, "443") {
+		t.Errorf("advice must name TCP 5000, never 443: %q", s)
+	}
+
+	blobTLS := Classify(`failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://prod.blobs.example.net/registry-v2/docker/registry/v2/blobs/sha256/0e/0e6f/data?sig=x": x509: certificate signed by unknown authority`)
+	if blobTLS.Role != report.RoleBlob || blobTLS.Code != report.CodeTLSUnknownAuthority || blobTLS.Host != "prod.blobs.example.net:443" ||
+		blobTLS.Class != report.ClassFor(report.RoleBlob, report.StepTLS, report.CodeTLSUnknownAuthority) {
+		t.Errorf("TLS on a blob host: %s %s %q %s", blobTLS.Class, blobTLS.Code, blobTLS.Host, blobTLS.Role)
+	}
+	if blobTLS.Class != report.ClassTLS && !slices.Contains(blobTLS.Alternatives, report.ClassTLS) {
+		t.Errorf("TLS on a blob host must offer tls: %v", blobTLS.Alternatives)
+	}
+	token401 := Classify(`failed to resolve reference "r.example/a:1": failed to authorize: failed to fetch oauth token: unexpected status from POST request to https://auth.example/token: 401 Unauthorized`)
+	if token401.Class != report.ClassAuth || token401.Role != report.RoleToken || token401.Host != "auth.example:443" {
+		t.Errorf("401 at the token realm: %s %s %q", token401.Class, token401.Role, token401.Host)
+	}
+	blobDNS := Classify(`failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://acct.blob.core.windows.net/c/b?sig=x": dial tcp: lookup acct.blob.core.windows.net on 10.0.0.10:53: no such host`)
+	if blobDNS.Class != report.ClassFor(report.RoleBlob, report.StepDNS, report.CodeDNSNXDomain) || blobDNS.Role != report.RoleBlob || !slices.Contains(blobDNS.Alternatives, report.ClassDNS) {
+		t.Errorf("NXDOMAIN of a blob host: %s %s %v", blobDNS.Class, blobDNS.Role, blobDNS.Alternatives)
+	}
+
+	blob403 := Classify(`failed to pull and unpack image "myreg.azurecr.io/a:1": failed to copy: httpReadSeeker: failed open: unexpected status code https://myreg.azurecr.io/v2/a/blobs/sha256:abc: 403 Forbidden`)
+	if blob403.Class != report.ClassEndpoint || blob403.Role != report.RoleBlob || blob403.Code != report.CodeBlobForbidden ||
+		len(blob403.Alternatives) == 0 || blob403.Alternatives[0] != report.ClassForbidden || strings.Contains(blob403.NextSteps[0], "AcrPull") {
+		t.Errorf("blob 403 after the manifest: %s %s %s alt %v next %q", blob403.Class, blob403.Role, blob403.Code, blob403.Alternatives, blob403.NextSteps)
+	}
+
+	stall := Classify(`failed to pull and unpack image "r.example/a:1": failed to copy: read tcp 10.0.0.4:51234->104.18.1.1:443: read: connection timed out`)
+	digest := Classify(`failed to pull and unpack image "r.example/a:1": failed commit on ref "layer-sha256:aaa": unexpected commit digest sha256:bbb, expected sha256:aaa: failed precondition`)
+	expired := Classify(`error pulling image configuration: download failed after attempts=1: error parsing HTTP 403 response body: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"`)
+	if stall.Code != report.CodeBlobStalled || digest.Code != report.CodeDigestMismatch || expired.Code != report.CodeBlobForbidden {
+		t.Fatalf("codes: stall %s, digest %s, expired %s", stall.Code, digest.Code, expired.Code)
+	}
+	firsts := map[string]report.Code{}
+	for _, f := range []report.Finding{refused, stall, digest, expired, blob403} {
+		if prev, ok := firsts[f.NextSteps[0]]; ok {
+			t.Errorf("%s and %s share the same first step %q", prev, f.Code, f.NextSteps[0])
+		}
+		firsts[f.NextSteps[0]] = f.Code
+	}
+	if !strings.Contains(expired.NextSteps[0], "clock") {
+		t.Errorf("an expired signature points at the clock: %q", expired.NextSteps)
+	}
+
+	if !strings.Contains(refused.Decide, "pullpath probe registry.corp.example:5000/a:1") || !strings.Contains(refused.Decide, "reads the runtime's config") || !strings.Contains(refused.Decide, "--host-root /host") {
+		t.Errorf("decide = %q", refused.Decide)
 	}
 }

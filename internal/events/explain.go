@@ -40,9 +40,12 @@ func Explain(msgs []Message) []report.Finding {
 		if fd.Image == "" && m.Image != "" {
 			fd.Image = m.Image
 			if ref, err := registry.ParseReference(m.Image); err == nil && fd.Host == "" && fd.Class != report.ClassOther {
-				fd.Host = ref.Registry
+				fd.Host = ref.Host
 			}
 			fd.Decide = strings.Replace(fd.Decide, " IMAGE", " "+m.Image, 1)
+			for i, s := range fd.NextSteps {
+				fd.NextSteps[i] = strings.Replace(s, " IMAGE", " "+m.Image, 1)
+			}
 		}
 		fd.Count = max(m.Count, 1)
 		if m.Source != "" {
