@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -77,5 +79,42 @@ func TestExplainClusterEvents(t *testing.T) {
 	want := "route/TCP_REFUSED auth/AUTH_401 dns/DNS_NXDOMAIN other/INVALID_REFERENCE other/IMAGE_NEVER_PULL"
 	if strings.Join(got, " ") != want {
 		t.Errorf("mixed cluster findings = %v, want %s", got, want)
+	}
+}
+
+// Every finding says whether the text decides it; text output says "undecided" plainly, and what
+// it cuts (a long message, a long list of sources) says how much was left out.
+func TestExplainDecidedAndCuts(t *testing.T) {
+	in := `Failed to pull image "nginx": rpc error: code = 4 desc = context deadline exceeded
+
+Failed to pull image "r.example/a:1": failed to resolve reference "r.example/a:1": failed to do request: Head "https://r.example/v2/a/manifests/1": x509: certificate signed by unknown authority
+`
+	r := run(t, in, "explain", "-o", "json")
+	var doc struct {
+		APIVersion, Kind string
+		Findings         []map[string]any `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || doc.Kind != "ExplainReport" || doc.APIVersion == "" || len(doc.Findings) != 2 {
+		t.Fatalf("doc = %+v (%v)\n%s", doc, err, r.out)
+	}
+	for i, want := range []bool{false, true} {
+		f := doc.Findings[i]
+		if f["decided"] != want || f["decidedBecause"] == "" || f["decidedBecause"] == nil {
+			t.Errorf("finding %d: decided %v (%v), want %v", i, f["decided"], f["decidedBecause"], want)
+		}
+	}
+	r = run(t, in, "explain")
+	if strings.Count(r.out, "undecided") < 1 || !strings.Contains(strings.SplitN(r.out, "\n", 2)[0], "undecided") {
+		t.Errorf("text must say undecided on the finding's first line:\n%s", r.out)
+	}
+
+	long := `Failed to pull image "r.example/a:1": failed to do request: Head "https://r.example/v2/a/manifests/1": x509: certificate signed by unknown authority ` + strings.Repeat("x", 1000)
+	var events []string
+	for i := range 14 {
+		events = append(events, fmt.Sprintf(`{"kind":"Event","type":"Warning","reason":"Failed","involvedObject":{"kind":"Pod","name":"p-%d","fieldPath":"spec.containers{a}"},"message":%q}`, i, long))
+	}
+	r = run(t, `{"kind":"List","items":[`+strings.Join(events, ",")+`]}`, "explain")
+	if !regexp.MustCompile(`… \(\d+ more bytes; -o json has the whole message\)`).MatchString(r.out) || !strings.Contains(r.out, "; and 4 more") {
+		t.Errorf("cut message and sources must say how much was left out:\n%s", r.out)
 	}
 }

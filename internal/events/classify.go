@@ -95,9 +95,11 @@ func Classify(msg string) report.Finding {
 	f := readFacts(msg)
 	host, role := f.failingHost()
 	code, layer := report.CodeUnknown, report.StepConfig
+	matched := ""
 	for _, r := range rules {
-		if r.re.MatchString(f.text) {
+		if loc := r.re.FindStringIndex(f.text); loc != nil {
 			code, layer = r.code, r.layer
+			matched = f.text[loc[0]:loc[1]]
 			break
 		}
 	}
@@ -182,9 +184,42 @@ func Classify(msg string) report.Finding {
 		fd.Reason = reason(fd, f)
 	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
+	fd.Decided, fd.DecidedBecause = decided(fd, matched)
 	fd.NextSteps = nextSteps(fd, f)
 	fd.Decide = decide(fd, f)
 	return fd
+}
+
+// decided says whether the text settles the class, and why in one line.
+func decided(fd report.Finding, matched string) (bool, string) {
+	switch fd.Code {
+	case report.CodeUnknown:
+		return false, "no cause pullpath knows is named in the text"
+	case report.CodeBackoffNoCause:
+		return false, "a back-off or follow-up event that carries no cause; the cause is in an earlier event, or in the probe"
+	case report.CodeTimeout, report.CodeCanceled:
+		return false, "a deadline or cancellation with no cause underneath: the text does not say which step was slow"
+	case report.CodeBlobFailed:
+		return false, "the download broke off without saying why"
+	}
+	if len(fd.Alternatives) > 0 {
+		alts := make([]string, len(fd.Alternatives))
+		for i, a := range fd.Alternatives {
+			alts[i] = string(a)
+		}
+		return false, fmt.Sprintf("%q is also what %s looks like; the probe from the node decides", clip(matched, 60), strings.Join(alts, " or "))
+	}
+	return true, fmt.Sprintf("the message names the cause: %q", clip(matched, 80))
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xc0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func reason(fd report.Finding, f facts) string {

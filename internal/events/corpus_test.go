@@ -102,7 +102,7 @@ func TestCorpus(t *testing.T) {
 					t.Logf("HOST %s: got %q/%s, want %q/%s", s.source, got.Host, got.Role, s.host, s.role)
 				}
 			}
-			if got.Owner != got.Class.Owner() || got.Reason == "" || got.Message == "" {
+			if got.Owner != got.Class.Owner() || got.Reason == "" || got.Message == "" || got.DecidedBecause == "" || got.Decided && len(got.Alternatives) > 0 {
 				t.Errorf("%s: incomplete finding %+v", s.source, got)
 			}
 		}
