@@ -2,6 +2,8 @@ package events
 
 import (
 	"fmt"
+	"net"
+	"net/url"
 	"regexp"
 	"strings"
 
@@ -20,6 +22,8 @@ type rule struct {
 // proxy's name, a DNS failure wraps "dial tcp", TLS errors come before the generic statuses,
 // and runtime wrappers (context deadline, back-off) come last.
 var rules = []rule{
+	// the kubelet's follow-up events name only the waiting reason; the cause is in an earlier event
+	{regexp.MustCompile(`^Error: (?:ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull|ImageInspectError|RegistryUnavailable)$`), report.CodeBackoffNoCause, report.StepConfig},
 	{regexp.MustCompile(`proxyconnect tcp|Proxy Authentication Required|\b407\b`), report.CodeProxyFailed, report.StepTCP},
 	// containerd wraps only transport errors in "failed to do request"; a bare status text there
 	// ("…": Forbidden) is a CONNECT the proxy refused. A registry's own status comes with its number.
@@ -36,6 +40,8 @@ var rules = []rule{
 	{regexp.MustCompile(`TLS handshake timeout`), report.CodeTLSHandshakeTimeout, report.StepTLS},
 	{regexp.MustCompile(`remote error: tls: (?:certificate required|bad certificate|unknown certificate authority|expired certificate)`), report.CodeTLSClientCert, report.StepTLS},
 	{regexp.MustCompile(`\btls: |remote error: tls|handshake failure`), report.CodeTLSHandshake, report.StepTLS},
+	// a read that timed out mid-stream is a stall when a blob was being copied (fixed up in Classify)
+	{regexp.MustCompile(`read tcp \S+->\S+: (?:read: )?(?:i/o timeout|connection timed out)`), report.CodeBlobStalled, report.StepBlob},
 	{regexp.MustCompile(`connection refused|actively refused`), report.CodeTCPRefused, report.StepTCP},
 	{regexp.MustCompile(`no route to host`), report.CodeTCPHostUnreachable, report.StepTCP},
 	{regexp.MustCompile(`network is unreachable`), report.CodeTCPNetUnreachable, report.StepTCP},
@@ -51,6 +57,8 @@ var rules = []rule{
 	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.StepBlob},
 	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found`), report.CodeManifestUnknown, report.StepManifest},
+	{regexp.MustCompile(`unexpected commit digest|verification failed for digest|[Dd]igest did not match|does not match (?:the )?(?:expected )?digest|digest mismatch`), report.CodeDigestMismatch, report.StepBlob},
+	{regexp.MustCompile(`unexpected commit size|failed size validation|size mismatch`), report.CodeSizeMismatch, report.StepBlob},
 	{regexp.MustCompile(`no space left on device`), report.CodeDiskFull, report.StepBlob},
 	{regexp.MustCompile(`input/output error`), report.CodeDiskIO, report.StepBlob},
 	{regexp.MustCompile(`failed to register layer|failed to extract layer|ApplyLayer|Untar re-exec error|failed to unpack`), report.CodeUnpackFailed, report.StepBlob},
@@ -58,7 +66,7 @@ var rules = []rule{
 	{regexp.MustCompile(`context deadline exceeded|DeadlineExceeded`), report.CodeTimeout, report.StepTCP},
 	{regexp.MustCompile(`context canceled|code = Canceled`), report.CodeCanceled, report.StepBlob},
 	{regexp.MustCompile(`unexpected EOF`), report.CodeBlobFailed, report.StepBlob},
-	{regexp.MustCompile(`ErrImageNeverPull|image pull policy is "Never"`), report.CodeNeverPull, report.StepConfig},
+	{regexp.MustCompile(`ErrImageNeverPull|image pull policy is "Never"|not present with pull policy of Never`), report.CodeNeverPull, report.StepConfig},
 	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.StepConfig},
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
@@ -83,12 +91,15 @@ func Classify(msg string) report.Finding {
 		// real messages are a few KiB; a hostile or runaway line must not cost seconds of regexps
 		msg = msg[:maxMessage]
 	}
+	msg = cleanText(msg)
 	f := readFacts(msg)
 	host, role := f.failingHost()
 	code, layer := report.CodeUnknown, report.StepConfig
+	matched := ""
 	for _, r := range rules {
-		if r.re.MatchString(f.text) {
+		if loc := r.re.FindStringIndex(f.text); loc != nil {
 			code, layer = r.code, r.layer
+			matched = f.text[loc[0]:loc[1]]
 			break
 		}
 	}
@@ -99,6 +110,18 @@ func Classify(msg string) report.Finding {
 	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token")) {
 		role = report.RoleToken
 	}
+	switch {
+	case code == report.CodeBlobStalled && !f.blobPhase && !strings.Contains(f.text, "/blobs/"):
+		// a read that timed out before any blob was being copied: the registry stopped answering
+		code, layer = report.CodeTCPTimeout, report.StepTCP
+	case code == report.CodeAuth403 && (role == report.RoleBlob || f.blobPhase && role != report.RoleToken && role != report.RoleProxy):
+		// the manifest passed and the download was refused: object storage, not the identity
+		code, layer, role = report.CodeBlobForbidden, report.StepBlob, report.RoleBlob
+		if host == f.registryHost() {
+			host = ""
+		}
+	}
+	host = f.withPort(host, role)
 	fd := report.Finding{Code: code, Host: host, Role: role, Message: redactText(msg), Image: f.image, Resolver: f.resolver,
 		Address: f.addr, URL: f.urlText, Count: 1}
 	fd.Operation = f.operation(role)
@@ -126,24 +149,30 @@ func Classify(msg string) report.Finding {
 			fd.Reason = "the registry denied access to the repository for the identity used"
 		}
 	default:
-		switch {
-		case resolverFailure[code]:
-			fd.Class = report.ClassDNS // the resolver itself is broken, whichever name was asked
-		case code == report.CodeAuth403 && (role == report.RoleBlob || (f.blobPhase && strings.Contains(f.text, "<Error><Code>"))):
-			fd.Code, fd.Role, fd.Class = report.CodeBlobForbidden, report.RoleBlob, report.ClassEndpoint
-		case code == report.CodeHTTPStatus:
-			fd.Class = report.ClassFor(role, layer, code)
-		case code == report.CodeTimeout:
+		switch code {
+		case report.CodeUnknown, report.CodeBackoffNoCause, report.CodeNeverPull, report.CodeInvalidReference,
+			report.CodeDiskFull, report.CodeDiskIO, report.CodeUnpackFailed:
+			fd.Class = report.ClassOther // on the node or in the pod spec: no host of the pull to blame
+		case report.CodeTimeout:
 			fd.Class = report.ClassRoute
 			fd.Alternatives = []report.Class{report.ClassEndpoint, report.ClassOther}
-		case code == report.CodeCanceled || code == report.CodeBlobFailed:
+		case report.CodeCanceled, report.CodeBlobFailed:
 			fd.Class = report.ClassOther
 			fd.Alternatives = []report.Class{report.ClassRoute, report.ClassEndpoint}
-		case code == report.CodeUnknown || code == report.CodeBackoffNoCause || code == report.CodeNeverPull || code == report.CodeInvalidReference ||
-			code == report.CodeDiskFull || code == report.CodeDiskIO || code == report.CodeUnpackFailed:
-			fd.Class = report.ClassOther
 		default:
+			// one taxonomy with the probe: the class is what ClassFor says for this role, step and code
 			fd.Class = report.ClassFor(role, layer, code)
+			// what broke, wherever it broke: when the role decides the class, the cause is the alternative
+			inner := report.ClassFor(report.RoleRegistry, layer, code)
+			if resolverFailure[code] {
+				inner = report.ClassDNS
+			}
+			if code == report.CodeBlobForbidden {
+				inner = report.ClassForbidden
+			}
+			if inner != fd.Class && inner != report.ClassOther {
+				fd.Alternatives = append(fd.Alternatives, inner)
+			}
 		}
 		if code == report.CodeAuth401 && (hub || strings.Contains(f.registry, "quay.io") || strings.Contains(f.text, "anonymous")) {
 			fd.Alternatives = []report.Class{report.ClassNotFound}
@@ -155,9 +184,42 @@ func Classify(msg string) report.Finding {
 		fd.Reason = reason(fd, f)
 	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
+	fd.Decided, fd.DecidedBecause = decided(fd, matched)
 	fd.NextSteps = nextSteps(fd, f)
 	fd.Decide = decide(fd, f)
 	return fd
+}
+
+// decided says whether the text settles the class, and why in one line.
+func decided(fd report.Finding, matched string) (bool, string) {
+	switch fd.Code {
+	case report.CodeUnknown:
+		return false, "no cause pullpath knows is named in the text"
+	case report.CodeBackoffNoCause:
+		return false, "a back-off or follow-up event that carries no cause; the cause is in an earlier event, or in the probe"
+	case report.CodeTimeout, report.CodeCanceled:
+		return false, "a deadline or cancellation with no cause underneath: the text does not say which step was slow"
+	case report.CodeBlobFailed:
+		return false, "the download broke off without saying why"
+	}
+	if len(fd.Alternatives) > 0 {
+		alts := make([]string, len(fd.Alternatives))
+		for i, a := range fd.Alternatives {
+			alts[i] = string(a)
+		}
+		return false, fmt.Sprintf("%q is also what %s looks like; the probe from the node decides", clip(matched, 60), strings.Join(alts, " or "))
+	}
+	return true, fmt.Sprintf("the message names the cause: %q", clip(matched, 80))
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xc0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 func reason(fd report.Finding, f facts) string {
@@ -220,7 +282,16 @@ func reason(fd report.Finding, f facts) string {
 	case report.CodeAuth403:
 		return fmt.Sprintf("%s denied the request (403): the identity lacks rights, or a network rule blocks this client", h)
 	case report.CodeBlobForbidden:
-		return fmt.Sprintf("object storage (%s) refused the blob download (403): a storage firewall, service endpoint policy or expired signature", h)
+		if reExpiredSignature.MatchString(f.text) {
+			return fmt.Sprintf("the blob host (%s) refused the download because the signed URL had expired (403): the node's clock, or a download delayed past the URL's lifetime", h)
+		}
+		return fmt.Sprintf("the manifest was served, then the blob host (%s) refused the download (403): a storage firewall, private endpoint or VPC endpoint policy, or a rewritten/expired signed URL", h)
+	case report.CodeBlobStalled:
+		return fmt.Sprintf("the blob download from %s started and then stopped delivering bytes (a read timed out mid-stream)", h)
+	case report.CodeDigestMismatch:
+		return "the downloaded bytes do not match the digest the manifest names: altered or truncated on the way (a caching proxy or mirror, a TLS-inspecting middlebox) or corrupt in storage"
+	case report.CodeSizeMismatch:
+		return "the downloaded blob has another size than the manifest says: truncated or altered on the way, or corrupt in storage"
 	case report.CodeManifestUnknown, report.CodeNameUnknown:
 		return "the repository, tag or digest does not exist in the registry"
 	case report.CodeBlobUnknown:
@@ -259,51 +330,129 @@ func addrOr(f facts, h string) string {
 	return h
 }
 
-// nextSteps lists what to check, in layer order, with the names from the message.
+// reExpiredSignature is object storage saying the signed URL is no longer valid.
+var reExpiredSignature = regexp.MustCompile(`(?i)request has expired|signature (?:not valid in the specified time|expired)|url signature expired|ExpiredToken|token is expired`)
+
+// nextSteps lists what to check for this finding's code first (a refused connection, a stall and
+// a digest mismatch do not share a fix), with the names and the port from the message.
 func nextSteps(fd report.Finding, f facts) []string {
 	h := fd.Host
 	if h == "" {
 		h = "the failing host"
 	}
+	port := f.port(fd.Host)
+	where := addrOr(f, h)
+	allow := ""
+	if fd.Role == report.RoleBlob || fd.Role == report.RoleToken || fd.Role == report.RoleMirror {
+		allow = fmt.Sprintf("%s is a %s endpoint of this pull: allow it like the registry itself (firewall, proxy allowlist, private DNS); list every host with: pullpath probe --allowlist %s", h, roleWord(fd.Role), imageOr(fd))
+	}
+	steps := func(s ...string) []string {
+		if allow != "" {
+			s = append(s, allow)
+		}
+		return s
+	}
+	switch fd.Code {
+	case report.CodeTCPRefused:
+		return steps(fmt.Sprintf("nothing accepts TCP %s at %s: check that the service listens on port %s (the registry, its load balancer or ingress), and that the port in the image reference or mirror is right", port, where, port),
+			fmt.Sprintf("or a firewall actively rejects TCP %s (a REJECT rule, a host firewall on the registry)", port))
+	case report.CodeTCPTimeout:
+		return steps(fmt.Sprintf("packets to %s on TCP %s are dropped: check the security rules / firewall for TCP %s at both ends and the node's effective route", where, port, port),
+			"check the return path (asymmetric routing through a firewall drops the replies)")
+	case report.CodeTCPHostUnreachable, report.CodeTCPNetUnreachable:
+		return steps(fmt.Sprintf("the node has no working route to %s: check its route table (UDR, VPN, peering, gateway); for an IPv6 address, that the node has IPv6 connectivity at all", where))
+	case report.CodeTCPReset:
+		return steps(fmt.Sprintf("a middlebox resets TCP %s to %s (firewall, IPS, proxy): check its logs and rules for this destination", port, where),
+			"a TLS-inspecting or SNI-filtering firewall resets connections to names it does not allow")
+	case report.CodeTLSHandshakeTimeout:
+		return steps(fmt.Sprintf("TCP %s to %s connects but TLS never completes: check the path MTU (VPN, overlay: large handshake packets dropped), a DPI firewall, or a proxy the runtime should be using", port, h))
+	case report.CodeBlobForbidden:
+		if reExpiredSignature.MatchString(f.text) {
+			return []string{"check the node's clock (timedatectl, chrony/NTP): signed blob URLs are valid for minutes",
+				"check for a proxy or scanner that holds the download until the URL expires"}
+		}
+		return steps(fmt.Sprintf("check the storage account / bucket network rules (firewall, private endpoint, VPC endpoint policy) for the node's egress address towards %s", h),
+			"check that no proxy rewrites the signed URL (a stripped or re-encoded query is refused with 403)",
+			"only if storage allows the node: the pull identity's rights (the registry signs URLs only for identities it authorised)")
+	case report.CodeBlobStalled:
+		return steps(fmt.Sprintf("the download from %s stopped mid-way: check proxy/firewall idle timeouts and the link's throughput (pullpath probe measures both)", h),
+			"a large image on a slow link also hits the kubelet's runtime-request-timeout (2m by default): raise it only once the path is known good")
+	case report.CodeDigestMismatch, report.CodeSizeMismatch:
+		return []string{"purge this blob from any pull-through cache or mirror on the path and pull again",
+			"pull once bypassing proxies and TLS-inspecting middleboxes to see which one alters the bytes; if it persists, the blob is corrupt in the registry: push the image again"}
+	case report.CodeRateLimited:
+		return []string{"authenticate pulls (imagePullSecrets: authenticated quotas are higher) or use a pull-through mirror",
+			"check for a shared egress address (NAT) that pools many nodes' anonymous quota"}
+	}
 	switch fd.Class {
 	case report.ClassDNS:
-		s := []string{fmt.Sprintf("from the node (not a pod): resolve %s with the node's resolver%s", h, orEmpty(" "+f.resolver)),
+		s := []string{fmt.Sprintf("from the node (not a pod): resolve %s with the node's resolver%s", hostName(h), orEmpty(" "+f.resolver)),
 			"check the DNS servers the node uses (VNet/VPC DNS settings), private zone links and conditional forwarders"}
 		if fd.Code == report.CodeDNSUnreachable || fd.Code == report.CodeDNSTimeout {
 			s[0] = fmt.Sprintf("check that the node reaches its resolver%s on UDP/TCP 53 (routes, security rules, the resolver's health)", orEmpty(" "+f.resolver))
 		}
 		return s
 	case report.ClassRoute:
-		return []string{fmt.Sprintf("check the node's effective route to %s and the security rules for TCP 443 at both ends", addrOr(f, h)),
+		return []string{fmt.Sprintf("check the node's effective route to %s and the security rules for TCP %s at both ends", where, port),
 			"check the return path (asymmetric routing through a firewall drops the replies)"}
 	case report.ClassEndpoint:
-		return []string{fmt.Sprintf("%s is a %s endpoint of this pull: allow it like the registry itself (firewall, proxy allowlist, private DNS)", h, roleWord(fd.Role)),
-			"list every host the pull touches with: pullpath probe --allowlist IMAGE"}
+		if fd.Code == report.CodeDNSNXDomain || resolverFailure[fd.Code] {
+			return steps(fmt.Sprintf("resolve %s from the node: a private DNS zone or split-horizon view must hold it too", hostName(h)))
+		}
+		return steps(fmt.Sprintf("check what %s answers from the node (pullpath probe shows each step)", h))
 	case report.ClassTLS:
 		if fd.Code == report.CodeTLSPlainHTTP {
-			return []string{fmt.Sprintf("serve TLS on %s, or declare it plain HTTP for the runtime (containerd: certs.d/%s/hosts.toml server = \"http://%s\")", h, h, h)}
+			return []string{fmt.Sprintf("serve TLS on %s, or declare it plain HTTP for the runtime (containerd: certs.d/%s/hosts.toml server = \"http://%s\")", h, certsDir(h), h)}
 		}
 		if fd.Code == report.CodeHostsTomlInvalid {
 			return []string{"fix the hosts.toml containerd rejected (containerd 1.6 needs a [host.\"…\"] table or an empty [host]); see pullpath runtime"}
 		}
+		if fd.Code == report.CodeTLSClientCert {
+			return []string{fmt.Sprintf("give the runtime the client certificate %s expects: containerd certs.d/%s/hosts.toml client = [\"cert\", \"key\"]", h, certsDir(h))}
+		}
+		if fd.Code == report.CodeTLSExpired {
+			return []string{fmt.Sprintf("check the validity dates of the certificate %s serves, and the node's clock (timedatectl)", h),
+				"a TLS-inspecting proxy with an expired certificate of its own shows the same error"}
+		}
 		return []string{fmt.Sprintf("inspect the certificate %s serves: names, issuer, validity", h),
-			fmt.Sprintf("trust its CA for the runtime: containerd certs.d/%s/hosts.toml ca = \"…\", or the node's CA bundle, then restart the runtime", h)}
+			fmt.Sprintf("trust its CA for the runtime: containerd certs.d/%s/hosts.toml ca = \"…\", or the node's CA bundle, then restart the runtime", certsDir(h))}
 	case report.ClassAuth:
 		return []string{"check the pod's imagePullSecrets (namespace, registry key, expiry) or the kubelet credential provider / node identity",
 			"confirm the repository name: some registries answer 401 for a repository that does not exist"}
 	case report.ClassForbidden:
-		return []string{"grant the identity pull rights on this repository (e.g. AcrPull, ECR repository policy)", "check the registry's network rules for the node's egress address"}
+		return []string{"grant the identity pull rights on this repository (e.g. AcrPull, ECR repository policy, GAR Artifact Registry Reader)", "check the registry's network rules for the node's egress address"}
 	case report.ClassNotFound:
 		return []string{fmt.Sprintf("check the image reference %s: registry, repository, tag or digest", orDash(fd.Image)), "check that the release pipeline pushed it"}
 	case report.ClassPlatform:
 		return []string{"publish a manifest for the node's platform (multi-arch build), or schedule the pod on matching nodes"}
-	case report.ClassRateLimit:
-		return []string{"authenticate pulls (imagePullSecrets) or use a pull-through mirror"}
 	case report.ClassProxy:
 		return []string{fmt.Sprintf("check the runtime's proxy environment (HTTP(S)_PROXY in its systemd unit): the proxy %s must resolve and accept connections", h),
 			"add private registries to NO_PROXY"}
 	}
 	return nil
+}
+
+// certsDir is containerd's certs.d directory name for a host: the name alone on 443, host:port otherwise.
+func certsDir(h string) string {
+	if name, p, err := net.SplitHostPort(h); err == nil && p == "443" {
+		return name
+	}
+	return h
+}
+
+// hostName is a host without its port.
+func hostName(h string) string {
+	if name, _, err := net.SplitHostPort(h); err == nil {
+		return name
+	}
+	return h
+}
+
+func imageOr(fd report.Finding) string {
+	if fd.Image == "" {
+		return "IMAGE"
+	}
+	return fd.Image
 }
 
 func roleWord(r report.Role) string {
@@ -331,8 +480,12 @@ func decide(fd report.Finding, f facts) string {
 	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth) {
 		cmd = "pullpath probe --pull-secret SECRET.yaml " + img
 	}
-	return cmd + "   # on the node, or in a hostNetwork pod with dnsPolicy: Default"
+	return cmd + decideWhere
 }
+
+// decideWhere says where the probe pulls the way the runtime does: on the node it reads the
+// runtime's configuration by itself; in a pod it needs the host mounted.
+const decideWhere = "   # on the node (reads the runtime's config), or in a hostNetwork pod with dnsPolicy: Default and the host mounted: --host-root /host"
 
 func orEmpty(s string) string {
 	if strings.TrimSpace(s) == "" {
@@ -355,9 +508,71 @@ var (
 )
 
 // redactText removes credentials from a message before it is shown or stored: signed URL queries,
-// Authorization headers, password= and token= pairs.
+// Authorization headers, password= and token= pairs. Everything else is kept byte for byte.
 func redactText(s string) string {
-	s = reURLAll.ReplaceAllStringFunc(s, hoptrace.RedactString)
+	if strings.Contains(s, "://") {
+		s = reURLAll.ReplaceAllStringFunc(s, func(u string) string {
+			u, tail := trimURL(u)
+			return redactURLText(u) + tail
+		})
+	}
 	s = reAuthHdr.ReplaceAllString(s, "${1}${2} "+hoptrace.Redacted)
 	return reKV.ReplaceAllString(s, "${1}="+hoptrace.Redacted)
+}
+
+// trimURL splits a URL found in prose from the punctuation that follows it ("…/v2/: dial",
+// "…?ns=docker.io: 400", "(https://…)"): the punctuation is the message's, not the URL's.
+func trimURL(u string) (string, string) {
+	end := len(u)
+	for end > 0 {
+		c := u[end-1]
+		if c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '\'' ||
+			c == ')' && strings.Count(u[:end], "(") < strings.Count(u[:end], ")") ||
+			c == ']' && strings.Count(u[:end], "[") < strings.Count(u[:end], "]") {
+			end--
+			continue
+		}
+		break
+	}
+	return u[:end], u[end:]
+}
+
+// redactURLText redacts a URL where it stands: user info and every query value outside the
+// probe's allow-list become REDACTED; keys, their order and all other bytes stay as written.
+func redactURLText(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		rest := u[i+3:]
+		hostEnd := strings.IndexAny(rest, "/?#")
+		if hostEnd < 0 {
+			hostEnd = len(rest)
+		}
+		if at := strings.LastIndexByte(rest[:hostEnd], '@'); at >= 0 {
+			u = u[:i+3] + hoptrace.Redacted + rest[at:]
+		}
+	}
+	q := strings.IndexByte(u, '?')
+	frag := strings.IndexByte(u, '#')
+	if frag >= 0 {
+		u = u[:frag+1] + hoptrace.Redacted
+	}
+	if q < 0 || frag >= 0 && frag < q {
+		return u
+	}
+	end := len(u)
+	if frag >= 0 {
+		end = frag
+	}
+	parts := strings.Split(u[q+1:end], "&")
+	for i, p := range parts {
+		k, _, hasV := strings.Cut(p, "=")
+		if ku, err := url.QueryUnescape(k); err == nil && hoptrace.SafeQueryKey(ku) {
+			continue
+		}
+		if hasV {
+			parts[i] = k + "=" + hoptrace.Redacted
+		} else if p != "" {
+			parts[i] = hoptrace.Redacted
+		}
+	}
+	return u[:q+1] + strings.Join(parts, "&") + u[end:]
 }

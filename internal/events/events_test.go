@@ -1,9 +1,17 @@
 package events
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -32,7 +40,7 @@ func TestDescribe(t *testing.T) {
 		t.Fatalf("%d findings, want 1 (the causeless ErrImagePull/BackOff events fold away): %+v", len(fs), fs)
 	}
 	f := fs[0]
-	if f.Class != report.ClassForbidden || f.Host != "gcr.io" || f.Count != 4 || f.Image != "gcr.io/maloney-scratch/monolith:1.0.0" {
+	if f.Class != report.ClassForbidden || f.Host != "gcr.io:443" || f.Count != 4 || f.Image != "gcr.io/maloney-scratch/monolith:1.0.0" {
 		t.Errorf("finding = class %s host %q count %d image %q", f.Class, f.Host, f.Count, f.Image)
 	}
 	if f.Operation != "resolve (HEAD manifest)" && f.Operation != "HEAD manifest" {
@@ -109,21 +117,21 @@ func TestExtraction(t *testing.T) {
 		class                    report.Class
 	}{
 		{msg: `failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp: lookup reg.example on 10.0.0.10:53: read udp 10.0.0.5:1234->10.0.0.10:53: i/o timeout`,
-			host: "reg.example", resolver: "10.0.0.10:53", op: "HEAD manifest", role: report.RoleRegistry, class: report.ClassDNS},
+			host: "reg.example:443", resolver: "10.0.0.10:53", op: "HEAD manifest", role: report.RoleRegistry, class: report.ClassDNS},
 		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp 10.1.2.3:443: connect: connection refused`,
-			host: "reg.example", addr: "10.1.2.3:443", role: report.RoleRegistry, class: report.ClassRoute},
+			host: "reg.example:443", addr: "10.1.2.3:443", role: report.RoleRegistry, class: report.ClassRoute},
 		{msg: `failed to pull and unpack image "reg.example/a:1": failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://acct.blob.core.windows.net/c/b?sig=SECRET&se=2030": dial tcp 20.1.2.3:443: i/o timeout`,
-			host: "acct.blob.core.windows.net", addr: "20.1.2.3:443", role: report.RoleBlob, op: "GET blob", class: report.ClassEndpoint},
+			host: "acct.blob.core.windows.net:443", addr: "20.1.2.3:443", role: report.RoleBlob, op: "GET blob", class: report.ClassEndpoint},
 		{msg: `failed to resolve reference "myreg.azurecr.io/a:1": failed to authorize: failed to fetch anonymous token: unexpected status from GET request to https://myreg.azurecr.io/oauth2/token?scope=repository%3Aa%3Apull&service=myreg.azurecr.io: 401 Unauthorized`,
-			host: "myreg.azurecr.io", role: report.RoleToken, op: "token fetch", class: report.ClassAuth},
+			host: "myreg.azurecr.io:443", role: report.RoleToken, op: "token fetch", class: report.ClassAuth},
 		{msg: `failed to copy: httpReadSeeker: failed open: unexpected status code https://mirror.example/v2/library/nginx/blobs/sha256:566e?ns=docker.io: 502 Bad Gateway`,
-			host: "mirror.example", role: report.RoleMirror, class: report.ClassEndpoint},
+			host: "mirror.example:443", role: report.RoleMirror, class: report.ClassEndpoint},
 		{msg: `failed to do request: Head "https://reg.example/v2/a/manifests/1": proxyconnect tcp: dial tcp 10.9.9.9:3128: i/o timeout`,
 			host: "10.9.9.9:3128", addr: "10.9.9.9:3128", role: report.RoleProxy, op: "proxy CONNECT", class: report.ClassProxy},
 		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp: lookup reg.example on 10.0.0.10:53: dial udp 10.0.0.10:53: connect: network is unreachable`,
-			host: "reg.example", resolver: "10.0.0.10:53", class: report.ClassDNS},
+			host: "reg.example:443", resolver: "10.0.0.10:53", class: report.ClassDNS},
 		{msg: `failed to resolve reference "mtls.example/a:1": failed to do request: Head "https://mtls.example/v2/a/manifests/1": remote error: tls: certificate required`,
-			host: "mtls.example", role: report.RoleRegistry, class: report.ClassTLS},
+			host: "mtls.example:443", role: report.RoleRegistry, class: report.ClassTLS},
 		{msg: `error pulling image configuration: download failed after attempts=6: error parsing HTTP 403 response body: invalid character '<' looking for beginning of value: "<?xml version=\"1.0\"?><Error><Code>AuthorizationFailure</Code></Error>"`,
 			role: report.RoleBlob, class: report.ClassEndpoint},
 	}
@@ -206,5 +214,155 @@ E1202 14:39:25.821058   27147 remote_image.go:334] "PullImage from image service
 	}
 	if fs := Explain([]Message{{Text: `time="x" level=info msg="starting"`, Count: 1}}); len(fs) != 0 {
 		t.Errorf("an info line alone is no failure: %+v", fs)
+	}
+}
+
+func TestNotTextRefused(t *testing.T) {
+	gz := []byte{0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xed, 0x9d, 0xdb, 0x72}
+	random := make([]byte, 4096)
+	for i := range random {
+		random[i] = byte(i*7919>>3) ^ byte(i) | 1 // no NUL: the UTF-8 check must catch it
+	}
+	for name, in := range map[string][]byte{"gzip": gz, "random": random, "NUL in text": []byte("Failed to pull image \"a:1\": x\x00y")} {
+		_, _, err := Parse(bytes.NewReader(in))
+		if !errors.Is(err, ErrNotText) || !strings.Contains(err.Error(), "input is not text") {
+			t.Errorf("%s: Parse error = %v, want input is not text", name, err)
+		}
+	}
+	// a few Latin-1 bytes in a real message are text; so is what PowerShell's > writes (UTF-16 with a BOM)
+	latin1 := "Failed to pull image \"r\xe9g.example/a:1\": dial tcp 10.0.0.1:443: i/o timeout"
+	if msgs, _, err := Parse(strings.NewReader(latin1)); err != nil || len(msgs) != 1 || !utf8.ValidString(msgs[0].Text) {
+		t.Errorf("Latin-1 text: %v %+v", err, msgs)
+	}
+	u16 := []byte{0xff, 0xfe}
+	for _, r := range utf16.Encode([]rune("Failed to pull image \"a.example/b:1\": x509: certificate signed by unknown authority\r\n")) {
+		u16 = append(u16, byte(r), byte(r>>8))
+	}
+	msgs, _, err := Parse(bytes.NewReader(u16))
+	if err != nil || len(msgs) != 1 {
+		t.Fatalf("UTF-16: %v %+v", err, msgs)
+	}
+	if fs := Explain(msgs); len(fs) != 1 || fs[0].Class != report.ClassTLS {
+		t.Errorf("UTF-16 findings = %+v", fs)
+	}
+}
+
+// Terminal escapes and other control characters in the input are never written back out.
+func TestControlCharactersNeverEchoed(t *testing.T) {
+	ev := `{"kind":"EventList","apiVersion":"v1","items":[{"kind":"Event","type":"Warning","reason":"Failed",` +
+		`"involvedObject":{"kind":"Pod","name":"web\u001b]0;owned\u0007-1","fieldPath":"spec.containers{app}"},` +
+		`"message":"Failed to pull image \"r.example/a:1\u001b[2J\": rpc error: code = Unknown desc = failed to pull and unpack image \"r.example/a:1\": failed to resolve reference \"r.example/a:1\": failed to do request: Head \"https://r.example/v2/a/manifests/1\": dial tcp 10.1.1.1:443: connect: connection refused\u0007\u009b31m\u0085"}]}`
+	raw := "\x1b[31mFailed to pull image \"r.example/b:2\": x509: certificate signed by unknown authority\x1b[0m\x07 \x08\x08\x08 \r done\n"
+	for name, in := range map[string]string{"events JSON": ev, "raw text": raw} {
+		msgs, _, err := Parse(strings.NewReader(in))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		fs := Explain(msgs)
+		if len(fs) != 1 {
+			t.Fatalf("%s: %d findings", name, len(fs))
+		}
+		var b bytes.Buffer
+		if err := report.WriteFindingsText(&b, fs); err != nil {
+			t.Fatal(err)
+		}
+		if err := report.WriteJSON(&b, report.NewFindings(fs)); err != nil {
+			t.Fatal(err)
+		}
+		var doc report.Findings
+		js := b.Bytes()[bytes.IndexByte(b.Bytes(), '{'):]
+		if err := json.Unmarshal(js, &doc); err != nil {
+			t.Fatal(err)
+		}
+		all := b.String() + fmt.Sprintf("%+v", doc)
+		for _, r := range all {
+			if r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f {
+				t.Errorf("%s: control character %U in the output:\n%s", name, r, b.String())
+				break
+			}
+		}
+		if !strings.Contains(doc.Findings[0].Message, `\x07`) {
+			t.Errorf("%s: a lone control character should be shown escaped: %q", name, doc.Findings[0].Message)
+		}
+	}
+}
+
+// Messages are quoted byte for byte: redaction replaces query values and nothing else; the
+// punctuation after a URL stays where it was (a trailing ':' was once pulled into the query as %3A).
+func TestMessagesQuotedByteForByte(t *testing.T) {
+	values := regexp.MustCompile(`=[^&\s"':]*`)
+	for _, file := range []string{"testdata/corpus.txt", "testdata/lab.txt"} {
+		for _, s := range loadCorpus(t, file) {
+			got := Classify(s.message).Message
+			if values.ReplaceAllString(got, "=") != values.ReplaceAllString(s.message, "=") {
+				t.Errorf("%s: message changed beyond redaction:\n in  %q\n out %q", s.source, s.message, got)
+			}
+		}
+	}
+	for in, want := range map[string]string{
+		`failed to copy: unexpected status code https://mirror.example/v2/library/nginx/blobs/sha256:566e?ns=docker.io: 400 Bad Request`: `failed to copy: unexpected status code https://mirror.example/v2/library/nginx/blobs/sha256:566e?ns=docker.io: 400 Bad Request`,
+		`Get https://b.example/data?verify=1577484021-l4Ql8%3D: x509: certificate has expired`:                                           `Get https://b.example/data?verify=REDACTED: x509: certificate has expired`,
+		`Get "https://b.example/x?Expires=1&Signature=abc&Key-Pair-Id=K": dial tcp 1.2.3.4:443: i/o timeout`:                             `Get "https://b.example/x?Expires=REDACTED&Signature=REDACTED&Key-Pair-Id=REDACTED": dial tcp 1.2.3.4:443: i/o timeout`,
+		`(see https://user:pass@r.example/v2/).`: `(see https://REDACTED@r.example/v2/).`,
+	} {
+		if got := Classify(in).Message; got != want {
+			t.Errorf("Classify(%q).Message =\n %q, want\n %q", in, got, want)
+		}
+	}
+}
+
+// Correct details: the class is the probe's (report.ClassFor), the port is the real one, hosts
+// carry their port, and each kind of failure gets its own fix.
+func TestDetails(t *testing.T) {
+	refused := Classify(`Failed to pull image "registry.corp.example:5000/a:1": failed to resolve reference "registry.corp.example:5000/a:1": failed to do request: Head "https://registry.corp.example:5000/v2/a/manifests/1": dial tcp 10.20.30.40:5000: connect: connection refused`)
+	if refused.Host != "registry.corp.example:5000" || refused.Class != report.ClassRoute {
+		t.Errorf("refused: %s %q", refused.Class, refused.Host)
+	}
+	if s := strings.Join(refused.NextSteps, " "); !strings.Contains(s, "TCP 5000") || strings.Contains(s, "443") {
+		t.Errorf("advice must name TCP 5000, never 443: %q", s)
+	}
+
+	blobTLS := Classify(`failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://prod.blobs.example.net/registry-v2/docker/registry/v2/blobs/sha256/0e/0e6f/data?sig=x": x509: certificate signed by unknown authority`)
+	if blobTLS.Role != report.RoleBlob || blobTLS.Code != report.CodeTLSUnknownAuthority || blobTLS.Host != "prod.blobs.example.net:443" ||
+		blobTLS.Class != report.ClassFor(report.RoleBlob, report.StepTLS, report.CodeTLSUnknownAuthority) {
+		t.Errorf("TLS on a blob host: %s %s %q %s", blobTLS.Class, blobTLS.Code, blobTLS.Host, blobTLS.Role)
+	}
+	if blobTLS.Class != report.ClassTLS && !slices.Contains(blobTLS.Alternatives, report.ClassTLS) {
+		t.Errorf("TLS on a blob host must offer tls: %v", blobTLS.Alternatives)
+	}
+	token401 := Classify(`failed to resolve reference "r.example/a:1": failed to authorize: failed to fetch oauth token: unexpected status from POST request to https://auth.example/token: 401 Unauthorized`)
+	if token401.Class != report.ClassAuth || token401.Role != report.RoleToken || token401.Host != "auth.example:443" {
+		t.Errorf("401 at the token realm: %s %s %q", token401.Class, token401.Role, token401.Host)
+	}
+	blobDNS := Classify(`failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://acct.blob.core.windows.net/c/b?sig=x": dial tcp: lookup acct.blob.core.windows.net on 10.0.0.10:53: no such host`)
+	if blobDNS.Class != report.ClassFor(report.RoleBlob, report.StepDNS, report.CodeDNSNXDomain) || blobDNS.Role != report.RoleBlob || !slices.Contains(blobDNS.Alternatives, report.ClassDNS) {
+		t.Errorf("NXDOMAIN of a blob host: %s %s %v", blobDNS.Class, blobDNS.Role, blobDNS.Alternatives)
+	}
+
+	blob403 := Classify(`failed to pull and unpack image "myreg.azurecr.io/a:1": failed to copy: httpReadSeeker: failed open: unexpected status code https://myreg.azurecr.io/v2/a/blobs/sha256:abc: 403 Forbidden`)
+	if blob403.Class != report.ClassEndpoint || blob403.Role != report.RoleBlob || blob403.Code != report.CodeBlobForbidden ||
+		len(blob403.Alternatives) == 0 || blob403.Alternatives[0] != report.ClassForbidden || strings.Contains(blob403.NextSteps[0], "AcrPull") {
+		t.Errorf("blob 403 after the manifest: %s %s %s alt %v next %q", blob403.Class, blob403.Role, blob403.Code, blob403.Alternatives, blob403.NextSteps)
+	}
+
+	stall := Classify(`failed to pull and unpack image "r.example/a:1": failed to copy: read tcp 10.0.0.4:51234->104.18.1.1:443: read: connection timed out`)
+	digest := Classify(`failed to pull and unpack image "r.example/a:1": failed commit on ref "layer-sha256:aaa": unexpected commit digest sha256:bbb, expected sha256:aaa: failed precondition`)
+	expired := Classify(`error pulling image configuration: download failed after attempts=1: error parsing HTTP 403 response body: "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>"`)
+	if stall.Code != report.CodeBlobStalled || digest.Code != report.CodeDigestMismatch || expired.Code != report.CodeBlobForbidden {
+		t.Fatalf("codes: stall %s, digest %s, expired %s", stall.Code, digest.Code, expired.Code)
+	}
+	firsts := map[string]report.Code{}
+	for _, f := range []report.Finding{refused, stall, digest, expired, blob403} {
+		if prev, ok := firsts[f.NextSteps[0]]; ok {
+			t.Errorf("%s and %s share the same first step %q", prev, f.Code, f.NextSteps[0])
+		}
+		firsts[f.NextSteps[0]] = f.Code
+	}
+	if !strings.Contains(expired.NextSteps[0], "clock") {
+		t.Errorf("an expired signature points at the clock: %q", expired.NextSteps)
+	}
+
+	if !strings.Contains(refused.Decide, "pullpath probe registry.corp.example:5000/a:1") || !strings.Contains(refused.Decide, "reads the runtime's config") || !strings.Contains(refused.Decide, "--host-root /host") {
+		t.Errorf("decide = %q", refused.Decide)
 	}
 }

@@ -25,6 +25,9 @@ func normalise(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// maxSources is how many places one folded finding lists; the rest are counted.
+const maxSources = 10
+
 // Explain classifies every message and folds repeats of the same failure into one finding with a
 // count. A kubelet "Error: ErrImagePull" or "Back-off pulling image" without a cause is kept only
 // when nothing else explains the failure.
@@ -40,9 +43,12 @@ func Explain(msgs []Message) []report.Finding {
 		if fd.Image == "" && m.Image != "" {
 			fd.Image = m.Image
 			if ref, err := registry.ParseReference(m.Image); err == nil && fd.Host == "" && fd.Class != report.ClassOther {
-				fd.Host = ref.Registry
+				fd.Host = ref.Host
 			}
 			fd.Decide = strings.Replace(fd.Decide, " IMAGE", " "+m.Image, 1)
+			for i, s := range fd.NextSteps {
+				fd.NextSteps[i] = strings.Replace(s, " IMAGE", " "+m.Image, 1)
+			}
 		}
 		fd.Count = max(m.Count, 1)
 		if m.Source != "" {
@@ -55,8 +61,10 @@ func Explain(msgs []Message) []report.Finding {
 		key := string(fd.Class) + "|" + string(fd.Code) + "|" + fd.Host + "|" + normalise(fd.Message)
 		if i, ok := index[key]; ok {
 			out[i].Count += fd.Count
-			if len(out[i].Sources) < 10 {
+			if len(out[i].Sources) < maxSources {
 				out[i].Sources = append(out[i].Sources, fd.Sources...)
+			} else {
+				out[i].SourcesOmitted += len(fd.Sources)
 			}
 			continue
 		}

@@ -222,3 +222,58 @@ func (f facts) operation(role report.Role) string {
 	}
 	return ""
 }
+
+// registryHost is the image registry's host as the runtime dials it ("registry-1.docker.io:443").
+func (f facts) registryHost() string {
+	if f.registry == "" {
+		return ""
+	}
+	return f.withPort(registry.APIHost(f.registry), report.RoleRegistry)
+}
+
+// withPort writes a host as host:port, the way the probe names endpoints: the port the message
+// shows (the URL's, the dialed address's), else the scheme's (443, or 80 for http://). A proxy
+// named only by a failed lookup keeps its bare name: the text does not say its port.
+func (f facts) withPort(h string, role report.Role) string {
+	if h == "" {
+		return ""
+	}
+	if _, _, err := net.SplitHostPort(h); err == nil {
+		return h
+	}
+	if role == report.RoleProxy {
+		return h
+	}
+	name := strings.Trim(h, "[]")
+	if h == "docker.io" {
+		name = registry.APIHost(h)
+	}
+	if f.url != nil && strings.EqualFold(f.url.Hostname(), name) {
+		if p := f.url.Port(); p != "" {
+			return net.JoinHostPort(name, p)
+		}
+		if strings.EqualFold(f.url.Scheme, "http") {
+			return net.JoinHostPort(name, "80")
+		}
+		return net.JoinHostPort(name, "443")
+	}
+	if f.addr != "" && (f.lookup == "" || strings.EqualFold(f.lookup, name)) && f.url == nil {
+		if _, p, err := net.SplitHostPort(f.addr); err == nil {
+			return net.JoinHostPort(name, p)
+		}
+	}
+	return net.JoinHostPort(name, "443")
+}
+
+// port is the TCP port the failing connection used: the dialed address's, else the host's.
+func (f facts) port(host string) string {
+	if f.addr != "" {
+		if _, p, err := net.SplitHostPort(f.addr); err == nil {
+			return p
+		}
+	}
+	if _, p, err := net.SplitHostPort(host); err == nil {
+		return p
+	}
+	return "443"
+}

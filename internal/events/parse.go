@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -36,7 +37,8 @@ const (
 const MaxInput = 32 << 20
 
 // Parse reads failure messages from r, detecting raw text, `kubectl describe pod` output, or
-// Kubernetes objects (Event, Pod, their lists, events.k8s.io) as JSON or YAML.
+// Kubernetes objects (Event, Pod, their lists, events.k8s.io) as JSON or YAML. Input that is not
+// text is an error (ErrNotText); control characters in what is read are made printable.
 func Parse(r io.Reader) ([]Message, Format, error) {
 	b, err := io.ReadAll(io.LimitReader(r, MaxInput+1))
 	if err != nil {
@@ -45,6 +47,21 @@ func Parse(r io.Reader) ([]Message, Format, error) {
 	if len(b) > MaxInput {
 		return nil, "", fmt.Errorf("input is larger than %d MiB", MaxInput>>20)
 	}
+	if b, err = asText(b); err != nil {
+		return nil, "", err
+	}
+	msgs, format, err := parse(b)
+	if err != nil {
+		return nil, format, errors.New(cleanText(err.Error())) // a YAML error quotes the input
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		m.Text, m.Source, m.Image = cleanText(m.Text), cleanText(m.Source), cleanText(m.Image)
+	}
+	return msgs, format, err
+}
+
+func parse(b []byte) ([]Message, Format, error) {
 	trimmed := bytes.TrimSpace(b)
 	if len(trimmed) == 0 {
 		return nil, FormatText, nil
@@ -125,9 +142,56 @@ func fromObjects(v any) []Message {
 	return nil
 }
 
-// pullReasons are event reasons that can carry a pull failure.
+// pullReasons are the kubelet's event reasons that can carry a pull failure (pkg/kubelet/events):
+// FailedToPullImage and BackOffPullImage are "Failed" and "BackOff", which the kubelet also gives to
+// crash loops and container errors, so the message must still be about a pull.
 var pullReasons = map[string]bool{"Failed": true, "BackOff": true, "ErrImagePull": true, "ImagePullBackOff": true,
 	"FailedCreatePodSandBox": true, "InspectFailed": true, "ErrImageNeverPull": true, "InvalidImageName": true, "FailedSync": true}
+
+// pullWaiting are the container waiting reasons of a pull that failed (kubelet images.Err*).
+var pullWaiting = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+	"ImageInspectError": true, "RegistryUnavailable": true, "SignatureValidationFailed": true}
+
+var (
+	// rePullShape is a message about pulling an image: the kubelet's, the runtimes' and the registry
+	// clients' own words, or a registry API URL. "dial tcp" or "BackOff" alone say nothing about a pull.
+	rePullShape = regexp.MustCompile(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|pulling image failed|back-?off pulling image|\bpulling image\b|failed to resolve (?:reference|image|ref)|\bErrImagePull\b|ImagePullBackOff|ErrImageNeverPull|pull access denied|failed to get sandbox image|pull policy|couldn't parse image reference|invalid reference format|InvalidImageName|manifest unknown|toomanyrequests|error reading manifest|reading manifest \S+ in|httpReadSeeker|error pinging (?:docker|container) registry|CannotPullContainerError|https?://[^\s"/]+/v2/|https?://[^\s"/]+/v1/(?:_ping|repositories|images)`)
+	// reStrongPull is a message that can only be a pull failure, whatever reason the event carries.
+	reStrongPull = regexp.MustCompile(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|back-?off pulling image|\bErrImagePull\b|pull access denied|failed to get sandbox image|CannotPullContainerError`)
+	// reNotPull is what the kubelet and controllers say about other failures that share words with
+	// pulls (dial tcp, BackOff, rpc error, context deadline exceeded).
+	reNotPull        = regexp.MustCompile(`(?i)^\s*(?:(?:Readiness|Liveness|Startup) probe (?:failed|errored|warning)|Back-off restarting failed container|back-off \S+ restarting failed|MountVolume\.|AttachVolume\.|Unable to attach or mount volumes|\d+/\d+ nodes are available|Memory cgroup out of memory|System OOM encountered|Node \S+ status is now|failed to setup network for sandbox|Failed to create pod sandbox: rpc error: code = \w+ desc = failed to (?:setup|create) network)`)
+	reContainerField = regexp.MustCompile(`^spec\.(?:initContainers|containers|ephemeralContainers)\{`)
+	// reNotPullReason are event reasons that are never about a pull, whatever their text.
+	notPullReasons = map[string]bool{"Unhealthy": true, "ProbeWarning": true, "FailedMount": true, "FailedAttachVolume": true,
+		"FailedScheduling": true, "OOMKilling": true, "SystemOOM": true, "NodeNotReady": true, "FailedKillPod": true,
+		"FailedPreStopHook": true, "FailedPostStartHook": true, "Evicted": true, "ImageGCFailed": true, "FreeDiskSpaceFailed": true,
+		"Pulling": true, "Pulled": true, "Created": true, "Started": true, "Killing": true}
+)
+
+// isPullFailure keeps an event, describe row or text block only when it is about pulling an image:
+// its reason (when known) can carry a pull failure, the involved field (when known) is a container,
+// and the message has the shape of a pull error. A Normal event counts only with a pull reason
+// (the kubelet's "Back-off pulling image" is Normal).
+func isPullFailure(typ, reason, fieldPath, msg string) bool {
+	if fieldPath != "" && !reContainerField.MatchString(fieldPath) {
+		return false
+	}
+	if notPullReasons[reason] {
+		return false
+	}
+	strong := reStrongPull.MatchString(msg)
+	if !strong && reNotPull.MatchString(msg) {
+		return false
+	}
+	switch {
+	case reason == "":
+		return typ != "Normal" && rePullShape.MatchString(msg)
+	case pullReasons[reason]:
+		return rePullShape.MatchString(msg)
+	}
+	return typ != "Normal" && strong
+}
 
 func fromEvent(e map[string]any) []Message {
 	reason := str(e, "reason")
@@ -136,7 +200,11 @@ func fromEvent(e map[string]any) []Message {
 		msg = str(e, "note") // events.k8s.io/v1
 	}
 	typ := str(e, "type")
-	if msg == "" || !isPullFailure(typ, reason, msg) {
+	obj, _ := e["involvedObject"].(map[string]any)
+	if obj == nil {
+		obj, _ = e["regarding"].(map[string]any)
+	}
+	if msg == "" || !isPullFailure(typ, reason, str(obj, "fieldPath"), msg) {
 		return nil
 	}
 	count := 1
@@ -149,13 +217,12 @@ func fromEvent(e map[string]any) []Message {
 			count = int(c)
 		}
 	}
-	obj, _ := e["involvedObject"].(map[string]any)
-	if obj == nil {
-		obj, _ = e["regarding"].(map[string]any)
-	}
 	src := "event " + reason
 	if obj != nil {
 		src += " on " + str(obj, "kind") + "/" + str(obj, "name")
+		if ns := str(obj, "namespace"); ns != "" {
+			src = "event " + reason + " on " + str(obj, "kind") + "/" + ns + "/" + str(obj, "name")
+		}
 	}
 	return []Message{{Text: msg, Source: src, Count: count}}
 }
@@ -191,8 +258,8 @@ func fromPod(p map[string]any) []Message {
 				continue
 			}
 			reason, msg := str(w, "reason"), str(w, "message")
-			if !isPullFailure("", reason, msg) {
-				continue
+			if !pullWaiting[reason] {
+				continue // CrashLoopBackOff, CreateContainerConfigError, ContainerCreating: not a pull
 			}
 			if msg == "" {
 				msg = reason
@@ -207,17 +274,6 @@ func fromPod(p map[string]any) []Message {
 func str(m map[string]any, k string) string {
 	s, _ := m[k].(string)
 	return s
-}
-
-var rePullWords = regexp.MustCompile(`(?i)pull|image|registry|manifest|x509|lookup|dial tcp|toomanyrequests|unauthorized|denied`)
-
-// isPullFailure keeps an event or waiting state that can carry a pull failure: a pull reason, or
-// a warning whose text speaks of pulling. Normal events count only with a pull reason.
-func isPullFailure(typ, reason, msg string) bool {
-	if pullReasons[reason] {
-		return true
-	}
-	return typ != "Normal" && rePullWords.MatchString(msg)
 }
 
 // describe: "  Warning  Failed     7m40s (x4 over 9m8s)   kubelet, node-1  Failed to pull image …"
@@ -256,7 +312,7 @@ func fromDescribe(s string) []Message {
 		if m := reDescribeEvent.FindStringSubmatch(line); m != nil {
 			flush()
 			typ, reason, age, msg := m[1], m[2], m[3], m[5]
-			if !isPullFailure(typ, reason, msg) {
+			if !isPullFailure(typ, reason, "", msg) {
 				continue
 			}
 			count := 1
@@ -280,9 +336,26 @@ func fromDescribe(s string) []Message {
 // reStrongStart marks a line that starts a failure report on its own.
 var reStrongStart = regexp.MustCompile(`(?i)^\s*(?:E\d{4} |time="|level=|FATA|ERRO|Warning\s|Failed to pull image|Error response from daemon|Error:|ctr:|error pulling|failed to |\[ERROR|docker: |pulling image|rpc error|Back-off pulling)`)
 
+// notAPull reports raw text that is plainly another failure (a probe, a crash loop, a mount): it is
+// dropped. Anything else pasted as text is read, since bare network errors carry no pull words.
+func notAPull(text string) bool {
+	return reNotPull.MatchString(text) && !reStrongPull.MatchString(text)
+}
+
 // fromText splits raw text into messages: blank lines separate blocks, and a block whose lines each
 // start a failure of their own ("E1202 …", "Failed to pull image …") is split into lines.
 func fromText(s string) []Message {
+	all := splitText(s)
+	out := all[:0]
+	for _, m := range all {
+		if !notAPull(m.Text) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func splitText(s string) []Message {
 	var out []Message
 	blocks := reBlankLine.Split(strings.ReplaceAll(s, "\r\n", "\n"), -1)
 	lineNo := 1

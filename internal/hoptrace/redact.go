@@ -14,6 +14,9 @@ var safeQueryKeys = map[string]bool{
 	"mount": true, "from": true,
 }
 
+// SafeQueryKey reports whether a query key's value is kept by RedactURL (case-insensitive).
+func SafeQueryKey(k string) bool { return safeQueryKeys[strings.ToLower(k)] }
+
 // Redacted is the placeholder for a removed value.
 const Redacted = "REDACTED"
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // NewFindings wraps findings in the explain JSON document.
@@ -35,12 +36,18 @@ func WriteFindingsText(w io.Writer, fs []Finding) error {
 		if f.Count > 1 {
 			fmt.Fprintf(b, " · seen %d×", f.Count)
 		}
+		if !f.Decided {
+			b.WriteString(" · undecided")
+		}
 		b.WriteString("\n")
 		fmt.Fprintf(b, "    %s\n", f.Reason)
 		row := func(k, v string) {
 			if v != "" {
 				fmt.Fprintf(b, "    %-10s %s\n", k, v)
 			}
+		}
+		if !f.Decided {
+			row("undecided", f.DecidedBecause)
 		}
 		row("owner", ownerLine(f.Owner, f.OwnerText))
 		row("image", f.Image)
@@ -53,7 +60,7 @@ func WriteFindingsText(w io.Writer, fs []Finding) error {
 			for j, a := range f.Alternatives {
 				alts[j] = string(a)
 			}
-			row("or", strings.Join(alts, ", ")+" (the text alone cannot decide)")
+			row("or", strings.Join(alts, ", ")+" (most likely first)")
 		}
 		for j, s := range f.NextSteps {
 			k := ""
@@ -63,15 +70,32 @@ func WriteFindingsText(w io.Writer, fs []Finding) error {
 			fmt.Fprintf(b, "    %-10s %d. %s\n", k, j+1, s)
 		}
 		row("decide", f.Decide)
-		msg := f.Message
-		if len(msg) > 600 {
-			msg = msg[:600] + " …"
-		}
-		row("message", strings.Join(strings.Fields(msg), " "))
+		row("message", clipMessage(f.Message, maxMessageText))
 		if len(f.Sources) > 0 {
-			row("from", strings.Join(f.Sources, "; "))
+			from := strings.Join(f.Sources, "; ")
+			if f.SourcesOmitted > 0 {
+				from += fmt.Sprintf("; and %d more", f.SourcesOmitted)
+			}
+			row("from", from)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// maxMessageText is how much of a message the text output shows; JSON has it whole.
+const maxMessageText = 600
+
+// clipMessage joins the message's lines and cuts it at max bytes (on a character boundary),
+// saying how many bytes were left out.
+func clipMessage(msg string, max int) string {
+	msg = strings.Join(strings.Fields(msg), " ")
+	if len(msg) <= max {
+		return msg
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s … (%d more bytes; -o json has the whole message)", msg[:cut], len(msg)-cut)
 }

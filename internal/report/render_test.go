@@ -69,7 +69,7 @@ func TestFindingsText(t *testing.T) {
 	_ = WriteFindingsText(&b, []Finding{{Class: ClassAuth, Owner: ClassAuth.Owner(), Code: CodeAuth401, Host: "r", Role: RoleToken, Reason: "401",
 		Count: 3, Alternatives: []Class{ClassNotFound}, NextSteps: []string{"a", "b"}, Message: strings.Repeat("x", 700)}})
 	out := b.String()
-	for _, want := range []string{"[1] class auth · r (token) · AUTH_401 · seen 3×", "or         not_found", "next       1. a", "           2. b", " …\n"} {
+	for _, want := range []string{"[1] class auth · r (token) · AUTH_401 · seen 3×", "or         not_found", "next       1. a", "           2. b", " … (100 more bytes", "· undecided"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
