@@ -130,7 +130,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())
 	})
-	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newDemoCmd(s), newVersionCmd(s))
+	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newPodCmd(s), newDemoCmd(s), newVersionCmd(s))
 	return root
 }
 

@@ -236,3 +236,67 @@ func FromKeychain(registry string) (Credential, error) {
 	}
 	return c, nil
 }
+
+// SecretKeys returns the registry keys of a pull secret's docker config (never the values).
+func SecretKeys(secret []byte) ([]string, error) {
+	auths, err := parsePullSecret(secret)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(auths))
+	for k := range auths {
+		keys = append(keys, k)
+	}
+	return keys, nil
+}
+
+// MatchImage returns the first key that covers image as the kubelet's keyring matches it: the
+// host by label-wise glob (*.azurecr.io), the port exactly, and the key's path a prefix of the
+// image's repository path. docker.io keys cover Docker Hub images under any of its aliases.
+func MatchImage(keys []string, image string) (string, bool) {
+	host, repo := splitImage(image)
+	for _, exact := range []bool{true, false} {
+		for _, k := range keys {
+			kh, kp := splitKey(k)
+			hostOK := kh == host
+			if !exact {
+				hostOK = globMatch(kh, host)
+			}
+			if hostOK && (kp == "" || repo == kp || strings.HasPrefix(repo, kp+"/")) {
+				return k, true
+			}
+		}
+	}
+	return "", false
+}
+
+// splitKey turns a docker config key into host[:port] and a repository path prefix.
+func splitKey(k string) (host, path string) {
+	k = strings.TrimSpace(strings.ToLower(k))
+	if strings.Contains(k, "://") {
+		if u, err := url.Parse(k); err == nil {
+			k = u.Host + u.Path
+		}
+	}
+	host, path, _ = strings.Cut(strings.TrimSuffix(k, "/"), "/")
+	if normalizeKey(host) == "docker.io" {
+		host, path = "docker.io", strings.TrimPrefix(path, "v1")
+		path = strings.Trim(path, "/")
+	}
+	return host, path
+}
+
+// splitImage returns the registry host[:port] and repository of an image reference, with Docker
+// Hub's defaults (docker.io, library/).
+func splitImage(image string) (host, repo string) {
+	ref, err := name.ParseReference(image, name.WeakValidation)
+	if err != nil {
+		h, r, _ := strings.Cut(image, "/")
+		return strings.ToLower(h), r
+	}
+	host = ref.Context().RegistryStr()
+	if host == name.DefaultRegistry {
+		host = "docker.io"
+	}
+	return strings.ToLower(host), ref.Context().RepositoryStr()
+}

@@ -99,3 +99,27 @@ func FuzzParsePullSecret(f *testing.F) {
 		}
 	})
 }
+
+func TestMatchImageAsTheKubelet(t *testing.T) {
+	for _, tc := range []struct {
+		keys  []string
+		image string
+		want  string
+	}{
+		{[]string{"myreg.azurecr.io"}, "myreg.azurecr.io/team/app:1", "myreg.azurecr.io"},
+		{[]string{"*.azurecr.io"}, "myreg.azurecr.io/team/app:1", "*.azurecr.io"},
+		{[]string{"*.azurecr.io"}, "a.b.azurecr.io/app:1", ""}, // label count differs
+		{[]string{"reg.example:5000"}, "reg.example/app:1", ""},  // port must match
+		{[]string{"reg.example:5000"}, "reg.example:5000/app:1", "reg.example:5000"},
+		{[]string{"reg.example/team"}, "reg.example/team/app:1", "reg.example/team"},
+		{[]string{"reg.example/team"}, "reg.example/other/app:1", ""},
+		{[]string{"https://index.docker.io/v1/"}, "nginx:1.25", "https://index.docker.io/v1/"},
+		{[]string{"other.example", "https://myreg.io"}, "myreg.io/app@sha256:" + strings.Repeat("a", 64), "https://myreg.io"},
+		{[]string{"other.example"}, "myreg.io/app:1", ""},
+	} {
+		got, ok := MatchImage(tc.keys, tc.image)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("MatchImage(%q, %s) = %q, %t; want %q", tc.keys, tc.image, got, ok, tc.want)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+type podOptions struct {
+	streams       Streams
+	kube          *kubeFlags
+	name          string
+	namespace     string
+	all           bool
+	allNamespaces bool
+	output        string
+	maxImages     int
+	kubeletConfig bool
+}
+
+func newPodCmd(s Streams) *cobra.Command {
+	o := &podOptions{streams: s, kube: newKubeFlags()}
+	cmd := &cobra.Command{
+		Use:   "pod NAME | --all",
+		Short: "Diagnose a pod's image pull failure across the cluster: nodes, pools, caches, credentials",
+		Long: `Start where the operator starts: the failing pod. pullpath reads the pod, its
+containers' waiting states and its events (explained as pullpath explain does), the
+node it landed on and that node's pool, age, node image and runtime, and then the
+image caches of every node (status.images): where the image is cached, where not,
+and where the failing pods are. Old nodes keep running a cached image while the
+new nodes of a scale-up or upgrade cannot pull it: the cached-image lie.
+
+It also shows the pull credentials as the kubelet sees them (the pod's and its
+service account's imagePullSecrets, matched against the registry as the kubelet
+matches; never a secret value), a timeline (node creations, pool upgrades,
+scale-ups, the first failure), and the exact pullpath verify command that proves
+the path with a fresh, complete pull on a node of each pool concerned.
+
+A node whose image list is full (the kubelet lists at most nodeStatusMaxImages,
+50 by default) is "unknown", never "absent". Read-only: it never creates anything.
+
+Exit codes: 0 no pull failure, 1 pull failure diagnosed, 2 could not run (no
+cluster, no rights: the RBAC verb that was missing is named).`,
+		Example: `  pullpath pod web-7d9f8b6c5-x2x7q -n shop
+  kubectl pullpath pod web-7d9f8b6c5-x2x7q -n shop -o json
+  pullpath pod --all -A`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	f := cmd.Flags()
+	o.kube.addFlags(f)
+	f.BoolVar(&o.all, "all", false, "every pod with a pull failure (in the namespace, or all with -A), grouped by image and cause")
+	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "with --all: every namespace")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages, when their /configz cannot be read")
+	f.BoolVar(&o.kubeletConfig, "read-kubelet-config", true, "read each undecided node's nodeStatusMaxImages from its kubelet's /configz (needs get on nodes/proxy; skipped with a note when refused)")
+	return cmd
+}
+
+// Complete reads the pod name and the namespace from the kubeconfig when -n is not given.
+func (o *podOptions) Complete(args []string) error {
+	switch {
+	case len(args) == 1:
+		o.name = args[0]
+	case len(args) > 1:
+		return fmt.Errorf("pod takes one pod NAME, got %d: %s", len(args), strings.Join(args, " "))
+	}
+	ns, err := o.kube.namespace()
+	if err != nil {
+		return err
+	}
+	o.namespace = ns
+	if o.allNamespaces {
+		o.namespace = ""
+	}
+	return nil
+}
+
+// Validate checks the combination of arguments.
+func (o *podOptions) Validate() error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	switch {
+	case o.all && o.name != "":
+		return errors.New("give a pod NAME or --all, not both")
+	case !o.all && o.name == "":
+		return errors.New("pod needs a pod NAME (or --all), e.g. pullpath pod web-7d9f8b6c5-x2x7q -n shop")
+	case o.allNamespaces && !o.all:
+		return errors.New("-A/--all-namespaces goes with --all")
+	case o.maxImages < 1:
+		return fmt.Errorf("--node-max-images %d: want 1 or more", o.maxImages)
+	}
+	return nil
+}
+
+// Run diagnoses; a pull failure returns ExitError{1} after the report is written.
+func (o *podOptions) Run(cmd *cobra.Command) error {
+	cs, err := o.kube.client()
+	if err != nil {
+		return err
+	}
+	ctx := cmd.Context()
+	if o.all {
+		l, err := cluster.DiagnoseAll(ctx, cs, o.namespace)
+		if err != nil {
+			return err
+		}
+		if o.output == "json" {
+			err = report.WriteJSON(o.streams.Out, l)
+		} else {
+			err = report.WritePullFailuresText(o.streams.Out, l)
+		}
+		if err != nil {
+			return err
+		}
+		if len(l.Groups) > 0 {
+			return &ExitError{Code: ExitBroken}
+		}
+		return nil
+	}
+	d, err := cluster.DiagnosePod(ctx, cs, o.namespace, o.name, cluster.Options{MaxImages: o.maxImages, KubeletConfig: o.kubeletConfig})
+	if err != nil {
+		return err
+	}
+	if o.output == "json" {
+		err = report.WriteJSON(o.streams.Out, d)
+	} else {
+		err = report.WritePodText(o.streams.Out, d)
+	}
+	if err != nil {
+		return err
+	}
+	if d.Class != report.ClassOK {
+		return &ExitError{Code: ExitBroken}
+	}
+	return nil
+}

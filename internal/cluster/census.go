@@ -1,0 +1,384 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// census is what the cluster holds about one image: every node with its image list, and every
+// pod that runs it or fails to pull it.
+type census struct {
+	cs    kubernetes.Interface
+	o     Options
+	image string
+	ref   imageRef
+	notes *[]string
+
+	nodes   []corev1.Node
+	pods    []corev1.Pod
+	digests map[string]bool // repo digests of the image, from the imageID of pods that run it
+	caps    map[string]int  // node → nodeStatusMaxImages, when read from the kubelet
+}
+
+// imageRef is an image reference reduced to what node image lists and imageIDs name.
+type imageRef struct{ repo, tag, digest string }
+
+func parseImage(s string) (imageRef, bool) {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "docker-pullable://"), "docker://")
+	r, err := registry.ParseReference(s)
+	if err != nil {
+		return imageRef{}, false
+	}
+	return imageRef{repo: r.Registry + "/" + r.Repository, tag: r.Tag, digest: r.Digest}, true
+}
+
+func (c *census) read(ctx context.Context, ns string) error {
+	nl, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return apiError(err, "list", "nodes", "", "")
+	}
+	c.nodes = nl.Items
+	pl, err := c.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		// without cluster-wide rights, the pod's namespace still tells a lot
+		*c.notes = append(*c.notes, fmt.Sprintf("pods of other namespaces not read (%v): pods running or failing on the image elsewhere are not counted", shortErr(err)))
+		if pl, err = c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
+			return apiError(err, "list", "pods", ns, "")
+		}
+	}
+	c.pods = pl.Items
+	c.ref, _ = parseImage(c.image)
+	c.digests = map[string]bool{}
+	if c.ref.digest != "" {
+		c.digests[c.ref.digest] = true
+	}
+	for i := range c.pods {
+		for _, s := range runningStatuses(&c.pods[i]) {
+			if c.sameImage(specImage(&c.pods[i], s.Name)) {
+				if id, ok := parseImage(s.ImageID); ok && id.repo == c.ref.repo && id.digest != "" {
+					c.digests[id.digest] = true
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func shortErr(err error) string {
+	if e, ok := err.(*RBACError); ok {
+		return "no RBAC " + e.Verb + " on " + e.Resource
+	}
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// sameImage reports whether a pod spec's image names the image (same repository, and the same tag
+// or digest).
+func (c *census) sameImage(s string) bool {
+	r, ok := parseImage(s)
+	if !ok || r.repo != c.ref.repo {
+		return false
+	}
+	if c.ref.digest != "" || r.digest != "" {
+		return r.digest == c.ref.digest || c.digests[r.digest]
+	}
+	return r.tag == c.ref.tag
+}
+
+// inNodeList reports whether one of a node image's names is the image, by tag or by digest.
+func (c *census) inNodeList(names []string) bool {
+	for _, n := range names {
+		r, ok := parseImage(n)
+		if !ok || r.repo != c.ref.repo {
+			continue
+		}
+		if (r.digest != "" && c.digests[r.digest]) || (r.digest == "" && c.ref.digest == "" && r.tag == c.ref.tag) {
+			return true
+		}
+	}
+	return false
+}
+
+func specImage(p *corev1.Pod, container string) string {
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == container {
+			return c.Image
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		if c.Name == container {
+			return c.Image
+		}
+	}
+	return ""
+}
+
+func allStatuses(p *corev1.Pod) []corev1.ContainerStatus {
+	return append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+}
+
+// runningStatuses are the statuses of containers whose image was had: running, or terminated
+// after running.
+func runningStatuses(p *corev1.Pod) []corev1.ContainerStatus {
+	var out []corev1.ContainerStatus
+	for _, s := range allStatuses(p) {
+		if s.ImageID != "" && (s.State.Running != nil || s.State.Terminated != nil) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (c *census) failing(p *corev1.Pod) bool {
+	for _, s := range allStatuses(p) {
+		if s.State.Waiting != nil && pullWaitReasons[s.State.Waiting.Reason] && c.sameImage(specImage(p, s.Name)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *census) running(p *corev1.Pod) (string, bool) {
+	for _, s := range runningStatuses(p) {
+		if c.sameImage(specImage(p, s.Name)) {
+			return s.ImageID, true
+		}
+	}
+	return "", false
+}
+
+func (c *census) nodeOf(name string) *corev1.Node {
+	for i := range c.nodes {
+		if c.nodes[i].Name == name {
+			return &c.nodes[i]
+		}
+	}
+	return nil
+}
+
+// readCaps asks the kubelets of the undecided nodes for their nodeStatusMaxImages.
+func (c *census) readCaps(ctx context.Context, names []string) {
+	c.caps = map[string]int{}
+	if !c.o.KubeletConfig || len(names) == 0 {
+		return
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	var refused error
+	for _, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			raw, err := c.cs.CoreV1().RESTClient().Get().Resource("nodes").Name(n).SubResource("proxy").Suffix("configz").DoRaw(cctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				refused = err
+				return
+			}
+			var cz struct {
+				KubeletConfig struct {
+					NodeStatusMaxImages *int `json:"nodeStatusMaxImages"`
+				} `json:"kubeletconfig"`
+			}
+			if json.Unmarshal(raw, &cz) == nil && cz.KubeletConfig.NodeStatusMaxImages != nil {
+				c.caps[n] = *cz.KubeletConfig.NodeStatusMaxImages
+			}
+		}()
+	}
+	wg.Wait()
+	if refused != nil {
+		*c.notes = append(*c.notes, fmt.Sprintf("the kubelet configuration (/configz through nodes/proxy) of some nodes could not be read (%s): their image lists are taken as capped at %d", shortErr(refused), c.o.MaxImages))
+	}
+}
+
+// fill computes the nodes, the cached-image split and the pods running the image elsewhere.
+func (c *census) fill(ctx context.Context, d *report.PodDiagnosis, pod *corev1.Pod) {
+	failingOn := map[string][]string{}
+	runningOn := map[string][]string{}
+	for i := range c.pods {
+		p := &c.pods[i]
+		key := p.Namespace + "/" + p.Name
+		if c.failing(p) {
+			failingOn[p.Spec.NodeName] = append(failingOn[p.Spec.NodeName], key)
+		}
+		if id, ok := c.running(p); ok {
+			runningOn[p.Spec.NodeName] = append(runningOn[p.Spec.NodeName], key)
+			d.RunningElsewhere = append(d.RunningElsewhere, report.RunningPod{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, ImageID: id})
+		}
+	}
+	// which nodes are undecided without their kubelet's cap: not listed, list shorter than the default cap
+	var ask []string
+	for i := range c.nodes {
+		n := &c.nodes[i]
+		if !c.inNodeList(imageNames(n)) && len(n.Status.Images) < c.o.MaxImages {
+			ask = append(ask, n.Name)
+		}
+	}
+	c.readCaps(ctx, ask)
+
+	ci := &report.CachedImage{Image: c.image, PresentOn: []string{}, AbsentOn: []string{}, UnknownOn: []string{}}
+	for dg := range c.digests {
+		ci.Digest = dg // one repo digest is the rule; several mean a moving tag
+		if len(c.digests) > 1 {
+			*c.notes = append(*c.notes, fmt.Sprintf("the tag %s resolved to %d different digests on this cluster's nodes: it moved", c.image, len(c.digests)))
+		}
+		break
+	}
+	concerned := map[string]bool{}
+	var all []report.NodeImage
+	for i := range c.nodes {
+		n := &c.nodes[i]
+		pool, from := Pool(n)
+		ni := report.NodeImage{Name: n.Name, Pool: pool, PoolLabel: from, Created: n.CreationTimestamp.UTC(), Ready: nodeReady(n),
+			Schedulable: !n.Spec.Unschedulable, ImageVersion: imageVersion(n), OSImage: n.Status.NodeInfo.OSImage,
+			Kernel: n.Status.NodeInfo.KernelVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion,
+			Kubelet: n.Status.NodeInfo.KubeletVersion, Arch: n.Status.NodeInfo.Architecture,
+			ImagesListed: len(n.Status.Images), ImagesCap: c.o.MaxImages,
+			FailingPods: orEmpty(failingOn[n.Name]), RunningPods: orEmpty(runningOn[n.Name])}
+		if v, ok := c.caps[n.Name]; ok {
+			ni.ImagesCap = v
+		}
+		present := c.inNodeList(imageNames(n))
+		switch {
+		case present:
+			ni.ImagePresent = boolp(true)
+			ci.PresentOn = append(ci.PresentOn, n.Name)
+		case ni.ImagesCap >= 0 && ni.ImagesListed >= ni.ImagesCap:
+			ci.UnknownOn = append(ci.UnknownOn, n.Name) // a full list may hide it
+		default:
+			ni.ImagePresent = boolp(false)
+			ci.AbsentOn = append(ci.AbsentOn, n.Name)
+		}
+		if present || len(ni.FailingPods) > 0 || len(ni.RunningPods) > 0 || n.Name == pod.Spec.NodeName {
+			concerned[pool] = true
+		}
+		all = append(all, ni)
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].Created.After(all[j].Created) })
+	for _, ni := range all {
+		if concerned[ni.Pool] || len(c.nodes) <= 50 {
+			d.Nodes = append(d.Nodes, ni)
+		} else {
+			d.NodesOmitted++
+		}
+	}
+	ci.Summary = c.split(all, ci)
+	d.CachedImage = ci
+}
+
+// split says the cached-image lie in one sentence: where the image is cached, where it is not,
+// the ages on each side, and where the failing pods are.
+func (c *census) split(nodes []report.NodeImage, ci *report.CachedImage) string {
+	byName := map[string]report.NodeImage{}
+	for _, n := range nodes {
+		byName[n.Name] = n
+	}
+	span := func(names []string) (oldest, newest time.Time) {
+		for _, n := range names {
+			t := byName[n].Created
+			if oldest.IsZero() || t.Before(oldest) {
+				oldest = t
+			}
+			if t.After(newest) {
+				newest = t
+			}
+		}
+		return
+	}
+	var parts []string
+	_, presentNewest := span(ci.PresentOn)
+	absentOldest, _ := span(ci.AbsentOn)
+	if len(ci.PresentOn) > 0 {
+		parts = append(parts, fmt.Sprintf("present on %s created up to %s (%s)", plural(len(ci.PresentOn), "node", "nodes"), stamp(presentNewest), poolsOf(byName, ci.PresentOn)))
+	} else {
+		parts = append(parts, "present on no node")
+	}
+	if len(ci.AbsentOn) > 0 {
+		parts = append(parts, fmt.Sprintf("absent on %s created from %s (%s)", plural(len(ci.AbsentOn), "node", "nodes"), stamp(absentOldest), poolsOf(byName, ci.AbsentOn)))
+	}
+	if len(ci.UnknownOn) > 0 {
+		parts = append(parts, fmt.Sprintf("unknown on %s whose image list is full (%s)", plural(len(ci.UnknownOn), "node", "nodes"), joinMax(ci.UnknownOn, 5)))
+	}
+	s := strings.Join(parts, "; ")
+	failing, onAbsent, onPresent := 0, 0, 0
+	for _, n := range nodes {
+		failing += len(n.FailingPods)
+		if n.ImagePresent != nil && !*n.ImagePresent {
+			onAbsent += len(n.FailingPods)
+		}
+		if n.ImagePresent != nil && *n.ImagePresent {
+			onPresent += len(n.FailingPods)
+		}
+	}
+	switch {
+	case failing > 0 && onAbsent == failing && len(ci.AbsentOn) > 0:
+		s += fmt.Sprintf("; every failing pod (%d) is on a node without the image", failing)
+	case failing > 0:
+		s += fmt.Sprintf("; %d of %d failing pods are on nodes without the image", onAbsent, failing)
+	}
+	if onPresent > 0 {
+		s += fmt.Sprintf(" (%d on nodes that list it: a pull policy of Always, or a different digest)", onPresent)
+	}
+	if len(ci.PresentOn) > 0 && len(ci.AbsentOn) > 0 && presentNewest.Before(absentOldest) {
+		s += ". The nodes that have it are all older than those that do not: they run it from their cache, and a fresh pull on a new node fails — the cached-image lie"
+	}
+	return s
+}
+
+func poolsOf(byName map[string]report.NodeImage, names []string) string {
+	pools := map[string][]string{}
+	var order []string
+	for _, n := range names {
+		p := byName[n].Pool
+		if _, ok := pools[p]; !ok {
+			order = append(order, p)
+		}
+		pools[p] = append(pools[p], n)
+	}
+	sort.Strings(order)
+	var parts []string
+	for _, p := range order {
+		parts = append(parts, "pool "+p+": "+joinMax(pools[p], 4))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+
+func imageNames(n *corev1.Node) []string {
+	var out []string
+	for _, im := range n.Status.Images {
+		out = append(out, im.Names...)
+	}
+	return out
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func boolp(b bool) *bool { return &b }

@@ -1,0 +1,100 @@
+package cluster
+
+import (
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// poolLabels are the labels platforms put the node pool in, most specific first.
+var poolLabels = []string{
+	"kubernetes.azure.com/agentpool",   // AKS
+	"agentpool",                        // older AKS
+	"eks.amazonaws.com/nodegroup",      // EKS managed node groups
+	"alpha.eksctl.io/nodegroup-name",   // eksctl self-managed
+	"karpenter.sh/nodepool",            // Karpenter v1
+	"karpenter.sh/provisioner-name",    // Karpenter before v1
+	"cloud.google.com/gke-nodepool",    // GKE
+	"node.kubernetes.io/instancegroup", // kops
+	"doks.digitalocean.com/node-pool",  // DOKS
+	"node.cluster.x-k8s.io/pool",       // cluster-api label propagation, by convention
+}
+
+// poolAnnotations name the owner of a node's machine where no label does: OpenShift's machine
+// API and cluster-api annotate the node with its Machine; the MachineSet is its owner.
+var poolAnnotations = []string{
+	"cluster.x-k8s.io/owner-name",  // cluster-api: the MachineSet that owns the Machine
+	"machine.openshift.io/machine", // OpenShift: namespace/machine-name; the MachineSet is the name minus its suffix
+}
+
+// imageVersionLabels carry the node image version where the platform labels it.
+var imageVersionLabels = []string{
+	"kubernetes.azure.com/node-image-version", // AKS
+	"eks.amazonaws.com/nodegroup-image",       // EKS (the AMI)
+	"cloud.google.com/gke-os-distribution",    // GKE (distribution only)
+	"karpenter.k8s.aws/instance-ami-id",
+}
+
+// distinguishing are the labels that tell nodes apart when no pool label exists.
+var distinguishing = []string{"node.kubernetes.io/instance-type", "kubernetes.io/arch", "kubernetes.io/os", "topology.kubernetes.io/zone"}
+
+// Pool returns the node's pool and the label (or label set) it was read from.
+func Pool(n *corev1.Node) (pool, from string) {
+	for _, l := range poolLabels {
+		if v := n.Labels[l]; v != "" {
+			return v, l
+		}
+	}
+	if v := n.Annotations["cluster.x-k8s.io/owner-name"]; v != "" {
+		return v, "cluster.x-k8s.io/owner-name (annotation)"
+	}
+	if v := n.Annotations["machine.openshift.io/machine"]; v != "" {
+		_, m, _ := strings.Cut(v, "/")
+		// a machine is named <machineset>-<5 chars>
+		if i := strings.LastIndexByte(m, '-'); i > 0 {
+			m = m[:i]
+		}
+		return m, "machine.openshift.io/machine (annotation)"
+	}
+	var roles []string
+	for k := range n.Labels {
+		if r, ok := strings.CutPrefix(k, "node-role.kubernetes.io/"); ok && r != "" {
+			roles = append(roles, r)
+		}
+	}
+	sort.Strings(roles)
+	parts := []string{}
+	if len(roles) > 0 {
+		parts = append(parts, "role="+strings.Join(roles, "+"))
+	}
+	var used []string
+	for _, l := range distinguishing {
+		if v := n.Labels[l]; v != "" {
+			parts = append(parts, v)
+			used = append(used, l)
+		}
+	}
+	if len(parts) == 0 {
+		return "(no pool label)", "none"
+	}
+	return strings.Join(parts, ","), "labels " + strings.Join(append([]string{"node-role.kubernetes.io/*"}, used...), ", ")
+}
+
+func imageVersion(n *corev1.Node) string {
+	for _, l := range imageVersionLabels {
+		if v := n.Labels[l]; v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

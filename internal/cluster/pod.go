@@ -1,0 +1,290 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/pullpath/pullpath/internal/events"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// DefaultMaxImages is the kubelet's default nodeStatusMaxImages: a node whose status.images is
+// this long may hold more images than it lists.
+const DefaultMaxImages = 50
+
+// Options tune a diagnosis.
+type Options struct {
+	// MaxImages is the image-list cap assumed for nodes whose kubelet configuration cannot be
+	// read; default DefaultMaxImages.
+	MaxImages int
+	// KubeletConfig reads each undecided node's nodeStatusMaxImages from the kubelet's /configz
+	// through the API server (needs get on nodes/proxy); without it, MaxImages is assumed.
+	KubeletConfig bool
+}
+
+func (o *Options) defaults() {
+	if o.MaxImages == 0 {
+		o.MaxImages = DefaultMaxImages
+	}
+}
+
+// pullWaitReasons are the waiting reasons of a container whose image could not be had.
+var pullWaitReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true,
+	"InvalidImageName": true, "RegistryUnavailable": true, "ImageInspectError": true, "PullImageError": true}
+
+// DiagnosePod reads the pod ns/name and everything around it. An error means the diagnosis could
+// not run (no such pod, no rights: the error names the RBAC verb that was missing).
+func DiagnosePod(ctx context.Context, cs kubernetes.Interface, ns, name string, o Options) (*report.PodDiagnosis, error) {
+	o.defaults()
+	pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, apiError(err, "get", "pods", ns, name)
+	}
+	d := &report.PodDiagnosis{APIVersion: report.APIVersion, Kind: "PodDiagnosis", Pod: podRef(pod),
+		Findings: []report.Finding{}, Nodes: []report.NodeImage{}, RunningElsewhere: []report.RunningPod{}, Timeline: []report.TimelineEntry{}}
+	evs, err := podEvents(ctx, cs, pod)
+	if err != nil {
+		return nil, err
+	}
+	d.Findings = explain(pod, evs)
+	image := failingImage(pod, d.Findings)
+	if image == "" {
+		d.Class = report.ClassOK
+		return d, nil
+	}
+	d.Class = report.ClassOther
+	if len(d.Findings) > 0 {
+		d.Class = d.Findings[0].Class
+	}
+	c := &census{cs: cs, o: o, image: image, notes: &d.Notes}
+	if err := c.read(ctx, ns); err != nil {
+		return nil, err
+	}
+	c.fill(ctx, d, pod)
+	d.Credentials = credentials(ctx, cs, pod, image, c.nodeOf(pod.Spec.NodeName), &d.Notes)
+	d.Timeline = c.timeline(ctx, pod, evs)
+	d.Next = c.next(d, pod)
+	return d, nil
+}
+
+func podRef(p *corev1.Pod) report.PodRef {
+	r := report.PodRef{Namespace: p.Namespace, Name: p.Name, Node: p.Spec.NodeName, Phase: string(p.Status.Phase), Containers: []report.ContainerRef{}}
+	if ow := metav1.GetControllerOf(p); ow != nil {
+		r.Owner = ow.Kind + "/" + ow.Name
+	}
+	images := map[string]string{}
+	for _, c := range p.Spec.InitContainers {
+		images["init/"+c.Name] = c.Image
+	}
+	for _, c := range p.Spec.Containers {
+		images[c.Name] = c.Image
+	}
+	add := func(sts []corev1.ContainerStatus, init bool) {
+		for _, s := range sts {
+			key := s.Name
+			if init {
+				key = "init/" + s.Name
+			}
+			c := report.ContainerRef{Name: s.Name, Init: init, Image: images[key], ImageID: s.ImageID, State: "unknown"}
+			switch {
+			case s.State.Waiting != nil:
+				c.State, c.Reason, c.Message = "waiting", s.State.Waiting.Reason, s.State.Waiting.Message
+			case s.State.Running != nil:
+				c.State = "running"
+			case s.State.Terminated != nil:
+				c.State, c.Reason = "terminated", s.State.Terminated.Reason
+			}
+			delete(images, key)
+			r.Containers = append(r.Containers, c)
+		}
+	}
+	add(p.Status.InitContainerStatuses, true)
+	add(p.Status.ContainerStatuses, false)
+	// containers without a status yet (pending pod)
+	for _, c := range p.Spec.InitContainers {
+		if _, ok := images["init/"+c.Name]; ok {
+			r.Containers = append(r.Containers, report.ContainerRef{Name: c.Name, Init: true, Image: c.Image, State: "unknown"})
+		}
+	}
+	for _, c := range p.Spec.Containers {
+		if _, ok := images[c.Name]; ok {
+			r.Containers = append(r.Containers, report.ContainerRef{Name: c.Name, Image: c.Image, State: "unknown"})
+		}
+	}
+	return r
+}
+
+// podEvents returns the pod's events and those of its controller (a ReplicaSet or Job can carry
+// the failure of a pod it could not create).
+func podEvents(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) ([]corev1.Event, error) {
+	sel := fields.Set{"involvedObject.uid": string(p.UID)}.AsSelector().String()
+	l, err := cs.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return nil, apiError(err, "list", "events", p.Namespace, "")
+	}
+	out := about(l.Items, p.UID)
+	if ow := metav1.GetControllerOf(p); ow != nil {
+		sel := fields.Set{"involvedObject.uid": string(ow.UID)}.AsSelector().String()
+		if l, err := cs.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel}); err == nil {
+			out = append(out, about(l.Items, ow.UID)...)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return eventTime(&out[i]).Before(eventTime(&out[j])) })
+	return out, nil
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+func lastTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case e.Series != nil && !e.Series.LastObservedTime.IsZero():
+		return e.Series.LastObservedTime.Time
+	}
+	return eventTime(e)
+}
+
+// explain hands the pod and its events to explain's own reader, so that pod and explain say the
+// same thing about the same failure.
+func explain(p *corev1.Pod, evs []corev1.Event) []report.Finding {
+	items := []any{podObject(p)}
+	for i := range evs {
+		e := evs[i]
+		e.Kind, e.APIVersion = "Event", "v1"
+		items = append(items, e)
+	}
+	b, err := json.Marshal(map[string]any{"kind": "List", "apiVersion": "v1", "items": items})
+	if err != nil {
+		return []report.Finding{}
+	}
+	msgs, _, err := events.Parse(bytes.NewReader(b))
+	if err != nil {
+		return []report.Finding{}
+	}
+	f := events.Explain(msgs)
+	if f == nil {
+		f = []report.Finding{}
+	}
+	return f
+}
+
+func podObject(p *corev1.Pod) *corev1.Pod {
+	c := p.DeepCopy()
+	c.Kind, c.APIVersion = "Pod", "v1"
+	c.ManagedFields = nil
+	return c
+}
+
+// failingImage is the image of the first container waiting for a pull, or the image a finding names.
+func failingImage(p *corev1.Pod, fs []report.Finding) string {
+	for _, c := range podRef(p).Containers {
+		if c.State == "waiting" && pullWaitReasons[c.Reason] {
+			return c.Image
+		}
+	}
+	for _, f := range fs {
+		if f.Image != "" {
+			return f.Image
+		}
+	}
+	return ""
+}
+
+// apiError turns an API error into one that says what was asked and, for a refusal, which RBAC
+// verb on which resource the identity lacks.
+func apiError(err error, verb, resource, ns, name string) error {
+	what := resource
+	if name != "" {
+		what += " " + name
+	}
+	where := "at cluster scope"
+	if ns != "" {
+		where = "in namespace " + ns
+	}
+	switch {
+	case apierrors.IsForbidden(err):
+		return &RBACError{Verb: verb, Resource: resource, Namespace: ns, Err: err}
+	case apierrors.IsNotFound(err) && name != "":
+		return fmt.Errorf("%s not found %s", what, where)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("the cluster refused the credentials of the kubeconfig (401) when asked to %s %s: log in again", verb, what)
+	}
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		return fmt.Errorf("%s %s %s: %v", verb, what, where, err)
+	}
+	return fmt.Errorf("cannot reach the cluster to %s %s: %w", verb, what, err)
+}
+
+// RBACError is a request the API server refused for lack of rights.
+type RBACError struct {
+	Verb, Resource, Namespace string
+	Err                       error
+}
+
+func (e *RBACError) Error() string {
+	scope := "at cluster scope"
+	if e.Namespace != "" {
+		scope = "in namespace " + e.Namespace
+	}
+	return fmt.Sprintf("not allowed to %s %s %s: the identity needs RBAC verb %q on %q %s (see deploy/rbac.yaml)", e.Verb, e.Resource, scope, e.Verb, e.Resource, scope)
+}
+
+func (e *RBACError) Unwrap() error { return e.Err }
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func joinMax(s []string, n int) string {
+	if len(s) <= n {
+		return strings.Join(s, ", ")
+	}
+	return strings.Join(s[:n], ", ") + fmt.Sprintf(" and %d more", len(s)-n)
+}
+
+// about keeps the events about uid: the field selector asked for them, and a server (or a proxy
+// in front of it) that ignores selectors must not mix in other objects' failures.
+func about(evs []corev1.Event, uid types.UID) []corev1.Event {
+	var out []corev1.Event
+	for _, e := range evs {
+		if e.InvolvedObject.UID == uid {
+			out = append(out, e)
+		}
+	}
+	return out
+}

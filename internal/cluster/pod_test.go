@@ -1,0 +1,189 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+const (
+	img    = "registry.corp.example/shop/web:1.4"
+	digest = "sha256:4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b"
+)
+
+var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+func node(name, pool string, created time.Time, version string, images ...string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created),
+		Labels: map[string]string{"kubernetes.azure.com/agentpool": pool, "kubernetes.azure.com/node-image-version": version}},
+		Spec: corev1.NodeSpec{ProviderID: "azure:///subscriptions/x/" + name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			NodeInfo: corev1.NodeSystemInfo{OSImage: "Ubuntu 22.04.5 LTS", KernelVersion: "5.15.0-1079-azure", ContainerRuntimeVersion: "containerd://1.7.27-1", KubeletVersion: "v1.31.7", Architecture: "amd64"}}}
+	for _, im := range images {
+		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{im}, SizeBytes: 1 << 20})
+	}
+	return n
+}
+
+func pod(ns, name, nodeName string, running bool, secrets ...string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(t0.Add(3 * time.Hour))},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "web", Image: img}}}}
+	for _, s := range secrets {
+		p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+	}
+	st := corev1.ContainerStatus{Name: "web", Image: img}
+	if running {
+		p.Status.Phase = corev1.PodRunning
+		st.ImageID = "registry.corp.example/shop/web@" + digest
+		st.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(30 * time.Minute))}
+	} else {
+		p.Status.Phase = corev1.PodPending
+		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "` + img + `"`}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+	return p
+}
+
+func event(p *corev1.Pod, reason, typ, msg string, at time.Time, count int32) *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name + "." + reason + fmt.Sprint(at.Unix()) + fmt.Sprint(len(msg))},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, FieldPath: "spec.containers{web}"},
+		Reason: reason, Type: typ, Message: msg, Count: count, FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at.Add(time.Duration(count) * time.Minute)),
+		Source: corev1.EventSource{Component: "kubelet", Host: p.Spec.NodeName}}
+}
+
+func dockerSecret(ns, name, registry string) *corev1.Secret {
+	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":"dXNlcjpzM2NyZXQtdmFsdWU="}}}`, registry)
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(cfg)}}
+}
+
+// The scenario of the cached-image lie: pool A old nodes run the image from cache; pool B's new
+// node (after a node image upgrade) cannot pull; pool C's node has a full image list.
+func scenario() []runtime.Object {
+	full := []string{}
+	for i := range 50 {
+		full = append(full, fmt.Sprintf("docker.io/library/filler%d:1", i))
+	}
+	failing := pod("shop", "web-new", "b2", false, "regcred")
+	objs := []runtime.Object{
+		node("a1", "poola", t0, "AKSUbuntu-2204gen2-202510.01.0", "registry.corp.example/shop/web@"+digest, img),
+		node("b1", "poolb", t0.Add(10*time.Minute), "AKSUbuntu-2204gen2-202510.01.0", "registry.corp.example/shop/web@"+digest),
+		node("b2", "poolb", t0.Add(2*time.Hour), "AKSUbuntu-2204gen2-202511.15.0"),
+		node("c1", "poolc", t0.Add(time.Hour), "AKSUbuntu-2204gen2-202510.01.0", full...),
+		pod("shop", "web-a", "a1", true), pod("shop", "web-b", "b1", true), failing,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "default"}},
+		dockerSecret("shop", "regcred", "ghcr.io"),
+		event(failing, "Pulling", "Normal", `Pulling image "`+img+`"`, t0.Add(3*time.Hour), 4),
+		event(failing, "Failed", "Warning", `Failed to pull image "`+img+`": rpc error: code = Unknown desc = failed to pull and unpack image "`+img+`": failed to resolve reference "`+img+`": failed to do request: Head "https://registry.corp.example/v2/shop/web/manifests/1.4": dial tcp 10.20.30.40:443: i/o timeout`, t0.Add(3*time.Hour+time.Minute), 4),
+		event(failing, "Failed", "Warning", "Error: ErrImagePull", t0.Add(3*time.Hour+time.Minute), 4),
+		event(failing, "BackOff", "Normal", `Back-off pulling image "`+img+`"`, t0.Add(3*time.Hour+2*time.Minute), 12),
+		event(failing, "Unhealthy", "Warning", `Readiness probe failed: Get "http://10.244.1.5:8080/healthz": dial tcp 10.244.1.5:8080: connect: connection refused`, t0.Add(3*time.Hour+3*time.Minute), 2),
+	}
+	return objs
+}
+
+func TestDiagnosePodCachedImageLie(t *testing.T) {
+	cs := fake.NewClientset(scenario()...)
+	d, err := DiagnosePod(context.Background(), cs, "shop", "web-new", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Class != report.ClassRoute || len(d.Findings) != 1 || d.Findings[0].Code != report.CodeTCPTimeout {
+		t.Fatalf("class %s findings %+v", d.Class, d.Findings)
+	}
+	ci := d.CachedImage
+	if ci == nil || ci.Digest != digest || strings.Join(ci.PresentOn, ",") != "a1,b1" || strings.Join(ci.AbsentOn, ",") != "b2" || strings.Join(ci.UnknownOn, ",") != "c1" {
+		t.Fatalf("cached image %+v", ci)
+	}
+	for _, w := range []string{"present on 2 nodes", "absent on 1 node", "unknown on 1 node whose image list is full", "every failing pod (1) is on a node without the image", "the cached-image lie"} {
+		if !strings.Contains(ci.Summary, w) {
+			t.Errorf("summary lacks %q: %s", w, ci.Summary)
+		}
+	}
+	byName := map[string]report.NodeImage{}
+	for _, n := range d.Nodes {
+		byName[n.Name] = n
+	}
+	if n := byName["b2"]; n.Pool != "poolb" || n.PoolLabel != "kubernetes.azure.com/agentpool" || n.ImagePresent == nil || *n.ImagePresent || len(n.FailingPods) != 1 || n.ImageVersion != "AKSUbuntu-2204gen2-202511.15.0" {
+		t.Errorf("node b2 %+v", n)
+	}
+	if n := byName["c1"]; n.ImagePresent != nil {
+		t.Errorf("a full image list is unknown, never absent: %+v", n)
+	}
+	if d.Nodes[0].Name != "b2" {
+		t.Errorf("nodes newest first: %s", d.Nodes[0].Name)
+	}
+	if len(d.RunningElsewhere) != 2 {
+		t.Errorf("running elsewhere %+v", d.RunningElsewhere)
+	}
+	c := d.Credentials
+	if c == nil || len(c.PullSecrets) != 1 || c.PullSecrets[0].CoversRegistry == nil || *c.PullSecrets[0].CoversRegistry || !strings.Contains(c.NodeIdentity, "acr-credential-provider") {
+		t.Fatalf("credentials %+v", c)
+	}
+	var kinds []string
+	for _, e := range d.Timeline {
+		kinds = append(kinds, e.Kind)
+	}
+	got := strings.Join(kinds, ",")
+	if !strings.Contains(got, "pool-upgrade") || !strings.Contains(got, "first-failure") || !strings.HasPrefix(got, "node-created") {
+		t.Errorf("timeline kinds %s", got)
+	}
+	if d.Next == nil || d.Next.Command != "pullpath verify "+img+" --fresh --pool poola --pool poolb --pod shop/web-new" {
+		t.Errorf("next %+v", d.Next)
+	}
+	b, _ := json.Marshal(d)
+	if strings.Contains(string(b), "s3cret") || strings.Contains(string(b), "dXNlcjpz") {
+		t.Error("a secret value reached the report")
+	}
+	var sb strings.Builder
+	if err := report.WritePodText(&sb, d); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(sb.String(), "s3cret") || !strings.Contains(sb.String(), "does NOT cover registry.corp.example") {
+		t.Errorf("text:\n%s", sb.String())
+	}
+}
+
+func TestDiagnosePodHealthyAndErrors(t *testing.T) {
+	cs := fake.NewClientset(scenario()...)
+	d, err := DiagnosePod(context.Background(), cs, "shop", "web-a", Options{})
+	if err != nil || d.Class != report.ClassOK || d.CachedImage != nil {
+		t.Fatalf("healthy pod: %v %+v", err, d)
+	}
+	if _, err := DiagnosePod(context.Background(), cs, "shop", "nope", Options{}); err == nil || !strings.Contains(err.Error(), "pods nope not found in namespace shop") {
+		t.Errorf("missing pod: %v", err)
+	}
+	cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, &forbidden{}
+	})
+	_, err = DiagnosePod(context.Background(), cs, "shop", "web-new", Options{})
+	var re *RBACError
+	if !asRBAC(err, &re) || re.Verb != "get" || re.Resource != "pods" || !strings.Contains(err.Error(), `needs RBAC verb "get" on "pods" in namespace shop`) {
+		t.Errorf("forbidden: %v", err)
+	}
+}
+
+func TestDiagnoseAllGroupsByImageAndCause(t *testing.T) {
+	objs := scenario()
+	other := pod("shop", "web-new-2", "b2", false)
+	objs = append(objs, other, event(other, "Failed", "Warning", `Failed to pull image "`+img+`": rpc error: code = Unknown desc = failed to pull and unpack image "`+img+`": failed to resolve reference "`+img+`": failed to do request: Head "https://registry.corp.example/v2/shop/web/manifests/1.4": dial tcp 10.20.30.40:443: i/o timeout`, t0.Add(4*time.Hour), 1))
+	l, err := DiagnoseAll(context.Background(), fake.NewClientset(objs...), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Groups) != 1 || len(l.Groups[0].Pods) != 2 || l.Groups[0].Class != report.ClassRoute || strings.Join(l.Groups[0].Pools, ",") != "poolb" {
+		t.Errorf("groups %+v", l.Groups)
+	}
+}
