@@ -59,7 +59,7 @@ func pod(ns, name, nodeName string, running bool, secrets ...string) *corev1.Pod
 func event(p *corev1.Pod, reason, typ, msg string, at time.Time, count int32) *corev1.Event {
 	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name + "." + reason + fmt.Sprint(at.Unix()) + fmt.Sprint(len(msg))},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, FieldPath: "spec.containers{web}"},
-		Reason: reason, Type: typ, Message: msg, Count: count, FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at.Add(time.Duration(count) * time.Minute)),
+		Reason:         reason, Type: typ, Message: msg, Count: count, FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at.Add(time.Duration(count) * time.Minute)),
 		Source: corev1.EventSource{Component: "kubelet", Host: p.Spec.NodeName}}
 }
 

@@ -108,8 +108,8 @@ func TestMatchImageAsTheKubelet(t *testing.T) {
 	}{
 		{[]string{"myreg.azurecr.io"}, "myreg.azurecr.io/team/app:1", "myreg.azurecr.io"},
 		{[]string{"*.azurecr.io"}, "myreg.azurecr.io/team/app:1", "*.azurecr.io"},
-		{[]string{"*.azurecr.io"}, "a.b.azurecr.io/app:1", ""}, // label count differs
-		{[]string{"reg.example:5000"}, "reg.example/app:1", ""},  // port must match
+		{[]string{"*.azurecr.io"}, "a.b.azurecr.io/app:1", ""},  // label count differs
+		{[]string{"reg.example:5000"}, "reg.example/app:1", ""}, // port must match
 		{[]string{"reg.example:5000"}, "reg.example:5000/app:1", "reg.example:5000"},
 		{[]string{"reg.example/team"}, "reg.example/team/app:1", "reg.example/team"},
 		{[]string{"reg.example/team"}, "reg.example/other/app:1", ""},
