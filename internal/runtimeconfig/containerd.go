@@ -269,7 +269,7 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 			eps = c.mirrors["*"]
 		}
 		if len(c.mirrors) > 0 {
-			l.warn(WarnLegacyRegistry, "registry.mirrors/configs are deprecated (removed in containerd 2.x); they hide which CA applies", "migrate to config_path and certs.d/<host>/hosts.toml", c.legacySrc)
+			l.legacyWarning("registry.mirrors", c.legacySrc)
 		}
 		for _, ep := range eps {
 			h := defaultHost(ep)
@@ -292,13 +292,25 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 				hosts[i].SkipVerify = hosts[i].SkipVerify || t.skipVerify
 				hosts[i].Source += " + registry.configs." + key + ".tls"
 				if len(c.mirrors) == 0 {
-					l.warn(WarnLegacyRegistry, "registry.configs is deprecated (removed in containerd 2.x)", "migrate to config_path and certs.d/<host>/hosts.toml", c.legacySrc)
+					l.legacyWarning("registry.configs", c.legacySrc)
 				}
 				break
 			}
 		}
 	}
 	return hosts
+}
+
+// legacyWarning reports the CRI's registry.mirrors/configs: deprecated since containerd 1.5 and still
+// read up to 2.3; containerd 2.4 removes them (pkg/deprecation, as of containerd main in 2026-12),
+// so there the settings are gone.
+func (l *loader) legacyWarning(what, src string) {
+	fix := "migrate to config_path and certs.d/<host>/hosts.toml"
+	if l.cfg.Version != "" && !l.versionBefore(2, 4) {
+		l.warn(WarnLegacyRegistry, what+" is not read by containerd "+l.cfg.Version+" (removed in 2.4): its mirrors and TLS settings are ignored", fix, src)
+		return
+	}
+	l.note(WarnLegacyRegistry, what+" is deprecated (since containerd 1.5, removed in 2.4): it still works here, but hides which CA applies", fix, src)
 }
 
 // legacyKeys are the registry.configs keys that may hold a host's settings, most specific first:

@@ -18,6 +18,8 @@ type regEntry struct {
 	Location string `toml:"location"`
 	Insecure bool   `toml:"insecure"`
 	Blocked  bool   `toml:"blocked"`
+	// MirrorByDigestOnly restricts every mirror of the entry to digest pulls.
+	MirrorByDigestOnly bool `toml:"mirror-by-digest-only"`
 	Mirror   []struct {
 		Location       string `toml:"location"`
 		Insecure       bool   `toml:"insecure"`
@@ -42,7 +44,7 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 	sort.Strings(drops)
 	files = append(files, drops...)
 	byPrefix := map[string]regEntry{}
-	var insecure, blocked []string
+	insecure, blocked := map[string]string{}, map[string]string{} // v1 lists: registry → file:line
 	for _, f := range files {
 		b, err := l.root.ReadFile(f)
 		if err != nil {
@@ -64,8 +66,12 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 			r.source = fmt.Sprintf("%s:%d", f, lineOf(b, func(s string) bool { return strings.Contains(s, `"`+key+`"`) }))
 			byPrefix[key] = r
 		}
-		insecure = append(insecure, rc.Registries.Insecure.Registries...)
-		blocked = append(blocked, rc.Registries.Block.Registries...)
+		for _, r := range rc.Registries.Insecure.Registries {
+			insecure[r] = fmt.Sprintf("%s:%d", f, lineOf(b, func(s string) bool { return strings.Contains(s, `"`+r+`"`) }))
+		}
+		for _, r := range rc.Registries.Block.Registries {
+			blocked[r] = fmt.Sprintf("%s:%d", f, lineOf(b, func(s string) bool { return strings.Contains(s, `"`+r+`"`) }))
+		}
 	}
 	name := ref.Registry + "/" + ref.Repository
 	if ref.Registry == "docker.io" {
@@ -80,18 +86,13 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 		}
 	}
 	reg := ref.Registry
-	for _, b := range blocked {
-		if b == reg {
-			best = &regEntry{Blocked: true, source: "registries.block"}
-		}
+	if src, ok := blocked[reg]; ok {
+		best = &regEntry{Blocked: true, source: src}
 	}
 	if best == nil {
 		h := defaultHost(defaultServer(reg))
-		for _, in := range insecure {
-			if in == reg {
-				h.SkipVerify = true
-				l.warn(WarnInsecureRegistry, reg+" is listed as insecure: TLS is not verified and plain HTTP is allowed", "trust the registry's CA in /etc/containers/certs.d instead", "registries.insecure")
-			}
+		if src, ok := insecure[reg]; ok {
+			h.SkipVerify, h.Source = true, src
 		}
 		return l.crioCerts([]Host{h}), nil
 	}
@@ -101,7 +102,14 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 	}
 	var hosts []Host
 	for _, m := range best.Mirror {
-		if (m.PullFromMirror == "digest-only" && ref.Digest == "") || (m.PullFromMirror == "tag-only" && ref.Digest != "") {
+		// containers/image PullSourcesFromReference: mirror-by-digest-only, else each pull-from-mirror
+		digestOnly := best.MirrorByDigestOnly || m.PullFromMirror == "digest-only"
+		if (digestOnly && ref.Digest == "") || (m.PullFromMirror == "tag-only" && ref.Digest != "") {
+			why := "digest-only: CRI-O uses it for pulls by digest, and this pull is by tag"
+			if !digestOnly {
+				why = "tag-only: CRI-O uses it for pulls by tag, and this pull is by digest"
+			}
+			l.note(WarnMirrorSkipped, fmt.Sprintf("mirror %s is skipped for %s (%s)", m.Location, l.cfg.Image, why), "", best.source)
 			continue
 		}
 		h := defaultHost("https://" + firstComponent(m.Location))
@@ -114,9 +122,6 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 	}
 	h := defaultHost(defaultServer(firstComponent(loc)))
 	h.Source, h.SkipVerify = best.source, best.Insecure
-	if best.Insecure {
-		l.warn(WarnInsecureRegistry, loc+" is marked insecure: TLS is not verified and plain HTTP is allowed", "trust the registry's CA in /etc/containers/certs.d instead", best.source)
-	}
 	return l.crioCerts(append(hosts, h)), nil
 }
 
@@ -198,13 +203,12 @@ func (l *loader) dockerHosts(reg string) ([]Host, error) {
 			hosts = append(hosts, h)
 		}
 	} else if len(dj.Mirrors) > 0 {
-		l.warn(WarnDockerMirrorHubOnly, "daemon.json registry-mirrors apply to Docker Hub only: pulls from "+reg+" never use them", "pull through the mirror's own name, or use containerd hosts.toml for per-registry mirrors", f)
+		l.note(WarnDockerMirrorHubOnly, "daemon.json registry-mirrors apply to Docker Hub only: this pull goes to "+reg+" directly", "", f)
 	}
 	hosts = append(hosts, defaultHost(defaultServer(reg)))
 	for i := range hosts {
 		if insecureMatch(dj.Insecure, hosts[i].Host) {
 			hosts[i].SkipVerify = true
-			l.warn(WarnInsecureRegistry, hosts[i].Host+" matches insecure-registries: TLS is not verified and plain HTTP is tried", "trust the registry's CA in /etc/docker/certs.d/<host>/ca.crt instead", f)
 		}
 		l.attachCertsDir(&hosts[i], path.Join("/etc/docker/certs.d", strings.TrimSuffix(hosts[i].Host, ":443")))
 	}

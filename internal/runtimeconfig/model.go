@@ -95,12 +95,32 @@ type Resolver struct {
 	Upstream    []string `json:"upstream,omitempty"`
 }
 
-// Warning is a trap in the configuration, with a stable code and a fix.
+// Warning is a trap in the configuration, with a stable code, a severity and a fix.
 type Warning struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Fix     string `json:"fix,omitempty"`
-	Source  string `json:"source,omitempty"`
+	Code     string   `json:"code"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+	Fix      string   `json:"fix,omitempty"`
+	Source   string   `json:"source,omitempty"`
+}
+
+// Severity says whether a warning changes the pull.
+type Severity string
+
+// Severities: an error breaks or silently changes the pull (exit 1); info does not change the exit code.
+const (
+	SeverityError Severity = "error"
+	SeverityInfo  Severity = "info"
+)
+
+// Broken reports whether any warning is an error: the runtime's pull breaks or silently changes.
+func (c *Config) Broken() bool {
+	for _, w := range c.Warnings {
+		if w.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
 }
 
 // Warning codes. Stable: scripts match on them.
@@ -116,10 +136,14 @@ const (
 	WarnCAUnparsable        = string(report.CodeCAFileUnparsable)
 	WarnProxyNoNoProxy      = "PROXY_WITHOUT_NO_PROXY"
 	WarnProxyNotForRuntime  = "PROXY_NOT_FOR_RUNTIME"
-	WarnResolverStub        = "RESOLVER_STUB"
+	WarnResolverStub        = "RESOLVER_STUB"     // info
+	WarnProxyRoute          = "PROXY_ROUTE"       // info: a public registry through the proxy, as configured
+	WarnMirrorNoResolve     = "MIRROR_NO_RESOLVE" // info: a pull-only mirror serves content, not tags
+	WarnMirrorSkipped       = "MIRROR_SKIPPED"    // info: CRI-O skips a digest-only/tag-only mirror for this reference
+	WarnNoPullHost          = "NO_PULL_HOST"      // no host may resolve (or pull) this reference
 	WarnRegistryBlocked     = "REGISTRY_BLOCKED"
 	WarnInsecureRegistry    = "INSECURE_REGISTRY"
-	WarnDockerMirrorHubOnly = "DOCKER_MIRRORS_HUB_ONLY"
+	WarnDockerMirrorHubOnly = "DOCKER_MIRRORS_HUB_ONLY" // info
 	WarnConfigInvalid       = "CONFIG_INVALID"
 	WarnPlainHTTP           = "PLAIN_HTTP"
 )

@@ -472,6 +472,11 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 		{"b.example/x:1", fstest.MapFS{"etc/crio/crio.conf": file(""), "etc/containers/registries.conf": file("[[registry]]\nlocation = \"b.example\"\nblocked = true\n")}},
 		{"i.example/x:1", fstest.MapFS{"etc/crio/crio.conf": file(""), "etc/containers/registries.conf": file("[[registry]]\nlocation = \"i.example\"\ninsecure = true\n")}},
 		{"q.example/x:1", fstest.MapFS{"etc/docker/daemon.json": file(`{"registry-mirrors":["https://m"]}`)}},
+		{"nginx", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "etc/systemd/system/containerd.service.d/p.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://p:3128\n"),
+			"etc/containerd/certs.d/docker.io/hosts.toml": file("[host.\"https://m.example\"]\n  capabilities = [\"pull\"]\n")}},
+		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig),
+			"etc/containerd/certs.d/r.example/hosts.toml": file("capabilities = [\"pull\"]\n[host]\n")}},
+		{"q.example/x:1", fstest.MapFS{"etc/crio/crio.conf": file(""), "etc/containers/registries.conf": file("[[registry]]\nlocation = \"q.example\"\n[[registry.mirror]]\nlocation = \"m.example\"\npull-from-mirror = \"digest-only\"\n")}},
 	}
 	seen := map[string]bool{}
 	for _, f := range fixtures {
@@ -481,7 +486,8 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 	}
 	for _, code := range []string{WarnHostsTomlRejected, WarnHostsTomlInvalid, WarnConfigPathUnset, WarnLegacyWithPath, WarnLegacyRegistry,
 		WarnMirrorNoPull, WarnSkipVerify, WarnCAMissing, WarnCAUnparsable, WarnProxyNoNoProxy, WarnProxyNotForRuntime, WarnResolverStub,
-		WarnRegistryBlocked, WarnInsecureRegistry, WarnDockerMirrorHubOnly, WarnConfigInvalid, WarnPlainHTTP} {
+		WarnRegistryBlocked, WarnInsecureRegistry, WarnDockerMirrorHubOnly, WarnConfigInvalid, WarnPlainHTTP,
+		WarnProxyRoute, WarnMirrorNoResolve, WarnMirrorSkipped, WarnNoPullHost} {
 		if !seen[code] {
 			t.Errorf("no fixture produces %s (seen %v)", code, seen)
 		}
