@@ -101,8 +101,8 @@ func TestRuntimeCLI(t *testing.T) {
 func TestRuntimeExitFollowsSeverity(t *testing.T) {
 	root := t.TempDir()
 	writeTree(t, root, map[string]string{
-		"etc/containerd/config.toml":                              "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n",
-		"etc/resolv.conf":                                         "nameserver 127.0.0.53\n",
+		"etc/containerd/config.toml": "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n",
+		"etc/resolv.conf":            "nameserver 127.0.0.53\n",
 		"etc/systemd/system/containerd.service.d/http-proxy.conf": "[Service]\nEnvironment=\"HTTPS_PROXY=http://10.0.0.4:3128\" \"NO_PROXY=.svc\"\n",
 	})
 	r := run(t, "", "runtime", "--host-root", root, "myacr.azurecr.io/team/app:1")
@@ -110,7 +110,9 @@ func TestRuntimeExitFollowsSeverity(t *testing.T) {
 		t.Errorf("healthy node with a stub resolver and a proxy: exit %d\n%s%s", r.code, r.out, r.errOut)
 	}
 	r = run(t, "", "runtime", "--host-root", root, "-o", "json", "myacr.azurecr.io/team/app:1")
-	var doc struct{ Warnings []struct{ Code, Severity string } }
+	var doc struct {
+		Warnings []struct{ Code, Severity string }
+	}
 	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || r.code != ExitOK || len(doc.Warnings) != 2 || doc.Warnings[0].Severity != "info" {
 		t.Errorf("json: exit %d err %v %+v", r.code, err, doc)
 	}

@@ -20,7 +20,7 @@ type regEntry struct {
 	Blocked  bool   `toml:"blocked"`
 	// MirrorByDigestOnly restricts every mirror of the entry to digest pulls.
 	MirrorByDigestOnly bool `toml:"mirror-by-digest-only"`
-	Mirror   []struct {
+	Mirror             []struct {
 		Location       string `toml:"location"`
 		Insecure       bool   `toml:"insecure"`
 		PullFromMirror string `toml:"pull-from-mirror"`
