@@ -108,6 +108,7 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 			w.warn(f.code, f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; the runtime falls back to the next host", t.role, t.desc, f.layer, f.code, f.summary))
 		}
 	}
+	w.ref = ref // the image as named, whichever host's repository the last attempt used
 	rep := w.report(f, start)
 	if rt := opts.Runtime; rt != nil {
 		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Hosts: []report.RuntimeHost{}}
@@ -142,6 +143,7 @@ func (w *walk) setAuthz(v string) {
 // attempt walks the whole path against one target.
 func (w *walk) attempt(t target) *failure {
 	w.tgt, w.regEp = t, nil
+	w.ref.Repository = t.repo // every manifest, blob and token scope asks for the host's repository
 	w.authz, w.fromIndex, w.challenged, w.download = "", false, false, report.Download{}
 	// as containerd: credentials given to the pull (the kubelet's) win; else the runtime's own config
 	w.cred = w.opts.Credential

@@ -24,6 +24,7 @@ type regEntry struct {
 		Location       string `toml:"location"`
 		Insecure       bool   `toml:"insecure"`
 		PullFromMirror string `toml:"pull-from-mirror"`
+		source         string
 	} `toml:"mirror"`
 	source string
 }
@@ -58,12 +59,22 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 		if _, err := toml.Decode(string(b), &rc); err != nil {
 			return nil, fmt.Errorf("%s: %v", l.root.show(f), err)
 		}
-		for _, r := range rc.Registry {
+		regLines, mirrorLines := entryLines(b)
+		for i, r := range rc.Registry {
 			key := r.Prefix
 			if key == "" {
 				key = r.Location
 			}
 			r.source = fmt.Sprintf("%s:%d", f, lineOf(b, func(s string) bool { return strings.Contains(s, `"`+key+`"`) }))
+			if i < len(regLines) {
+				r.source = fmt.Sprintf("%s:%d", f, regLines[i])
+			}
+			for j := range r.Mirror {
+				r.Mirror[j].source = r.source
+				if i < len(mirrorLines) && j < len(mirrorLines[i]) {
+					r.Mirror[j].source = fmt.Sprintf("%s:%d", f, mirrorLines[i][j])
+				}
+			}
 			byPrefix[key] = r
 		}
 		for _, r := range rc.Registries.Insecure.Registries {
@@ -73,14 +84,15 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 			blocked[r] = fmt.Sprintf("%s:%d", f, lineOf(b, func(s string) bool { return strings.Contains(s, `"`+r+`"`) }))
 		}
 	}
-	name := ref.Registry + "/" + ref.Repository
-	if ref.Registry == "docker.io" {
-		name = "docker.io/" + ref.Repository
+	// the reference as containers/image writes it (reference.Named.String()), which prefixes match
+	full := ref.Registry + "/" + ref.Repository + ":" + ref.Tag
+	if ref.Digest != "" {
+		full = ref.Registry + "/" + ref.Repository + "@" + ref.Digest
 	}
 	var best *regEntry
 	bestLen := -1
 	for p, r := range byPrefix {
-		if prefixMatch(p, name) && len(p) > bestLen {
+		if prefixMatch(p, full) && len(p) > bestLen {
 			rr := r
 			best, bestLen = &rr, len(p)
 		}
@@ -112,17 +124,70 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 			l.note(WarnMirrorSkipped, fmt.Sprintf("mirror %s is skipped for %s (%s)", m.Location, l.cfg.Image, why), "", best.source)
 			continue
 		}
-		h := defaultHost("https://" + firstComponent(m.Location))
-		h.Role, h.Capabilities, h.Source, h.SkipVerify = "mirror", []string{"pull", "resolve"}, best.source, m.Insecure
+		h, err := crioSource(m.Location, best, full)
+		if err != nil {
+			return nil, err
+		}
+		h.Role, h.Source, h.SkipVerify = "mirror", m.source, m.Insecure
 		hosts = append(hosts, h)
 	}
-	loc := best.Location
-	if loc == "" {
-		loc = reg
+	h, err := crioSource(best.Location, best, full)
+	if err != nil {
+		return nil, err
 	}
-	h := defaultHost(defaultServer(firstComponent(loc)))
 	h.Source, h.SkipVerify = best.source, best.Insecure
 	return l.crioCerts(append(hosts, h)), nil
+}
+
+// crioSource is one pull source of a [[registry]] entry, as containers/image rewrites the reference
+// for it (sysregistriesv2 Endpoint.rewriteReference, containers/image main as of 2026-12): the
+// location replaces the part of the reference the prefix matched, so with prefix "docker.io" and
+// location "mirror.corp/dockerhub", docker.io/library/nginx is asked of mirror.corp as
+// dockerhub/library/nginx: GET https://mirror.corp/v2/dockerhub/library/nginx/manifests/<tag>.
+// The ping and the token scope use the host root and that repository.
+func crioSource(location string, e *regEntry, full string) (Host, error) {
+	prefix := e.Prefix
+	if prefix == "" {
+		prefix = e.Location
+	}
+	rewritten := full
+	if location != "" { // an empty location is only valid for a *.domain prefix: the reference is kept
+		n := len(prefix)
+		if strings.HasPrefix(prefix, "*.") {
+			n = len(firstComponent(full))
+		}
+		rewritten = location + full[n:]
+	}
+	r, err := registry.ParseReference(rewritten)
+	if err != nil {
+		return Host{}, fmt.Errorf("registries.conf %s: the reference rewritten for location %q, %q, is not valid: %v", e.source, location, rewritten, err)
+	}
+	h := defaultHost(defaultServer(r.Registry))
+	h.Capabilities = []string{"pull", "resolve"}
+	orig, _ := registry.ParseReference(full)
+	if r.Repository != orig.Repository {
+		h.Repository = r.Repository
+		if _, p, ok := strings.Cut(location, "/"); ok {
+			h.URL += "/" + p
+		}
+	}
+	return h, nil
+}
+
+// entryLines returns the 1-based line of each [[registry]] header of a registries.conf, and for each
+// registry the lines of its [[registry.mirror]] headers, so that a source points at its own entry.
+func entryLines(b []byte) (regs []int, mirrors [][]int) {
+	for i, l := range strings.Split(string(b), "\n") {
+		l = strings.ReplaceAll(strings.TrimSpace(l), " ", "")
+		switch {
+		case strings.HasPrefix(l, "[[registry]]"):
+			regs = append(regs, i+1)
+			mirrors = append(mirrors, nil)
+		case strings.HasPrefix(l, "[[registry.mirror]]") && len(mirrors) > 0:
+			mirrors[len(mirrors)-1] = append(mirrors[len(mirrors)-1], i+1)
+		}
+	}
+	return regs, mirrors
 }
 
 func firstComponent(loc string) string {

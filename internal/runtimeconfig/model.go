@@ -40,9 +40,10 @@ type Config struct {
 
 // Host is one host the runtime tries for the image, in order.
 type Host struct {
-	Host         string              `json:"host"` // host:port
-	URL          string              `json:"url"`  // scheme://host[:port]/path the API is under
-	Role         string              `json:"role"` // "mirror" or "registry"
+	Host         string              `json:"host"`                 // host:port
+	URL          string              `json:"url"`                  // scheme://host[:port]/path the API is under (CRI-O: and the location's namespace)
+	Repository   string              `json:"repository,omitempty"` // the repository asked of this host when the runtime rewrites it (CRI-O locations)
+	Role         string              `json:"role"`                 // "mirror" or "registry"
 	Capabilities []string            `json:"capabilities"`
 	CA           []string            `json:"ca"`
 	Client       [][2]string         `json:"client,omitempty"` // cert, key file pairs
@@ -58,6 +59,18 @@ type Host struct {
 	headerRaw map[string][]string // unredacted, for the probe; never serialised
 
 	authUser, authPass, authToken string // registry.configs auth, for the probe; never serialised
+}
+
+// APIRoot is the URL the host's API is under: URL, or for a rewritten repository its /v2 root.
+func (h Host) APIRoot() string {
+	if h.Repository == "" {
+		return h.URL
+	}
+	u, err := url.Parse(h.URL)
+	if err != nil {
+		return h.URL
+	}
+	return u.Scheme + "://" + u.Host + "/v2"
 }
 
 // RawAuth returns the credentials the runtime's config holds for this host (for the probe only).

@@ -300,7 +300,8 @@ insecure = true
 		"etc/containers/certs.d/mirror.corp/ca.crt": file(testCA),
 	}
 	c := load(t, fsys, "quay.io/team/app:1", "")
-	if c.Runtime != CRIO || strings.Join(urls(c), " ") != "https://mirror.corp/v2 https://quay.io/v2" || c.Hosts[0].CA[0] != "/etc/containers/certs.d/mirror.corp/ca.crt" {
+	if c.Runtime != CRIO || strings.Join(urls(c), " ") != "https://mirror.corp/v2/quay-team https://quay.io/v2" || c.Hosts[0].CA[0] != "/etc/containers/certs.d/mirror.corp/ca.crt" ||
+		c.Hosts[0].Repository != "quay-team/app" || c.Hosts[1].Repository != "" {
 		t.Fatalf("runtime %s hosts %v %+v", c.Runtime, urls(c), c.Hosts)
 	}
 	c = load(t, fsys, "quay.io/team/app@sha256:"+strings.Repeat("a", 64), "")

@@ -137,7 +137,7 @@ func TestInsecureIsOneWarningInTheRuntimesWords(t *testing.T) {
 		{"docker", "10.1.2.3:5000/app:1", "dockerd", "/etc/docker/daemon.json", fstest.MapFS{
 			"etc/docker/daemon.json": file(`{"insecure-registries": ["10.0.0.0/8"]}`),
 		}},
-		{"crio registry", "r.example/app:1", "CRI-O", "/etc/containers/registries.conf:2", fstest.MapFS{
+		{"crio registry", "r.example/app:1", "CRI-O", "/etc/containers/registries.conf:1", fstest.MapFS{
 			"etc/crio/crio.conf":             file(""),
 			"etc/containers/registries.conf": file("[[registry]]\nlocation = \"r.example\"\ninsecure = true\n"),
 		}},
