@@ -111,7 +111,7 @@ func Run(ctx context.Context, opts Options) (*report.Probe, error) {
 	w.ref = ref // the image as named, whichever host's repository the last attempt used
 	rep := w.report(f, start)
 	if rt := opts.Runtime; rt != nil {
-		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Hosts: []report.RuntimeHost{}}
+		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Detected: rt.Detected, Hosts: []report.RuntimeHost{}}
 		for i, t := range targets {
 			rep.Runtime.Hosts = append(rep.Runtime.Hosts, report.RuntimeHost{URL: t.desc, Role: t.role, Source: t.source, Result: results[i]})
 		}

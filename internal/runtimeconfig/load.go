@@ -101,20 +101,6 @@ func Load(opts Options) (*Config, error) {
 	return l.cfg, nil
 }
 
-// detect picks the runtime from what is installed: containerd (the Kubernetes default since
-// dockershim's removal) before CRI-O before docker.
-func (l *loader) detect() Runtime {
-	switch {
-	case l.root.Exists(containerdConfig) || l.root.IsDir("/etc/containerd") || l.unitExists("containerd") || l.root.Exists(k3sConfig) || l.root.Exists(rke2Config):
-		return Containerd
-	case l.root.Exists("/etc/crio/crio.conf") || l.root.IsDir("/etc/crio") || l.unitExists("crio"):
-		return CRIO
-	case l.root.Exists("/etc/docker/daemon.json") || l.unitExists("docker"):
-		return Docker
-	}
-	return Containerd
-}
-
 // checkHosts applies the per-host checks: CA files, skip_verify, capabilities, proxy.
 func (l *loader) checkHosts() {
 	pf := l.cfg.ProxyFunc()

@@ -28,7 +28,8 @@ type Config struct {
 	Image      string    `json:"image"`
 	Registry   string    `json:"registry"`
 	HostRoot   string    `json:"hostRoot"`
-	Files      []string  `json:"files"` // configuration files read
+	Detected   string    `json:"detected,omitempty"` // why it was read without --host-root: the file found
+	Files      []string  `json:"files"`              // configuration files read
 	Hosts      []Host    `json:"hosts"`
 	Proxy      Proxy     `json:"proxy"`
 	Auth       string    `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
