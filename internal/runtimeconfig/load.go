@@ -236,6 +236,10 @@ func isLoopbackHost(hostport string) bool {
 
 // warnInsecure reports an unverified host once, in the runtime's own words.
 func (l *loader) warnInsecure(h *Host) {
+	if isLoopbackHost(h.Host) {
+		l.note(WarnSkipVerify, fmt.Sprintf("%s is on this node's loopback: the runtime does not verify its certificate (nothing leaves the node)", h.Host), "", h.Source)
+		return
+	}
 	switch l.cfg.Runtime {
 	case CRIO:
 		l.warn(WarnInsecureRegistry, fmt.Sprintf("registries.conf marks %s insecure: CRI-O does not verify its certificate and falls back to plain HTTP", h.Host),
