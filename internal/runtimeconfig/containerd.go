@@ -150,27 +150,32 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 			l.warn(WarnLegacyWithPath, "config_path is set together with the legacy registry.mirrors/configs: containerd refuses this combination and its CRI plugin does not load, so no image can be pulled",
 				"move the mirrors and TLS settings into certs.d/<host>/hosts.toml and delete registry.mirrors/configs", c.legacySrc)
 		}
+		// the first directory that exists decides (config.HostDirFromRoot); without a hosts.toml, or
+		// with one containerd rejects, its docker-style certificate files apply (loadCertFiles)
 		for _, root := range filepath.SplitList(c.configPath) {
 			for _, d := range hostDirs(reg) {
-				f := path.Join(root, d, "hosts.toml")
-				b, err := l.root.ReadFile(f)
-				if err != nil {
+				dir := path.Join(root, d)
+				if !l.root.Exists(dir) {
 					continue
+				}
+				f := path.Join(dir, "hosts.toml")
+				b, err := l.root.ReadFile(f)
+				if err != nil || len(b) == 0 {
+					return []Host{l.certFilesHost(server, dir)}
 				}
 				l.read(f)
 				hf, err := parseHostsToml(f, b, server)
 				if err != nil {
 					l.warn(WarnHostsTomlInvalid, "containerd cannot parse "+f+" and ignores it: "+err.Error(), "fix the TOML; until then containerd pulls from "+server+" with default trust", f)
-					return []Host{defaultHost(server)}
+					return []Host{l.certFilesHost(server, dir)}
 				}
-				// containerd 1.6 parses every file with getSortedHosts, which fails without a host tree
+				// containerd before 1.7.32 parses every file with getSortedHosts, which fails without a host tree
 				if !hf.hasHosts {
-					older := l.versionBefore(1, 7)
-					msg := f + " has no [host] table: containerd 1.6 rejects it (\"invalid `host` tree\") and silently drops its settings, ca included"
-					if older {
+					msg := f + " has no [host] table: containerd 1.6 and 1.7 before 1.7.32 reject it (\"invalid `host` tree\") and silently drop its settings, ca included"
+					if l.rejectsHostlessToml() {
 						l.warn(WarnHostsTomlRejected, msg+"; this node runs containerd "+l.cfg.Version+", so the pull uses default trust and fails TLS against a private CA",
 							"add an empty [host] table, or write [host.\""+hf.hosts[len(hf.hosts)-1].URL+"\"] with the ca", f)
-						return []Host{defaultHost(server)}
+						return []Host{l.certFilesHost(server, dir)}
 					}
 					if l.cfg.Version == "" {
 						l.warn(WarnHostsTomlRejected, msg+" (the containerd version is unknown here)", "add an empty [host] table so every containerd version reads the file", f)
@@ -238,6 +243,23 @@ func (l *loader) legacyWarning(what, src string) {
 		return
 	}
 	l.note(WarnLegacyRegistry, what+" is deprecated (since containerd 1.5, removed in 2.4): it still works here, but hides which CA applies", fix, src)
+}
+
+// certFilesHost is containerd's host for a directory without a usable hosts.toml: the default
+// server with the directory's *.crt CAs and *.cert/*.key client pairs.
+func (l *loader) certFilesHost(server, dir string) Host {
+	h := defaultHost(server)
+	l.attachCertsDir(&h, dir)
+	return h
+}
+
+// rejectsHostlessToml reports whether the node's containerd drops a hosts.toml without [host]:
+// every 1.6 and 1.7 before 1.7.32 (getSortedHosts; gone in 1.7.32 and 2.0).
+func (l *loader) rejectsHostlessToml() bool {
+	if l.cfg.Version == "" {
+		return false
+	}
+	return l.versionBefore(1, 7) || (l.versionBefore(1, 8) && l.patchBefore(32))
 }
 
 // transferPull reports whether containerd pulls through its transfer service: 2.1 and later, unless

@@ -218,16 +218,19 @@ func (l *loader) crioCerts(hosts []Host) []Host {
 // attachCertsDir reads a docker-style certs.d/<host> directory: *.crt are CAs, *.cert+*.key pairs.
 func (l *loader) attachCertsDir(h *Host, dir string) {
 	es, _ := l.root.ReadDir(dir)
+	found := false
 	for _, e := range es {
 		n := e.Name()
 		switch {
 		case strings.HasSuffix(n, ".crt"):
 			h.CA = append(h.CA, path.Join(dir, n))
+			found = true
 		case strings.HasSuffix(n, ".cert"):
 			h.Client = append(h.Client, [2]string{path.Join(dir, n), path.Join(dir, strings.TrimSuffix(n, ".cert")+".key")})
+			found = true
 		}
 	}
-	if len(es) > 0 {
+	if found {
 		h.Source += " + " + dir
 	}
 }

@@ -100,12 +100,24 @@ func TestHostsTomlRejectedBy16(t *testing.T) {
 	if len(c.Hosts) != 1 || len(c.Hosts[0].CA) != 0 || c.Hosts[0].Source != "default" {
 		t.Errorf("containerd 1.6 drops the file: hosts = %+v", c.Hosts)
 	}
-	// containerd 1.7 reads the same file
+	// so does 1.7 before 1.7.32 (getSortedHosts); 1.7.32 and 2.x read the same file
 	fsys["var/lib/dpkg/status"] = dpkg("containerd", "1.7.24-1")
-	c = load(t, fsys, "registry.lab.test/lab/small:v1", "")
-	if hasCode(c, WarnHostsTomlRejected) || len(c.Hosts[0].CA) != 1 {
-		t.Errorf("1.7: warnings %v hosts %+v", codes(c), c.Hosts)
+	if c = load(t, fsys, "registry.lab.test/lab/small:v1", ""); !hasCode(c, WarnHostsTomlRejected) || len(c.Hosts[0].CA) != 0 {
+		t.Errorf("1.7.24: warnings %v hosts %+v", codes(c), c.Hosts)
 	}
+	for _, v := range []string{"1.7.32-1", "2.0.5-1"} {
+		fsys["var/lib/dpkg/status"] = dpkg("containerd", v)
+		if c = load(t, fsys, "registry.lab.test/lab/small:v1", ""); hasCode(c, WarnHostsTomlRejected) || len(c.Hosts[0].CA) != 1 {
+			t.Errorf("%s: warnings %v hosts %+v", v, codes(c), c.Hosts)
+		}
+	}
+	// the rejected directory's docker-style certificate files still apply (loadCertFiles)
+	fsys["var/lib/dpkg/status"] = dpkg("containerd", "1.6.20~ds1-1")
+	fsys["etc/containerd/certs.d/registry.lab.test/ca.crt"] = file(testCA)
+	if c = load(t, fsys, "registry.lab.test/lab/small:v1", ""); len(c.Hosts[0].CA) != 1 || c.Hosts[0].CA[0] != "/etc/containerd/certs.d/registry.lab.test/ca.crt" {
+		t.Errorf("cert files of a rejected directory: %+v", c.Hosts)
+	}
+	delete(fsys, "etc/containerd/certs.d/registry.lab.test/ca.crt")
 	// unknown version: keep the file, but warn
 	delete(fsys, "var/lib/dpkg/status")
 	c = load(t, fsys, "registry.lab.test/lab/small:v1", "")
@@ -455,7 +467,7 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 		image string
 		fsys  fstest.MapFS
 	}{
-		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "var/lib/dpkg/status": dpkg("containerd", "1.7.24"),
+		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "var/lib/dpkg/status": dpkg("containerd", "1.7.32"),
 			"etc/containerd/certs.d/r.example/hosts.toml": file("server = \"http://r.example\"\nca = \"/nope.pem\"\nskip_verify = true\n")}},
 		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "var/lib/dpkg/status": dpkg("containerd", "1.6.20"),
 			"etc/containerd/certs.d/r.example/hosts.toml": file("server = \"https://r.example\"\n")}},
