@@ -112,8 +112,8 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every step and hop")
 	f.BoolVar(&o.expectPrivate, "expect-private", false, "fail at dns when the registry resolves to a public address (it should use a private endpoint)")
 	f.StringVar(&o.node, "node", "", "node name for the report (default: the hostname)")
-	f.StringVar(&o.hostRoot, "host-root", "", "pull the way the node's runtime does: read its hosts, CAs, headers and proxy from this root (/ on the node, the host mount in a pod)")
-	f.StringVar(&o.runtime, "runtime", "", "with --host-root: containerd, crio or docker (default: detected)")
+	f.StringVar(&o.hostRoot, "host-root", "", "pull the way the node's runtime does: read its hosts, CAs, headers and proxy from this root (the host mount in a pod; default: / when a runtime's configuration is there; none to skip it)")
+	f.StringVar(&o.runtime, "runtime", "", "containerd, crio or docker (default: detected)")
 	f.DurationVar(&o.connectTimeout, "connect-timeout", probe.DefaultConnectTimeout, "TCP connect timeout per address")
 	f.DurationVar(&o.tlsTimeout, "tls-timeout", probe.DefaultTLSTimeout, "TLS handshake timeout")
 	f.DurationVar(&o.headerTimeout, "header-timeout", probe.DefaultHeaderTimeout, "time to wait for response headers")
@@ -130,26 +130,9 @@ func (o *probeOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
-	var rt *runtimeconfig.Config
-	var hostFile func(string) ([]byte, error)
-	if o.hostRoot != "" {
-		if rt, err = loadRuntime(o.hostRoot, o.runtime, o.image); err != nil {
-			return err
-		}
-		root := runtimeconfig.Root{FS: os.DirFS(o.hostRoot), Name: o.hostRoot}
-		hostFile = root.ReadFile
-		// the runtime's resolver and hosts file are the node's, under the root
-		if !o.flagChanged("resolv-conf") {
-			o.resolvConf = filepath.Join(o.hostRoot, "etc/resolv.conf")
-			if b, err := root.ReadFile("/etc/resolv.conf"); err == nil {
-				o.resolvData = b
-			}
-		}
-		if !o.flagChanged("hosts-file") {
-			o.hostsFile = filepath.Join(o.hostRoot, "etc/hosts")
-		}
-	} else if o.runtime != "" {
-		return errors.New("--runtime needs --host-root")
+	rt, hostFile, err := o.loadNodeRuntime()
+	if err != nil {
+		return err
 	}
 	var rc resolver.Config
 	if len(o.dnsServers) > 0 {
@@ -190,6 +173,64 @@ func (o *probeOptions) Complete(args []string) error {
 		Logger: slog.New(slog.NewTextHandler(o.streams.ErrOut, &slog.HandlerOptions{Level: level})),
 	}
 	return nil
+}
+
+// nodeRoot is where a plain `pullpath probe` looks for the node's runtime configuration; tests
+// point it at a fixture tree, or "" to look nowhere.
+var nodeRoot = "/"
+
+// loadNodeRuntime reads the runtime's configuration: under --host-root, else under / when a
+// runtime's configuration is there (said on stderr and in the report), unless --host-root none.
+// With it, the node's resolv.conf and hosts file are read under the same root.
+func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([]byte, error), error) {
+	hostRoot, detected := o.hostRoot, ""
+	switch {
+	case hostRoot == "none":
+		if o.runtime != "" {
+			return nil, nil, errors.New("--runtime needs a host root: drop --host-root none")
+		}
+		return nil, nil, nil
+	case hostRoot == "" && nodeRoot == "":
+		if o.runtime != "" {
+			return nil, nil, errors.New("--runtime needs --host-root")
+		}
+		return nil, nil, nil
+	case hostRoot == "":
+		root := runtimeconfig.Root{FS: os.DirFS(nodeRoot), Name: nodeRoot}
+		rt, evidence, ok := runtimeconfig.Detect(root)
+		if !ok && o.runtime == "" {
+			return nil, nil, nil
+		}
+		if !ok {
+			evidence = "--runtime " + o.runtime
+		} else if o.runtime != "" {
+			rt = runtimeconfig.Runtime(o.runtime)
+		}
+		hostRoot, detected = nodeRoot, evidence
+		if o.output == "text" {
+			fmt.Fprintf(o.streams.ErrOut, "pullpath: pulling the way %s does, with its configuration under %s (%s); --host-root none to skip\n", rt, nodeRoot, evidence)
+		}
+	}
+	rt, err := loadRuntime(hostRoot, o.runtime, o.image)
+	if err != nil {
+		if detected != "" {
+			err = fmt.Errorf("%w (read because %s exists; --host-root none skips the runtime's configuration)", err, detected)
+		}
+		return nil, nil, err
+	}
+	rt.Detected = detected
+	root := runtimeconfig.Root{FS: os.DirFS(hostRoot), Name: hostRoot}
+	// the runtime's resolver and hosts file are the node's, under the root
+	if !o.flagChanged("resolv-conf") {
+		o.resolvConf = filepath.Join(hostRoot, "etc/resolv.conf")
+		if b, err := root.ReadFile("/etc/resolv.conf"); err == nil {
+			o.resolvData = b
+		}
+	}
+	if !o.flagChanged("hosts-file") {
+		o.hostsFile = filepath.Join(hostRoot, "etc/hosts")
+	}
+	return rt, root.ReadFile, nil
 }
 
 func (o *probeOptions) credential(reg string) (creds.Credential, error) {

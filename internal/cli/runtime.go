@@ -30,14 +30,20 @@ capabilities, CA files, skip_verify, client certificates, headers (credentials r
 the proxy of each host after NO_PROXY, and the file and line each came from.
 
 The traps come as warnings with stable codes and a fix: a hosts.toml containerd 1.6
-rejects, config_path unset while certs.d exists, legacy mirrors with config_path, a
-mirror without pull, skip_verify, a proxy without NO_PROXY for the registry, a proxy
-set for the shell or kubelet but not the runtime, a CA file missing or unparsable.
+rejects, config_path unset while certs.d exists, legacy mirrors with config_path, no
+host that may pull the image, skip_verify or insecure, an internal registry through
+the proxy, a proxy set for the shell or kubelet but not the runtime, a CA file
+missing or unparsable.
 
 Nothing on the host is executed. In a probe pod, mount the node's / read-only and
 pass --host-root /host.
 
-Exit codes: 0 no warnings, 1 warnings, 2 could not read the configuration.`,
+Each warning has a severity: "error" when the pull breaks or silently does not
+go as configured, "info" when it does not change the pull (a stub resolver, a
+public registry through the proxy, a mirror used for content but not tags).
+
+Exit codes: 0 no error-severity warning, 1 at least one, 2 could not read the
+configuration.`,
 		Example: `  pullpath runtime myreg.azurecr.io/team/app:1.4
   pullpath runtime --host-root /host -o json registry.example:5000/app:1`,
 		Args: oneImage("pullpath runtime --host-root / myreg.azurecr.io/team/app:1.4"),
@@ -57,7 +63,7 @@ Exit codes: 0 no warnings, 1 warnings, 2 could not read the configuration.`,
 			if err != nil {
 				return err
 			}
-			if len(c.Warnings) > 0 {
+			if c.Broken() {
 				return &ExitError{Code: ExitBroken}
 			}
 			return nil

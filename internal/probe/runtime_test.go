@@ -115,7 +115,8 @@ ca = "/etc/lab/ca.pem"
 }
 
 // The lab's hosts.toml trap: containerd 1.6 drops a file without [host], so its ca is ignored and the
-// pull fails TLS; the runtime-faithful probe reproduces it, and passes with containerd 1.7.
+// pull fails TLS; the runtime-faithful probe reproduces it, and passes with containerd 1.7.32 (the
+// first 1.7 without getSortedHosts' "invalid `host` tree").
 func TestRuntimeHostsTomlRejectedReproducesTLS(t *testing.T) {
 	e := lab(t)
 	file := "server = \"https://" + e.Lab.RegistryAddr() + "\"\nca = \"/etc/lab/ca.pem\"\n"
@@ -127,9 +128,9 @@ func TestRuntimeHostsTomlRejectedReproducesTLS(t *testing.T) {
 	if rep.Class != report.ClassTLS || rep.Code != report.CodeTLSUnknownAuthority || rep.Failing.Host != e.Lab.RegistryAddr() {
 		t.Fatalf("containerd 1.6: class %s code %s, want tls TLS_UNKNOWN_AUTHORITY", rep.Class, rep.Code)
 	}
-	cfg, read = node(t, e, file, "1.7.24", "")
+	cfg, read = node(t, e, file, "1.7.32", "")
 	if rep, _ = probe.Run(context.Background(), runtimeOpts(e, cfg, read)); rep.Class != report.ClassOK {
-		t.Fatalf("containerd 1.7 reads the file: class %s (%s)", rep.Class, rep.Summary)
+		t.Fatalf("containerd 1.7.32 reads the file: class %s (%s)", rep.Class, rep.Summary)
 	}
 }
 

@@ -11,11 +11,13 @@ import (
 
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // target is one host the runtime tries for the image, with the trust, headers and proxy it uses.
 type target struct {
 	base   *url.URL // the API root, ending in /v2 unless override_path
+	repo   string   // the repository asked of this host (CRI-O rewrites it for a location with a path)
 	role   report.Role
 	ns     string // containerd's ?ns=<registry> on mirror requests
 	header http.Header
@@ -30,7 +32,7 @@ type target struct {
 func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 	if w.opts.Runtime == nil {
 		base := &url.URL{Scheme: "https", Host: w.ref.Host, Path: "/v2"}
-		return []target{{base: base, role: report.RoleRegistry, desc: base.String(), source: "image reference",
+		return []target{{base: base, repo: w.ref.Repository, role: report.RoleRegistry, desc: base.String(), source: "image reference",
 			tls: &tls.Config{RootCAs: roots, InsecureSkipVerify: w.opts.Insecure, MinVersion: tls.VersionTLS12}}}, nil //nolint:gosec // --insecure is reported
 	}
 	var out []target
@@ -44,16 +46,22 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 			w.skipped = append(w.skipped, report.RuntimeHost{URL: h.URL, Role: role, Source: h.Source, Result: fmt.Sprintf("skipped: capabilities %v", h.Capabilities)})
 			continue
 		}
-		base, err := url.Parse(h.URL)
+		base, err := url.Parse(h.APIRoot())
 		if err != nil {
 			return nil, fmt.Errorf("runtime host %q: %v", h.URL, err)
 		}
-		t := target{base: base, role: report.RoleRegistry, header: http.Header{}, desc: h.URL, source: h.Source}
+		t := target{base: base, repo: w.ref.Repository, role: report.RoleRegistry, header: http.Header{}, desc: h.URL, source: h.Source}
+		if h.Repository != "" {
+			t.repo = h.Repository
+		}
 		if u, p, tok := h.RawAuth(); u != "" || tok != "" {
 			t.cred = &creds.Credential{Username: u, Password: p, IdentityToken: tok, Source: "the runtime's registry.configs auth"}
 		}
 		if h.Role == "mirror" {
-			t.role, t.ns = report.RoleMirror, w.opts.Runtime.Registry
+			t.role = report.RoleMirror
+			if w.opts.Runtime.Runtime == runtimeconfig.Containerd { // CRI-O's and docker's clients send no ns
+				t.ns = w.opts.Runtime.Registry
+			}
 		}
 		for k, vs := range h.RawHeader() {
 			for _, v := range vs {

@@ -120,9 +120,10 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	if f != nil && f.cut {
 		w.interrupted(parent, f)
 	}
+	w.ref = ref // the image as named, whichever host's repository the last attempt used
 	rep := w.report(f, start)
 	if rt := opts.Runtime; rt != nil {
-		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Hosts: []report.RuntimeHost{}}
+		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Detected: rt.Detected, Hosts: []report.RuntimeHost{}}
 		for i, t := range targets {
 			rep.Runtime.Hosts = append(rep.Runtime.Hosts, report.RuntimeHost{URL: t.desc, Role: t.role, Source: t.source, Result: results[i]})
 		}
@@ -154,6 +155,7 @@ func (w *walk) setAuthz(v string) {
 // attempt walks the whole path against one target.
 func (w *walk) attempt(t target) *failure {
 	w.tgt, w.regEp = t, nil
+	w.ref.Repository = t.repo // every manifest, blob and token scope asks for the host's repository
 	w.authz, w.fromIndex, w.challenged, w.download = "", false, false, report.Download{}
 	// as containerd: credentials given to the pull (the kubelet's) win; else the runtime's own config
 	w.cred = w.opts.Credential

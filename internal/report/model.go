@@ -114,6 +114,7 @@ type Runtime struct {
 	Name     string        `json:"name"`
 	Version  string        `json:"version,omitempty"`
 	HostRoot string        `json:"hostRoot"`
+	Detected string        `json:"detected,omitempty"` // read without --host-root because this file exists
 	Hosts    []RuntimeHost `json:"hosts"`
 }
 

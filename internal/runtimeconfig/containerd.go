@@ -1,15 +1,12 @@
 package runtimeconfig
 
 import (
-	"encoding/base64"
 	"fmt"
 	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/BurntSushi/toml"
 
 	"github.com/pullpath/pullpath/internal/registry"
 )
@@ -47,13 +44,16 @@ func embeddedUnits(configFile string) (svc string, units []string) {
 
 // ctrdConfig is the part of containerd's config.toml (and its imports) that decides pulls.
 type ctrdConfig struct {
-	version    int
+	major      int    // containerd's major version whose reading applies: 1 or 2
 	configPath string // CRI registry config_path, possibly a ':'-separated list
 	pathSource string
+	pathDflt   bool                // config_path is containerd 2.2+'s built-in default
 	mirrors    map[string][]string // legacy registry.mirrors: host → endpoints
 	tls        map[string]legacyTLS
 	auth       map[string]legacyAuth // registry.configs."host".auth: still honoured with config_path
 	legacySrc  string
+	images     map[string]any // the CRI image service's merged table (2.x: io.containerd.cri.v1.images)
+	table      string         // where a registry setting must be written to take effect
 }
 
 type legacyAuth struct {
@@ -64,137 +64,6 @@ type legacyAuth struct {
 type legacyTLS struct {
 	caFile, certFile, keyFile string
 	skipVerify                bool
-}
-
-// tomlDoc is one decoded containerd config file, with its bytes for line numbers.
-type tomlDoc struct {
-	file string
-	m    map[string]any
-	b    []byte
-}
-
-// loadContainerd reads config.toml and its imports, later files overriding earlier keys as
-// containerd merges them.
-func (l *loader) loadContainerd() (*ctrdConfig, error) {
-	c := &ctrdConfig{version: 1, mirrors: map[string][]string{}, tls: map[string]legacyTLS{}, auth: map[string]legacyAuth{}}
-	containerdConfig := l.configFile()
-	b, err := l.root.ReadFile(containerdConfig)
-	if err != nil {
-		if !l.root.Exists(containerdConfig) {
-			c.version = 2 // containerd's built-in default config
-			return c, nil
-		}
-		return nil, err
-	}
-	files := []string{containerdConfig}
-	var main map[string]any
-	if _, err := toml.Decode(string(b), &main); err != nil {
-		return nil, fmt.Errorf("%s: %v", l.root.show(containerdConfig), err)
-	}
-	l.read(containerdConfig)
-	if v, ok := main["version"].(int64); ok {
-		c.version = int(v)
-	}
-	docs := []tomlDoc{{containerdConfig, main, b}}
-	if imps, ok := main["imports"]; ok {
-		pats, err := strings1(imps)
-		if err != nil {
-			return nil, fmt.Errorf("%s: imports: %v", l.root.show(containerdConfig), err)
-		}
-		for _, pat := range pats {
-			if !path.IsAbs(pat) {
-				pat = path.Join(path.Dir(containerdConfig), pat)
-			}
-			matches, err := l.root.Glob(pat)
-			if err != nil {
-				return nil, err
-			}
-			for _, f := range matches {
-				ib, err := l.root.ReadFile(f)
-				if err != nil {
-					return nil, err
-				}
-				var m map[string]any
-				if _, err := toml.Decode(string(ib), &m); err != nil {
-					return nil, fmt.Errorf("%s: %v", l.root.show(f), err)
-				}
-				l.read(f)
-				files = append(files, f)
-				docs = append(docs, tomlDoc{f, m, ib})
-			}
-		}
-	}
-	for _, d := range docs {
-		reg := registrySection(d.m, c.version)
-		if reg == nil {
-			continue
-		}
-		if cp, ok := reg["config_path"].(string); ok {
-			c.configPath = cp
-			c.pathSource = fmt.Sprintf("%s:%d", d.file, lineOf(d.b, func(s string) bool { return strings.HasPrefix(s, "config_path") }))
-		}
-		if ms, ok := reg["mirrors"].(map[string]any); ok && len(ms) > 0 {
-			for host, v := range ms {
-				mt, _ := v.(map[string]any)
-				eps, err := strings1(mt["endpoint"])
-				if err != nil {
-					return nil, fmt.Errorf("%s: registry.mirrors.%q.endpoint: %v", d.file, host, err)
-				}
-				c.mirrors[host] = eps
-			}
-			c.legacySrc = fmt.Sprintf("%s:%d", d.file, lineOf(d.b, func(s string) bool { return strings.Contains(s, ".mirrors") }))
-		}
-		if cs, ok := reg["configs"].(map[string]any); ok {
-			for host, v := range cs {
-				ct, _ := v.(map[string]any)
-				if a, ok := ct["auth"].(map[string]any); ok {
-					la := legacyAuth{source: fmt.Sprintf("%s:%d", d.file, lineOf(d.b, func(s string) bool { return strings.Contains(s, ".auth") }))}
-					la.username, _ = a["username"].(string)
-					la.password, _ = a["password"].(string)
-					la.identityToken, _ = a["identitytoken"].(string)
-					if enc, _ := a["auth"].(string); enc != "" && la.username == "" {
-						if raw, err := base64.StdEncoding.DecodeString(enc); err == nil {
-							la.username, la.password, _ = strings.Cut(string(raw), ":")
-						}
-					}
-					c.auth[host] = la
-				}
-				t, _ := ct["tls"].(map[string]any)
-				if t == nil {
-					continue
-				}
-				var lt legacyTLS
-				lt.caFile, _ = t["ca_file"].(string)
-				lt.certFile, _ = t["cert_file"].(string)
-				lt.keyFile, _ = t["key_file"].(string)
-				lt.skipVerify, _ = t["insecure_skip_verify"].(bool)
-				c.tls[host] = lt
-				if c.legacySrc == "" {
-					c.legacySrc = fmt.Sprintf("%s:%d", d.file, lineOf(d.b, func(s string) bool { return strings.Contains(s, ".configs") }))
-				}
-			}
-		}
-	}
-	return c, nil
-}
-
-// registrySection returns the CRI registry table for the config version.
-func registrySection(m map[string]any, version int) map[string]any {
-	plugins, _ := m["plugins"].(map[string]any)
-	if plugins == nil {
-		return nil
-	}
-	var cri map[string]any
-	switch version {
-	case 3:
-		cri, _ = plugins["io.containerd.cri.v1.images"].(map[string]any)
-	case 2:
-		cri, _ = plugins["io.containerd.grpc.v1.cri"].(map[string]any)
-	default:
-		cri, _ = plugins["cri"].(map[string]any)
-	}
-	reg, _ := cri["registry"].(map[string]any)
-	return reg
 }
 
 // containerdHosts returns the hosts containerd's CRI tries for registry reg, with the credentials
@@ -221,33 +90,92 @@ func (l *loader) containerdHosts(c *ctrdConfig, reg string) []Host {
 }
 
 func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
+	hosts := l.configuredHosts(c, reg)
+	if last := &hosts[len(hosts)-1]; last.Source == "default" && isLoopbackHost(reg) {
+		l.localhostDefault(last, reg)
+	}
+	return hosts
+}
+
+// localhostDefault applies containerd's default for a localhost registry with no server configured
+// (core/remotes/docker/config/hosts.go ConfigureHosts): up to 1.6.24 and in 1.7.0–1.7.7 plain HTTP
+// without verification; from 1.6.25, 1.7.8 and in 2.x HTTPS without verification on port 443 (or
+// none), plain HTTP on port 80, and on any other port HTTPS without verification falling back to
+// plain HTTP when the server answers in HTTP.
+func (l *loader) localhostDefault(h *Host, reg string) {
+	_, port, _ := strings.Cut(reg, ":")
+	old := l.cfg.Version != "" && (l.versionBefore(1, 6) || (!l.versionBefore(1, 6) && l.versionBefore(1, 7) && l.patchBefore(25)) ||
+		(!l.versionBefore(1, 7) && l.versionBefore(1, 8) && l.patchBefore(8)))
+	scheme, skip := "https", true
+	switch {
+	case old:
+		scheme = "http"
+	case port == "80":
+		scheme, skip = "http", false
+	case port == "" || port == "443":
+	default:
+		// the probe speaks plain HTTP, as containerd ends up doing with the usual local registry
+		scheme = "http"
+		l.note(WarnPlainHTTP, fmt.Sprintf("%s is on this node's loopback and has no server configured: containerd tries HTTPS without verifying the certificate, then falls back to plain HTTP", reg), "", "default")
+	}
+	d := defaultHost(scheme + "://" + reg)
+	h.Host, h.URL, h.PlainHTTP, h.SkipVerify = d.Host, d.URL, d.PlainHTTP, skip
+	h.Source = "default (containerd's localhost rule)"
+}
+
+// configuredHosts is the hosts list from config_path, or from the legacy mirrors, or the default.
+func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 	server := defaultServer(reg)
 	if c.configPath != "" {
+		if dirs := filepath.SplitList(c.configPath); len(dirs) > 1 {
+			if why, ok := l.transferPull(c); ok {
+				// containerd 2.1+ (internal/cri/server/images/image_pull.go pullImageWithTransferService,
+				// through at least 2.4.0-beta as of 2026-12; containerd issues 12415, 12808, fix
+				// proposed in PR 14168): the whole list is one directory, so no hosts.toml is found
+				for _, root := range dirs {
+					for _, d := range hostDirs(reg) {
+						if f := path.Join(root, d, "hosts.toml"); l.root.Exists(f) {
+							l.read(f)
+							l.warn(WarnTransferPathList, fmt.Sprintf("config_path %q lists several directories, and containerd %s pulls through its transfer service (%s), which reads the list as one directory named %q: %s is ignored and the pull goes to %s with default trust",
+								c.configPath, l.cfg.Version, why, c.configPath, f, server),
+								fmt.Sprintf("set config_path to the one directory that holds the hosts.toml files (%q) in %s, or use_local_image_pull = true", root, c.table), c.pathSource)
+							return []Host{defaultHost(server)}
+						}
+					}
+				}
+				return []Host{defaultHost(server)}
+			}
+		}
 		if len(c.mirrors) > 0 || len(c.tls) > 0 {
 			l.warn(WarnLegacyWithPath, "config_path is set together with the legacy registry.mirrors/configs: containerd refuses this combination and its CRI plugin does not load, so no image can be pulled",
 				"move the mirrors and TLS settings into certs.d/<host>/hosts.toml and delete registry.mirrors/configs", c.legacySrc)
 		}
+		// the first directory that exists decides (config.HostDirFromRoot); without a hosts.toml, or
+		// with one containerd rejects, its docker-style certificate files apply (loadCertFiles)
 		for _, root := range filepath.SplitList(c.configPath) {
 			for _, d := range hostDirs(reg) {
-				f := path.Join(root, d, "hosts.toml")
-				b, err := l.root.ReadFile(f)
-				if err != nil {
+				dir := path.Join(root, d)
+				if !l.root.Exists(dir) {
 					continue
+				}
+				f := path.Join(dir, "hosts.toml")
+				b, err := l.root.ReadFile(f)
+				if err != nil || len(b) == 0 {
+					return []Host{l.certFilesHost(server, dir)}
 				}
 				l.read(f)
 				hf, err := parseHostsToml(f, b, server)
 				if err != nil {
 					l.warn(WarnHostsTomlInvalid, "containerd cannot parse "+f+" and ignores it: "+err.Error(), "fix the TOML; until then containerd pulls from "+server+" with default trust", f)
-					return []Host{defaultHost(server)}
+					return []Host{l.certFilesHost(server, dir)}
 				}
-				// containerd 1.6 parses every file with getSortedHosts, which fails without a host tree
+				// containerd before 1.7.32 parses every file with getSortedHosts, which fails without a host tree
 				if !hf.hasHosts {
-					older := l.versionBefore(1, 7)
-					msg := f + " has no [host] table: containerd 1.6 rejects it (\"invalid `host` tree\") and silently drops its settings, ca included"
-					if older {
+					msg := f + " has no [host] table: containerd 1.6 and 1.7 before 1.7.32 reject it (\"invalid `host` tree\") and silently drop its settings, ca included"
+					if l.rejectsHostlessToml() {
 						l.warn(WarnHostsTomlRejected, msg+"; this node runs containerd "+l.cfg.Version+", so the pull uses default trust and fails TLS against a private CA",
 							"add an empty [host] table, or write [host.\""+hf.hosts[len(hf.hosts)-1].URL+"\"] with the ca", f)
-						return []Host{defaultHost(server)}
+						return []Host{l.certFilesHost(server, dir)}
 					}
 					if l.cfg.Version == "" {
 						l.warn(WarnHostsTomlRejected, msg+" (the containerd version is unknown here)", "add an empty [host] table so every containerd version reads the file", f)
@@ -259,9 +187,13 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 		return []Host{defaultHost(server)}
 	}
 	// No config_path: certs.d is not read by the CRI plugin at all.
-	if es, _ := l.root.ReadDir("/etc/containerd/certs.d"); len(es) > 0 {
-		l.warn(WarnConfigPathUnset, "/etc/containerd/certs.d has host directories, but the CRI registry config_path is not set: containerd ignores them",
-			`set config_path = "/etc/containerd/certs.d" under the CRI plugin's registry section and restart containerd`, l.configFile())
+	if es, _ := l.root.ReadDir("/etc/containerd/certs.d"); len(es) > 0 && len(c.mirrors) == 0 {
+		why := "containerd ignores them"
+		if l.cfg.Version == "" && c.major == 2 {
+			why += " (containerd 2.2 and later would read them by default; the version is unknown here)"
+		}
+		l.warn(WarnConfigPathUnset, "/etc/containerd/certs.d has host directories, but the CRI registry config_path is not set: "+why,
+			`set config_path = "/etc/containerd/certs.d" in `+c.table+` and restart containerd`, l.configFile())
 	}
 	var hosts []Host
 	if eps, ok := c.mirrors[reg]; ok || len(c.mirrors) > 0 {
@@ -269,7 +201,7 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 			eps = c.mirrors["*"]
 		}
 		if len(c.mirrors) > 0 {
-			l.warn(WarnLegacyRegistry, "registry.mirrors/configs are deprecated (removed in containerd 2.x); they hide which CA applies", "migrate to config_path and certs.d/<host>/hosts.toml", c.legacySrc)
+			l.legacyWarning("registry.mirrors", c.legacySrc)
 		}
 		for _, ep := range eps {
 			h := defaultHost(ep)
@@ -292,13 +224,71 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 				hosts[i].SkipVerify = hosts[i].SkipVerify || t.skipVerify
 				hosts[i].Source += " + registry.configs." + key + ".tls"
 				if len(c.mirrors) == 0 {
-					l.warn(WarnLegacyRegistry, "registry.configs is deprecated (removed in containerd 2.x)", "migrate to config_path and certs.d/<host>/hosts.toml", c.legacySrc)
+					l.legacyWarning("registry.configs", c.legacySrc)
 				}
 				break
 			}
 		}
 	}
 	return hosts
+}
+
+// legacyWarning reports the CRI's registry.mirrors/configs: deprecated since containerd 1.5 and still
+// read up to 2.3; containerd 2.4 removes them (pkg/deprecation, as of containerd main in 2026-12),
+// so there the settings are gone.
+func (l *loader) legacyWarning(what, src string) {
+	fix := "migrate to config_path and certs.d/<host>/hosts.toml"
+	if l.cfg.Version != "" && !l.versionBefore(2, 4) {
+		l.warn(WarnLegacyRegistry, what+" is not read by containerd "+l.cfg.Version+" (removed in 2.4): its mirrors and TLS settings are ignored", fix, src)
+		return
+	}
+	l.note(WarnLegacyRegistry, what+" is deprecated (since containerd 1.5, removed in 2.4): it still works here, but hides which CA applies", fix, src)
+}
+
+// certFilesHost is containerd's host for a directory without a usable hosts.toml: the default
+// server with the directory's *.crt CAs and *.cert/*.key client pairs.
+func (l *loader) certFilesHost(server, dir string) Host {
+	h := defaultHost(server)
+	l.attachCertsDir(&h, dir)
+	return h
+}
+
+// rejectsHostlessToml reports whether the node's containerd drops a hosts.toml without [host]:
+// every 1.6 and 1.7 before 1.7.32 (getSortedHosts; gone in 1.7.32 and 2.0).
+func (l *loader) rejectsHostlessToml() bool {
+	if l.cfg.Version == "" {
+		return false
+	}
+	return l.versionBefore(1, 7) || (l.versionBefore(1, 8) && l.patchBefore(32))
+}
+
+// transferPull reports whether containerd pulls through its transfer service: 2.1 and later, unless
+// use_local_image_pull or a setting the transfer service does not support forces the CRI's own
+// pull (internal/cri/config CheckLocalImagePullConfigs, the same list in 2.1.0 and 2.4.0-beta).
+func (l *loader) transferPull(c *ctrdConfig) (string, bool) {
+	if c.major != 2 || l.cfg.Version == "" || l.versionBefore(2, 1) {
+		return "", false
+	}
+	im := c.images
+	if b, _ := im["use_local_image_pull"].(bool); b {
+		return "", false
+	}
+	if b, ok := im["disable_snapshot_annotations"].(bool); ok && !b {
+		return "", false
+	}
+	if b, _ := im["discard_unpacked_layers"].(bool); b {
+		return "", false
+	}
+	if b, _ := im["image_pull_with_sync_fs"].(bool); b {
+		return "", false
+	}
+	if n, ok := im["max_concurrent_downloads"].(int64); ok && n != 3 {
+		return "", false
+	}
+	if len(c.mirrors) > 0 || len(c.tls) > 0 || len(c.auth) > 0 {
+		return "", false
+	}
+	return "the default since 2.1; nothing in the CRI image config forces the local pull", true
 }
 
 // legacyKeys are the registry.configs keys that may hold a host's settings, most specific first:
@@ -319,7 +309,17 @@ func defaultHost(server string) Host {
 	return h
 }
 
-var reDebVersion = regexp.MustCompile(`^(\d+)\.(\d+)`)
+var reDebVersion = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?`)
+
+// patchBefore reports whether the detected version's patch number is known and below p.
+func (l *loader) patchBefore(p int) bool {
+	m := reDebVersion.FindStringSubmatch(l.cfg.Version)
+	if m == nil || m[3] == "" {
+		return false
+	}
+	n, _ := strconv.Atoi(m[3])
+	return n < p
+}
 
 // versionBefore reports whether the detected runtime version is known and older than major.minor.
 func (l *loader) versionBefore(major, minor int) bool {

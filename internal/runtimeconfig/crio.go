@@ -18,10 +18,13 @@ type regEntry struct {
 	Location string `toml:"location"`
 	Insecure bool   `toml:"insecure"`
 	Blocked  bool   `toml:"blocked"`
-	Mirror   []struct {
+	// MirrorByDigestOnly restricts every mirror of the entry to digest pulls.
+	MirrorByDigestOnly bool `toml:"mirror-by-digest-only"`
+	Mirror             []struct {
 		Location       string `toml:"location"`
 		Insecure       bool   `toml:"insecure"`
 		PullFromMirror string `toml:"pull-from-mirror"`
+		source         string
 	} `toml:"mirror"`
 	source string
 }
@@ -42,7 +45,7 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 	sort.Strings(drops)
 	files = append(files, drops...)
 	byPrefix := map[string]regEntry{}
-	var insecure, blocked []string
+	insecure, blocked := map[string]string{}, map[string]string{} // v1 lists: registry → file:line
 	for _, f := range files {
 		b, err := l.root.ReadFile(f)
 		if err != nil {
@@ -56,42 +59,52 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 		if _, err := toml.Decode(string(b), &rc); err != nil {
 			return nil, fmt.Errorf("%s: %v", l.root.show(f), err)
 		}
-		for _, r := range rc.Registry {
+		regLines, mirrorLines := entryLines(b)
+		for i, r := range rc.Registry {
 			key := r.Prefix
 			if key == "" {
 				key = r.Location
 			}
 			r.source = fmt.Sprintf("%s:%d", f, lineOf(b, func(s string) bool { return strings.Contains(s, `"`+key+`"`) }))
+			if i < len(regLines) {
+				r.source = fmt.Sprintf("%s:%d", f, regLines[i])
+			}
+			for j := range r.Mirror {
+				r.Mirror[j].source = r.source
+				if i < len(mirrorLines) && j < len(mirrorLines[i]) {
+					r.Mirror[j].source = fmt.Sprintf("%s:%d", f, mirrorLines[i][j])
+				}
+			}
 			byPrefix[key] = r
 		}
-		insecure = append(insecure, rc.Registries.Insecure.Registries...)
-		blocked = append(blocked, rc.Registries.Block.Registries...)
+		for _, r := range rc.Registries.Insecure.Registries {
+			insecure[r] = fmt.Sprintf("%s:%d", f, lineOf(b, func(s string) bool { return strings.Contains(s, `"`+r+`"`) }))
+		}
+		for _, r := range rc.Registries.Block.Registries {
+			blocked[r] = fmt.Sprintf("%s:%d", f, lineOf(b, func(s string) bool { return strings.Contains(s, `"`+r+`"`) }))
+		}
 	}
-	name := ref.Registry + "/" + ref.Repository
-	if ref.Registry == "docker.io" {
-		name = "docker.io/" + ref.Repository
+	// the reference as containers/image writes it (reference.Named.String()), which prefixes match
+	full := ref.Registry + "/" + ref.Repository + ":" + ref.Tag
+	if ref.Digest != "" {
+		full = ref.Registry + "/" + ref.Repository + "@" + ref.Digest
 	}
 	var best *regEntry
 	bestLen := -1
 	for p, r := range byPrefix {
-		if prefixMatch(p, name) && len(p) > bestLen {
+		if prefixMatch(p, full) && len(p) > bestLen {
 			rr := r
 			best, bestLen = &rr, len(p)
 		}
 	}
 	reg := ref.Registry
-	for _, b := range blocked {
-		if b == reg {
-			best = &regEntry{Blocked: true, source: "registries.block"}
-		}
+	if src, ok := blocked[reg]; ok {
+		best = &regEntry{Blocked: true, source: src}
 	}
 	if best == nil {
 		h := defaultHost(defaultServer(reg))
-		for _, in := range insecure {
-			if in == reg {
-				h.SkipVerify = true
-				l.warn(WarnInsecureRegistry, reg+" is listed as insecure: TLS is not verified and plain HTTP is allowed", "trust the registry's CA in /etc/containers/certs.d instead", "registries.insecure")
-			}
+		if src, ok := insecure[reg]; ok {
+			h.SkipVerify, h.Source = true, src
 		}
 		return l.crioCerts([]Host{h}), nil
 	}
@@ -101,23 +114,80 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 	}
 	var hosts []Host
 	for _, m := range best.Mirror {
-		if (m.PullFromMirror == "digest-only" && ref.Digest == "") || (m.PullFromMirror == "tag-only" && ref.Digest != "") {
+		// containers/image PullSourcesFromReference: mirror-by-digest-only, else each pull-from-mirror
+		digestOnly := best.MirrorByDigestOnly || m.PullFromMirror == "digest-only"
+		if (digestOnly && ref.Digest == "") || (m.PullFromMirror == "tag-only" && ref.Digest != "") {
+			why := "digest-only: CRI-O uses it for pulls by digest, and this pull is by tag"
+			if !digestOnly {
+				why = "tag-only: CRI-O uses it for pulls by tag, and this pull is by digest"
+			}
+			l.note(WarnMirrorSkipped, fmt.Sprintf("mirror %s is skipped for %s (%s)", m.Location, l.cfg.Image, why), "", best.source)
 			continue
 		}
-		h := defaultHost("https://" + firstComponent(m.Location))
-		h.Role, h.Capabilities, h.Source, h.SkipVerify = "mirror", []string{"pull", "resolve"}, best.source, m.Insecure
+		h, err := crioSource(m.Location, best, full)
+		if err != nil {
+			return nil, err
+		}
+		h.Role, h.Source, h.SkipVerify = "mirror", m.source, m.Insecure
 		hosts = append(hosts, h)
 	}
-	loc := best.Location
-	if loc == "" {
-		loc = reg
+	h, err := crioSource(best.Location, best, full)
+	if err != nil {
+		return nil, err
 	}
-	h := defaultHost(defaultServer(firstComponent(loc)))
 	h.Source, h.SkipVerify = best.source, best.Insecure
-	if best.Insecure {
-		l.warn(WarnInsecureRegistry, loc+" is marked insecure: TLS is not verified and plain HTTP is allowed", "trust the registry's CA in /etc/containers/certs.d instead", best.source)
-	}
 	return l.crioCerts(append(hosts, h)), nil
+}
+
+// crioSource is one pull source of a [[registry]] entry, as containers/image rewrites the reference
+// for it (sysregistriesv2 Endpoint.rewriteReference, containers/image main as of 2026-12): the
+// location replaces the part of the reference the prefix matched, so with prefix "docker.io" and
+// location "mirror.corp/dockerhub", docker.io/library/nginx is asked of mirror.corp as
+// dockerhub/library/nginx: GET https://mirror.corp/v2/dockerhub/library/nginx/manifests/<tag>.
+// The ping and the token scope use the host root and that repository.
+func crioSource(location string, e *regEntry, full string) (Host, error) {
+	prefix := e.Prefix
+	if prefix == "" {
+		prefix = e.Location
+	}
+	rewritten := full
+	if location != "" { // an empty location is only valid for a *.domain prefix: the reference is kept
+		n := len(prefix)
+		if strings.HasPrefix(prefix, "*.") {
+			n = len(firstComponent(full))
+		}
+		rewritten = location + full[n:]
+	}
+	r, err := registry.ParseReference(rewritten)
+	if err != nil {
+		return Host{}, fmt.Errorf("registries.conf %s: the reference rewritten for location %q, %q, is not valid: %v", e.source, location, rewritten, err)
+	}
+	h := defaultHost(defaultServer(r.Registry))
+	h.Capabilities = []string{"pull", "resolve"}
+	orig, _ := registry.ParseReference(full)
+	if r.Repository != orig.Repository {
+		h.Repository = r.Repository
+		if _, p, ok := strings.Cut(location, "/"); ok {
+			h.URL += "/" + p
+		}
+	}
+	return h, nil
+}
+
+// entryLines returns the 1-based line of each [[registry]] header of a registries.conf, and for each
+// registry the lines of its [[registry.mirror]] headers, so that a source points at its own entry.
+func entryLines(b []byte) (regs []int, mirrors [][]int) {
+	for i, l := range strings.Split(string(b), "\n") {
+		l = strings.ReplaceAll(strings.TrimSpace(l), " ", "")
+		switch {
+		case strings.HasPrefix(l, "[[registry]]"):
+			regs = append(regs, i+1)
+			mirrors = append(mirrors, nil)
+		case strings.HasPrefix(l, "[[registry.mirror]]") && len(mirrors) > 0:
+			mirrors[len(mirrors)-1] = append(mirrors[len(mirrors)-1], i+1)
+		}
+	}
+	return regs, mirrors
 }
 
 func firstComponent(loc string) string {
@@ -148,16 +218,19 @@ func (l *loader) crioCerts(hosts []Host) []Host {
 // attachCertsDir reads a docker-style certs.d/<host> directory: *.crt are CAs, *.cert+*.key pairs.
 func (l *loader) attachCertsDir(h *Host, dir string) {
 	es, _ := l.root.ReadDir(dir)
+	found := false
 	for _, e := range es {
 		n := e.Name()
 		switch {
 		case strings.HasSuffix(n, ".crt"):
 			h.CA = append(h.CA, path.Join(dir, n))
+			found = true
 		case strings.HasSuffix(n, ".cert"):
 			h.Client = append(h.Client, [2]string{path.Join(dir, n), path.Join(dir, strings.TrimSuffix(n, ".cert")+".key")})
+			found = true
 		}
 	}
-	if len(es) > 0 {
+	if found {
 		h.Source += " + " + dir
 	}
 }
@@ -198,13 +271,12 @@ func (l *loader) dockerHosts(reg string) ([]Host, error) {
 			hosts = append(hosts, h)
 		}
 	} else if len(dj.Mirrors) > 0 {
-		l.warn(WarnDockerMirrorHubOnly, "daemon.json registry-mirrors apply to Docker Hub only: pulls from "+reg+" never use them", "pull through the mirror's own name, or use containerd hosts.toml for per-registry mirrors", f)
+		l.note(WarnDockerMirrorHubOnly, "daemon.json registry-mirrors apply to Docker Hub only: this pull goes to "+reg+" directly", "", f)
 	}
 	hosts = append(hosts, defaultHost(defaultServer(reg)))
 	for i := range hosts {
 		if insecureMatch(dj.Insecure, hosts[i].Host) {
 			hosts[i].SkipVerify = true
-			l.warn(WarnInsecureRegistry, hosts[i].Host+" matches insecure-registries: TLS is not verified and plain HTTP is tried", "trust the registry's CA in /etc/docker/certs.d/<host>/ca.crt instead", f)
 		}
 		l.attachCertsDir(&hosts[i], path.Join("/etc/docker/certs.d", strings.TrimSuffix(hosts[i].Host, ":443")))
 	}

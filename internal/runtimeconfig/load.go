@@ -6,6 +6,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ type Options struct {
 }
 
 type loader struct {
+	ref    registry.Reference
 	root   Root
 	cfg    *Config
 	docker *daemonJSON // daemon.json, parsed once by dockerHosts
@@ -38,13 +40,19 @@ func (l *loader) read(f string) {
 	l.cfg.Files = append(l.cfg.Files, f)
 }
 
-func (l *loader) warn(code, msg, fix, src string) {
+// warn records a trap that breaks or silently changes the pull.
+func (l *loader) warn(code, msg, fix, src string) { l.add(SeverityError, code, msg, fix, src) }
+
+// note records information that does not change the pull.
+func (l *loader) note(code, msg, fix, src string) { l.add(SeverityInfo, code, msg, fix, src) }
+
+func (l *loader) add(sev Severity, code, msg, fix, src string) {
 	for _, w := range l.cfg.Warnings {
 		if w.Code == code && w.Source == src && w.Message == msg {
 			return
 		}
 	}
-	l.cfg.Warnings = append(l.cfg.Warnings, Warning{Code: code, Message: msg, Fix: fix, Source: src})
+	l.cfg.Warnings = append(l.cfg.Warnings, Warning{Code: code, Severity: sev, Message: msg, Fix: fix, Source: src})
 }
 
 // Load reads the runtime's configuration for opts.Image. An unreadable or malformed main config
@@ -54,7 +62,7 @@ func Load(opts Options) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &loader{root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{APIVersion: report.APIVersion, Kind: "RuntimeReport", Image: opts.Image, Registry: ref.Registry, HostRoot: opts.Name,
+	l := &loader{ref: ref, root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{APIVersion: report.APIVersion, Kind: "RuntimeReport", Image: opts.Image, Registry: ref.Registry, HostRoot: opts.Name,
 		Files: []string{}, Warnings: []Warning{}}}
 	rt := opts.Runtime
 	if rt == "" {
@@ -89,21 +97,8 @@ func Load(opts Options) (*Config, error) {
 	l.loadProxy(rt)
 	l.loadResolver()
 	l.checkHosts()
+	l.checkPullHosts()
 	return l.cfg, nil
-}
-
-// detect picks the runtime from what is installed: containerd (the Kubernetes default since
-// dockershim's removal) before CRI-O before docker.
-func (l *loader) detect() Runtime {
-	switch {
-	case l.root.Exists(containerdConfig) || l.root.IsDir("/etc/containerd") || l.unitExists("containerd") || l.root.Exists(k3sConfig) || l.root.Exists(rke2Config):
-		return Containerd
-	case l.root.Exists("/etc/crio/crio.conf") || l.root.IsDir("/etc/crio") || l.unitExists("crio"):
-		return CRIO
-	case l.root.Exists("/etc/docker/daemon.json") || l.unitExists("docker"):
-		return Docker
-	}
-	return Containerd
 }
 
 // checkHosts applies the per-host checks: CA files, skip_verify, capabilities, proxy.
@@ -123,28 +118,67 @@ func (l *loader) checkHosts() {
 			}
 		}
 		if h.SkipVerify {
-			l.warn(WarnSkipVerify, fmt.Sprintf("skip_verify is on for %s: any certificate is accepted, a man in the middle included", h.Host),
-				"trust the registry's CA with ca = \"…\" instead", h.Source)
+			l.warnInsecure(h)
 		}
 		if h.PlainHTTP {
-			l.warn(WarnPlainHTTP, fmt.Sprintf("%s is reached over plain HTTP: image bytes and credentials are not protected", h.URL), "serve TLS and trust its CA", h.Source)
+			msg := fmt.Sprintf("%s is reached over plain HTTP: image bytes and credentials are not protected", h.URL)
+			if isLoopbackHost(h.Host) {
+				l.note(WarnPlainHTTP, msg+" (a registry on this node's loopback: nothing leaves the node)", "", h.Source)
+			} else {
+				l.warn(WarnPlainHTTP, msg, "serve TLS and trust its CA", h.Source)
+			}
 		}
-		if h.Role == "mirror" && (!slices.Contains(h.Capabilities, "pull") || !slices.Contains(h.Capabilities, "resolve")) {
-			l.warn(WarnMirrorNoPull, fmt.Sprintf("mirror %s has capabilities %v: without pull it is never used for pulls, without resolve it cannot resolve tags", h.URL, h.Capabilities),
-				`set capabilities = ["pull", "resolve"]`, h.Source)
-		}
+		l.checkCapabilities(h)
 		u, err := url.Parse(h.URL)
 		if err != nil || pf == nil {
 			continue
 		}
 		if p, err := pf(u); err == nil && p != nil {
 			h.Proxy = redactUserinfo(p)
-			if l.cfg.Proxy.NoProxy == "" || isPrivateName(u.Hostname()) {
-				l.warn(WarnProxyNoNoProxy, fmt.Sprintf("%s is reached through the proxy %s: a private registry behind a corporate proxy is the classic cause of timeouts and TLS errors", h.Host, h.Proxy),
+			if isInternalName(u.Hostname()) {
+				l.warn(WarnProxyNoNoProxy, fmt.Sprintf("%s is reached through the proxy %s: an internal registry behind a corporate proxy is the classic cause of timeouts and TLS errors", h.Host, h.Proxy),
 					"add "+u.Hostname()+" (and the blob and token hosts of the pull) to NO_PROXY in the runtime's unit, then restart it", l.cfg.Proxy.Source)
+			} else {
+				l.note(WarnProxyRoute, fmt.Sprintf("%s is reached through the proxy %s (the runtime's NO_PROXY does not cover it): the proxy must allow it and the hosts it redirects to", h.Host, h.Proxy),
+					"", l.cfg.Proxy.Source)
 			}
 		}
 	}
+}
+
+// checkCapabilities applies containerd's host filter (core/remotes/docker/resolver.go Resolve,
+// fetcher.go): a tag is resolved only on hosts with pull and resolve; a digest, and the manifests and
+// blobs fetched by digest after the tag is resolved, on every host with pull. Neither case changes
+// the pull on its own; checkPullHosts reports when no host is left.
+func (l *loader) checkCapabilities(h *Host) {
+	pull, resolve := slices.Contains(h.Capabilities, "pull"), slices.Contains(h.Capabilities, "resolve")
+	switch {
+	case !pull:
+		l.note(WarnMirrorNoPull, fmt.Sprintf("%s has capabilities %v: without pull the runtime never uses it for pulls", h.URL, h.Capabilities),
+			`add "pull" (and "resolve" for tags) to its capabilities if pulls should use it`, h.Source)
+	case !resolve && l.ref.Digest == "":
+		l.note(WarnMirrorNoResolve, fmt.Sprintf("%s has capabilities %v: the runtime resolves the tag %s at the next host with resolve, then fetches the manifests and blobs by digest from this one", h.URL, h.Capabilities, l.ref.Tag),
+			`add "resolve" if this host should also answer tags (needed when the upstream cannot be reached)`, h.Source)
+	}
+}
+
+// checkPullHosts reports a configuration that leaves no host for this reference: containerd then
+// fails with "no resolve hosts" (tags) or finds nothing to fetch from.
+func (l *loader) checkPullHosts() {
+	if len(l.cfg.Hosts) == 0 {
+		return // blocked: said where it was decided
+	}
+	for _, h := range l.cfg.Hosts {
+		if slices.Contains(h.Capabilities, "pull") && (l.ref.Digest != "" || slices.Contains(h.Capabilities, "resolve")) {
+			return
+		}
+	}
+	what := "pull"
+	if l.ref.Digest == "" {
+		what = "pull and resolve (needed for a tag)"
+	}
+	l.warn(WarnNoPullHost, fmt.Sprintf("no host for %s has capabilities %s: the runtime cannot pull %s (containerd: \"no resolve hosts\")", l.ref.Registry, what, l.cfg.Image),
+		`give the server or a mirror capabilities = ["pull", "resolve"]`, l.cfg.Hosts[len(l.cfg.Hosts)-1].Source)
 }
 
 // redactProxyURL hides credentials in a proxy URL given as text.
@@ -167,16 +201,60 @@ func redactUserinfo(u *url.URL) string {
 	return c.String()
 }
 
-// isPrivateName guesses that a registry is internal: no public suffix registries use.
-func isPrivateName(h string) bool {
-	h = strings.ToLower(h)
-	for _, pub := range []string{"docker.io", "gcr.io", "pkg.dev", "quay.io", "ghcr.io", "k8s.io", "mcr.microsoft.com", "amazonaws.com", "public.ecr.aws"} {
-		if strings.HasSuffix(h, pub) {
-			return false
+// isInternalName reports whether a registry host cannot be meant for a corporate proxy: a private,
+// loopback or link-local address, a single-label name, or a name under a suffix no public DNS
+// serves. A public name through the proxy is the usual design (AKS's and EKS's proxy setups send
+// their registries through it), so only these are traps.
+func isInternalName(h string) bool {
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if ip := net.ParseIP(h); ip != nil {
+		return ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast()
+	}
+	if !strings.Contains(h, ".") {
+		return true
+	}
+	for _, suf := range []string{".local", ".localdomain", ".internal", ".lan", ".intranet", ".corp", ".home.arpa", ".svc", ".cluster.local", ".test", ".example", ".invalid", ".localhost"} {
+		if strings.HasSuffix(h, suf) {
+			return true
 		}
 	}
-	return true
+	return false
 }
+
+// isLoopbackHost reports whether host:port names this node's loopback.
+func isLoopbackHost(hostport string) bool {
+	h, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		h = hostport
+	}
+	if strings.EqualFold(h, "localhost") || strings.HasSuffix(strings.ToLower(h), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+// warnInsecure reports an unverified host once, in the runtime's own words.
+func (l *loader) warnInsecure(h *Host) {
+	if isLoopbackHost(h.Host) {
+		l.note(WarnSkipVerify, fmt.Sprintf("%s is on this node's loopback: the runtime does not verify its certificate (nothing leaves the node)", h.Host), "", h.Source)
+		return
+	}
+	switch l.cfg.Runtime {
+	case CRIO:
+		l.warn(WarnInsecureRegistry, fmt.Sprintf("registries.conf marks %s insecure: CRI-O does not verify its certificate and falls back to plain HTTP", h.Host),
+			"remove insecure = true and trust the registry's CA in /etc/containers/certs.d/"+certsDirName(h.Host)+"/ca.crt", h.Source)
+	case Docker:
+		l.warn(WarnInsecureRegistry, fmt.Sprintf("%s matches daemon.json insecure-registries: dockerd does not verify its certificate and falls back to plain HTTP", h.Host),
+			"remove it from insecure-registries and trust its CA in /etc/docker/certs.d/"+certsDirName(h.Host)+"/ca.crt", dockerDaemonJSON)
+	default:
+		l.warn(WarnSkipVerify, fmt.Sprintf("skip_verify is on for %s: any certificate is accepted, a man in the middle included", h.Host),
+			"trust the registry's CA with ca = \"…\" instead", h.Source)
+	}
+}
+
+// certsDirName is a docker-style certs.d directory name: host:port, without :443.
+func certsDirName(hostport string) string { return strings.TrimSuffix(hostport, ":443") }
 
 func hasCert(b []byte) bool {
 	for {
@@ -217,7 +295,7 @@ func (l *loader) loadResolver() {
 			l.cfg.Resolver.Upstream = uc.Nameservers
 			l.read(up)
 		}
-		l.warn(WarnResolverStub, fmt.Sprintf("the runtime resolves through systemd-resolved's stub 127.0.0.53 (upstreams: %s); pods get %s instead: a laptop-style check from a pod does not test the node's path",
+		l.note(WarnResolverStub, fmt.Sprintf("the runtime resolves through systemd-resolved's stub 127.0.0.53 (upstreams: %s); pods get %s instead: a laptop-style check from a pod does not test the node's path",
 			strings.Join(l.cfg.Resolver.Upstream, ", "), up), "probe on the node, or in a hostNetwork pod with dnsPolicy: Default and --host-root", f)
 	}
 }

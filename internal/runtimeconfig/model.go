@@ -28,7 +28,8 @@ type Config struct {
 	Image      string    `json:"image"`
 	Registry   string    `json:"registry"`
 	HostRoot   string    `json:"hostRoot"`
-	Files      []string  `json:"files"` // configuration files read
+	Detected   string    `json:"detected,omitempty"` // why it was read without --host-root: the file found
+	Files      []string  `json:"files"`              // configuration files read
 	Hosts      []Host    `json:"hosts"`
 	Proxy      Proxy     `json:"proxy"`
 	Auth       string    `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
@@ -40,9 +41,10 @@ type Config struct {
 
 // Host is one host the runtime tries for the image, in order.
 type Host struct {
-	Host         string              `json:"host"` // host:port
-	URL          string              `json:"url"`  // scheme://host[:port]/path the API is under
-	Role         string              `json:"role"` // "mirror" or "registry"
+	Host         string              `json:"host"`                 // host:port
+	URL          string              `json:"url"`                  // scheme://host[:port]/path the API is under (CRI-O: and the location's namespace)
+	Repository   string              `json:"repository,omitempty"` // the repository asked of this host when the runtime rewrites it (CRI-O locations)
+	Role         string              `json:"role"`                 // "mirror" or "registry"
 	Capabilities []string            `json:"capabilities"`
 	CA           []string            `json:"ca"`
 	Client       [][2]string         `json:"client,omitempty"` // cert, key file pairs
@@ -58,6 +60,18 @@ type Host struct {
 	headerRaw map[string][]string // unredacted, for the probe; never serialised
 
 	authUser, authPass, authToken string // registry.configs auth, for the probe; never serialised
+}
+
+// APIRoot is the URL the host's API is under: URL, or for a rewritten repository its /v2 root.
+func (h Host) APIRoot() string {
+	if h.Repository == "" {
+		return h.URL
+	}
+	u, err := url.Parse(h.URL)
+	if err != nil {
+		return h.URL
+	}
+	return u.Scheme + "://" + u.Host + "/v2"
 }
 
 // RawAuth returns the credentials the runtime's config holds for this host (for the probe only).
@@ -95,12 +109,32 @@ type Resolver struct {
 	Upstream    []string `json:"upstream,omitempty"`
 }
 
-// Warning is a trap in the configuration, with a stable code and a fix.
+// Warning is a trap in the configuration, with a stable code, a severity and a fix.
 type Warning struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Fix     string `json:"fix,omitempty"`
-	Source  string `json:"source,omitempty"`
+	Code     string   `json:"code"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+	Fix      string   `json:"fix,omitempty"`
+	Source   string   `json:"source,omitempty"`
+}
+
+// Severity says whether a warning changes the pull.
+type Severity string
+
+// Severities: an error breaks or silently changes the pull (exit 1); info does not change the exit code.
+const (
+	SeverityError Severity = "error"
+	SeverityInfo  Severity = "info"
+)
+
+// Broken reports whether any warning is an error: the runtime's pull breaks or silently changes.
+func (c *Config) Broken() bool {
+	for _, w := range c.Warnings {
+		if w.Severity == SeverityError {
+			return true
+		}
+	}
+	return false
 }
 
 // Warning codes. Stable: scripts match on them.
@@ -116,10 +150,16 @@ const (
 	WarnCAUnparsable        = string(report.CodeCAFileUnparsable)
 	WarnProxyNoNoProxy      = "PROXY_WITHOUT_NO_PROXY"
 	WarnProxyNotForRuntime  = "PROXY_NOT_FOR_RUNTIME"
-	WarnResolverStub        = "RESOLVER_STUB"
+	WarnResolverStub        = "RESOLVER_STUB"             // info
+	WarnProxyRoute          = "PROXY_ROUTE"               // info: a public registry through the proxy, as configured
+	WarnMirrorNoResolve     = "MIRROR_NO_RESOLVE"         // info: a pull-only mirror serves content, not tags
+	WarnMirrorSkipped       = "MIRROR_SKIPPED"            // info: CRI-O skips a digest-only/tag-only mirror for this reference
+	WarnNoPullHost          = "NO_PULL_HOST"              // no host may resolve (or pull) this reference
+	WarnRegistryShadowed    = "REGISTRY_TABLE_SHADOWED"   // 2.x migration drops a file's cri.v1.images registry table
+	WarnTransferPathList    = "TRANSFER_CONFIG_PATH_LIST" // 2.1+ transfer service reads a ':' list as one directory
 	WarnRegistryBlocked     = "REGISTRY_BLOCKED"
 	WarnInsecureRegistry    = "INSECURE_REGISTRY"
-	WarnDockerMirrorHubOnly = "DOCKER_MIRRORS_HUB_ONLY"
+	WarnDockerMirrorHubOnly = "DOCKER_MIRRORS_HUB_ONLY" // info
 	WarnConfigInvalid       = "CONFIG_INVALID"
 	WarnPlainHTTP           = "PLAIN_HTTP"
 )

@@ -1,71 +1,177 @@
 package runtimeconfig
 
 import (
+	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 )
 
-// unitDirs are where systemd looks for units and drop-ins, in override order (later wins).
-var unitDirs = []string{"/lib/systemd/system", "/usr/lib/systemd/system", "/etc/systemd/system", "/run/systemd/system"}
+// unitDirs are systemd's system unit search path, highest priority first (systemd.unit(5)); /lib is
+// /usr/lib's twin on systems without merged /usr.
+var unitDirs = []string{"/etc/systemd/system.control", "/run/systemd/system.control", "/run/systemd/transient",
+	"/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
+
+// managerConfDirs hold system.conf drop-ins, highest priority first (systemd-system.conf(5)).
+var managerConfDirs = []string{"/etc/systemd/system.conf.d", "/run/systemd/system.conf.d", "/usr/local/lib/systemd/system.conf.d", "/usr/lib/systemd/system.conf.d", "/lib/systemd/system.conf.d"}
 
 func (l *loader) unitExists(svc string) bool {
-	for _, d := range unitDirs {
-		if l.root.Exists(path.Join(d, svc+".service")) {
-			return true
-		}
-	}
-	return false
+	return l.unitFile(svc) != ""
 }
 
-// unitEnv returns the environment a service gets from its unit and drop-ins (Environment= and
-// EnvironmentFile=), and the files it came from.
-func (l *loader) unitEnv(svc string) (map[string]string, []string) {
-	env := map[string]string{}
-	var files []string
-	var units []string
+// unitFile is the one file systemd loads for svc: the first in the search path (a unit in /etc
+// replaces the packaged one entirely; drop-ins extend it). A unit linked to /dev/null is masked.
+func (l *loader) unitFile(svc string) string {
 	for _, d := range unitDirs {
-		units = append(units, path.Join(d, svc+".service"))
+		f := path.Join(d, svc+".service")
+		if l.root.Exists(f) {
+			if rp, err := l.root.resolve(f); err == nil && rp == "dev/null" {
+				return ""
+			}
+			return f
+		}
 	}
-	for _, d := range unitDirs {
-		drops, _ := l.root.Glob(path.Join(d, svc+".service.d", "*.conf"))
-		units = append(units, drops...)
+	return ""
+}
+
+// envVal is one environment variable and where it was set.
+type envVal struct{ value, origin string }
+
+// iniAssignments returns the values of key= in section of an INI-style systemd file, in order,
+// with their lines; an empty assignment is returned as "" (it resets a list).
+func iniAssignments(b []byte, section, key string) (vals []string, lines []int) {
+	cur := ""
+	text := strings.ReplaceAll(string(b), "\\\n", " ") // continuation lines
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case line == "" || line[0] == '#' || line[0] == ';':
+		case line[0] == '[':
+			cur = strings.Trim(line, "[]")
+		case cur == section:
+			k, v, ok := strings.Cut(line, "=")
+			if ok && strings.TrimSpace(k) == key {
+				vals = append(vals, strings.TrimSpace(v))
+				lines = append(lines, i+1)
+			}
+		}
 	}
-	for _, u := range units {
-		b, err := l.root.ReadFile(u)
+	return vals, lines
+}
+
+// managerEnv is DefaultEnvironment= of the service manager: /etc/systemd/system.conf, then the
+// system.conf.d drop-ins in file-name order. It reaches every unit (AKS writes its proxy here).
+func (l *loader) managerEnv() map[string]envVal {
+	env := map[string]envVal{}
+	files := []string{}
+	for _, f := range []string{"/etc/systemd/system.conf", "/run/systemd/system.conf", "/usr/lib/systemd/system.conf"} {
+		if l.root.Exists(f) {
+			files = append(files, f)
+			break
+		}
+	}
+	files = append(files, l.dropInFiles(managerConfDirs, ".")...)
+	for _, f := range files {
+		b, err := l.root.ReadFile(f)
 		if err != nil {
 			continue
 		}
-		l.read(u)
-		used := false
-		for _, line := range strings.Split(string(b), "\n") {
-			line = strings.TrimSpace(line)
-			switch {
-			case strings.HasPrefix(line, "Environment="):
-				for k, v := range parseEnvAssignments(strings.TrimPrefix(line, "Environment=")) {
-					env[k] = v
-					used = true
-				}
-			case strings.HasPrefix(line, "EnvironmentFile="):
-				f := strings.TrimPrefix(strings.TrimPrefix(line, "EnvironmentFile="), "-")
-				if eb, err := l.root.ReadFile(f); err == nil {
-					l.read(f)
-					for _, el := range strings.Split(string(eb), "\n") {
-						for k, v := range parseEnvAssignments(strings.TrimPrefix(strings.TrimSpace(el), "export ")) {
-							env[k] = v
-							used = true
-						}
-					}
-					if used {
-						files = append(files, f)
-					}
+		vals, lines := iniAssignments(b, "Manager", "DefaultEnvironment")
+		for i, v := range vals {
+			if v == "" {
+				clear(env)
+				continue
+			}
+			for k, val := range parseEnvAssignments(v) {
+				env[k] = envVal{val, fmt.Sprintf("%s:%d (DefaultEnvironment=)", f, lines[i])}
+			}
+			l.read(f)
+		}
+	}
+	return env
+}
+
+// dropInFiles is dropIns ordered by file name, as systemd applies them.
+func (l *loader) dropInFiles(bases []string, sub ...string) []string {
+	byName := map[string]string{}
+	for _, d := range bases {
+		for _, s := range sub {
+			files, _ := l.root.Glob(path.Join(d, s, "*.conf"))
+			for _, f := range files {
+				if _, ok := byName[path.Base(f)]; !ok {
+					byName[path.Base(f)] = f
 				}
 			}
 		}
-		if used {
-			files = append(files, u)
+	}
+	out := make([]string, 0, len(byName))
+	for _, n := range slices.Sorted(maps.Keys(byName)) {
+		out = append(out, byName[n])
+	}
+	return out
+}
+
+// unitEnv returns the environment systemd gives svc's processes (systemd.exec(5)): the manager's
+// DefaultEnvironment=, then Environment= of the unit file and its drop-ins in order, then the
+// EnvironmentFile= files, whose settings override Environment= whatever the order of the lines.
+// An empty Environment= or EnvironmentFile= resets the list before it.
+func (l *loader) unitEnv(svc string) map[string]envVal {
+	env := l.managerEnv()
+	unit := l.unitFile(svc)
+	files := []string{}
+	if unit != "" {
+		files = append(files, unit)
+	}
+	files = append(files, l.dropInFiles(unitDirs, svc+".service.d", "service.d")...)
+	type assign struct{ text, origin string }
+	var assigns, envFiles []assign
+	for _, f := range files {
+		b, err := l.root.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		vals, lines := iniAssignments(b, "Service", "Environment")
+		for i, v := range vals {
+			if v == "" {
+				assigns = nil
+				continue
+			}
+			assigns = append(assigns, assign{v, fmt.Sprintf("%s:%d (Environment=)", f, lines[i])})
+		}
+		vals, lines = iniAssignments(b, "Service", "EnvironmentFile")
+		for i, v := range vals {
+			if v == "" {
+				envFiles = nil
+				continue
+			}
+			envFiles = append(envFiles, assign{v, fmt.Sprintf("%s:%d", f, lines[i])})
+		}
+		l.read(f)
+	}
+	for _, a := range assigns {
+		for k, v := range parseEnvAssignments(a.text) {
+			env[k] = envVal{v, a.origin}
 		}
 	}
-	return env, files
+	for _, a := range envFiles {
+		ef := strings.TrimPrefix(a.text, "-")
+		eb, err := l.root.ReadFile(ef)
+		if err != nil {
+			continue
+		}
+		l.read(ef)
+		for i, el := range strings.Split(string(eb), "\n") {
+			el = strings.TrimSpace(el)
+			if el == "" || el[0] == '#' || el[0] == ';' {
+				continue
+			}
+			for k, v := range parseEnvAssignments(strings.TrimPrefix(el, "export ")) {
+				env[k] = envVal{v, fmt.Sprintf("%s:%d (EnvironmentFile= in %s)", ef, i+1, a.origin)}
+			}
+		}
+	}
+	return env
 }
 
 // parseEnvAssignments parses `"A=1" B=2 "C=x y"` as systemd does (quotes around whole assignments).
@@ -97,9 +203,10 @@ func parseEnvAssignments(s string) map[string]string {
 	return out
 }
 
-func proxyVars(env map[string]string) (httpP, httpsP, noP string) {
-	get := func(k string) string {
-		if v := env[k]; v != "" {
+// proxyVars picks the proxy variables as Go's httpproxy.FromEnvironment does (upper case first).
+func proxyVars(env map[string]envVal) (httpP, httpsP, noP envVal) {
+	get := func(k string) envVal {
+		if v := env[k]; v.value != "" {
 			return v
 		}
 		return env[strings.ToLower(k)]
@@ -107,36 +214,47 @@ func proxyVars(env map[string]string) (httpP, httpsP, noP string) {
 	return get("HTTP_PROXY"), get("HTTPS_PROXY"), get("NO_PROXY")
 }
 
-// loadProxy reads the runtime's proxy environment from its unit, and flags proxies that the shell
-// or the kubelet have but the runtime does not.
+// origins lists where the set variables came from, once each.
+func origins(vs ...envVal) string {
+	var out []string
+	for _, v := range vs {
+		if v.value != "" && !slices.Contains(out, v.origin) {
+			out = append(out, v.origin)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// loadProxy reads the runtime's proxy environment as systemd hands it to the runtime, names where
+// each variable came from, and flags proxies that the shell or the kubelet have but the runtime does not.
 func (l *loader) loadProxy(rt Runtime) {
 	svc := map[Runtime]string{Containerd: "containerd", CRIO: "crio", Docker: "docker"}[rt]
-	env, files := l.unitEnv(svc)
+	env := l.unitEnv(svc)
 	if esvc, units := embeddedUnits(l.configFile()); rt == Containerd && esvc != "" {
 		// k3s and rke2 run containerd as their child: their unit's environment applies, and
 		// CONTAINERD_HTTP(S)_PROXY / CONTAINERD_NO_PROXY override the plain ones for containerd only.
 		svc = esvc
 		for _, unit := range units {
-			kenv, kfiles := l.unitEnv(unit)
-			for k, v := range kenv {
+			if !l.unitExists(unit) {
+				continue
+			}
+			for k, v := range l.unitEnv(unit) {
 				env[k] = v
 			}
-			files = append(files, kfiles...)
 		}
 		for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY"} {
 			if v, ok := env["CONTAINERD_"+k]; ok {
 				env[k] = v
+				delete(env, strings.ToLower(k))
 			}
 		}
 	}
-	p := Proxy{}
-	p.HTTPProxy, p.HTTPSProxy, p.NoProxy = proxyVars(env)
+	hp, hsp, np := proxyVars(env)
+	p := Proxy{HTTPProxy: hp.value, HTTPSProxy: hsp.value, NoProxy: np.value, Source: origins(hsp, hp, np)}
 	if dj := l.docker; rt == Docker && dj != nil && (dj.Proxies.HTTP != "" || dj.Proxies.HTTPS != "") {
 		// Docker 23+ takes "proxies" from daemon.json, over the unit's environment.
-		p.HTTPProxy, p.HTTPSProxy, p.NoProxy = dj.Proxies.HTTP, dj.Proxies.HTTPS, dj.Proxies.No
-		files = append(files, dockerDaemonJSON)
+		p = Proxy{HTTPProxy: dj.Proxies.HTTP, HTTPSProxy: dj.Proxies.HTTPS, NoProxy: dj.Proxies.No, Source: dockerDaemonJSON + " (proxies)"}
 	}
-	p.Source = strings.Join(files, ", ")
 	l.cfg.rawProxy = p
 	l.cfg.Proxy = Proxy{HTTPProxy: redactProxyURL(p.HTTPProxy), HTTPSProxy: redactProxyURL(p.HTTPSProxy), NoProxy: p.NoProxy, Source: p.Source}
 	if p.HTTPProxy != "" || p.HTTPSProxy != "" {
@@ -144,22 +262,20 @@ func (l *loader) loadProxy(rt Runtime) {
 	}
 	// The runtime has no proxy. Does anything else on the node?
 	if b, err := l.root.ReadFile("/etc/environment"); err == nil {
-		env := map[string]string{}
+		env := map[string]envVal{}
 		for _, line := range strings.Split(string(b), "\n") {
 			for k, v := range parseEnvAssignments(strings.TrimSpace(line)) {
-				env[k] = v
+				env[k] = envVal{v, "/etc/environment"}
 			}
 		}
-		if hp, hsp, _ := proxyVars(env); hp != "" || hsp != "" {
+		if hp, hsp, _ := proxyVars(env); hp.value != "" || hsp.value != "" {
 			l.read("/etc/environment")
 			l.warn(WarnProxyNotForRuntime, "/etc/environment sets a proxy for login shells, but "+svc+"'s unit does not: curl from a shell goes through the proxy, the runtime goes direct",
 				"if the node needs the proxy, set HTTP(S)_PROXY and NO_PROXY in a "+svc+".service.d drop-in and restart "+svc, "/etc/environment")
 		}
 	}
-	if kenv, kfiles := l.unitEnv("kubelet"); len(kfiles) > 0 {
-		if hp, hsp, _ := proxyVars(kenv); hp != "" || hsp != "" {
-			l.warn(WarnProxyNotForRuntime, "the kubelet's unit sets a proxy but "+svc+"'s does not: image pulls are done by "+svc+", so they go direct",
-				"set the same HTTP(S)_PROXY and NO_PROXY in a "+svc+".service.d drop-in", strings.Join(kfiles, ", "))
-		}
+	if hp, hsp, _ := proxyVars(l.unitEnv("kubelet")); hp.value != "" || hsp.value != "" {
+		l.warn(WarnProxyNotForRuntime, "the kubelet's unit sets a proxy but "+svc+"'s does not: image pulls are done by "+svc+", so they go direct",
+			"set the same HTTP(S)_PROXY and NO_PROXY in a "+svc+".service.d drop-in", origins(hsp, hp))
 	}
 }

@@ -63,12 +63,31 @@ func WriteText(w io.Writer, c *Config) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(c.Warnings) == 0 {
+	var errs, infos []Warning
+	for _, w := range c.Warnings {
+		if w.Severity == SeverityInfo {
+			infos = append(infos, w)
+		} else {
+			errs = append(errs, w)
+		}
+	}
+	if len(errs) == 0 {
 		b.WriteString("\nno traps found\n")
 	} else {
-		fmt.Fprintf(b, "\n%d warning(s):\n", len(c.Warnings))
+		fmt.Fprintf(b, "\n%d warning(s) — the pull breaks or does not go as configured:\n", len(errs))
 	}
-	for _, w := range c.Warnings {
+	writeWarnings(b, errs)
+	if len(infos) > 0 {
+		fmt.Fprintf(b, "\n%d note(s) — information, the pull is not affected:\n", len(infos))
+	}
+	writeWarnings(b, infos)
+	fmt.Fprintf(b, "\nfiles read: %s\n", strings.Join(c.Files, ", "))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeWarnings(b *strings.Builder, ws []Warning) {
+	for _, w := range ws {
 		fmt.Fprintf(b, "  %s: %s\n", w.Code, w.Message)
 		if w.Fix != "" {
 			fmt.Fprintf(b, "    fix: %s\n", w.Fix)
@@ -77,7 +96,4 @@ func WriteText(w io.Writer, c *Config) error {
 			fmt.Fprintf(b, "    in:  %s\n", w.Source)
 		}
 	}
-	fmt.Fprintf(b, "\nfiles read: %s\n", strings.Join(c.Files, ", "))
-	_, err := io.WriteString(w, b.String())
-	return err
 }

@@ -100,12 +100,24 @@ func TestHostsTomlRejectedBy16(t *testing.T) {
 	if len(c.Hosts) != 1 || len(c.Hosts[0].CA) != 0 || c.Hosts[0].Source != "default" {
 		t.Errorf("containerd 1.6 drops the file: hosts = %+v", c.Hosts)
 	}
-	// containerd 1.7 reads the same file
+	// so does 1.7 before 1.7.32 (getSortedHosts); 1.7.32 and 2.x read the same file
 	fsys["var/lib/dpkg/status"] = dpkg("containerd", "1.7.24-1")
-	c = load(t, fsys, "registry.lab.test/lab/small:v1", "")
-	if hasCode(c, WarnHostsTomlRejected) || len(c.Hosts[0].CA) != 1 {
-		t.Errorf("1.7: warnings %v hosts %+v", codes(c), c.Hosts)
+	if c = load(t, fsys, "registry.lab.test/lab/small:v1", ""); !hasCode(c, WarnHostsTomlRejected) || len(c.Hosts[0].CA) != 0 {
+		t.Errorf("1.7.24: warnings %v hosts %+v", codes(c), c.Hosts)
 	}
+	for _, v := range []string{"1.7.32-1", "2.0.5-1"} {
+		fsys["var/lib/dpkg/status"] = dpkg("containerd", v)
+		if c = load(t, fsys, "registry.lab.test/lab/small:v1", ""); hasCode(c, WarnHostsTomlRejected) || len(c.Hosts[0].CA) != 1 {
+			t.Errorf("%s: warnings %v hosts %+v", v, codes(c), c.Hosts)
+		}
+	}
+	// the rejected directory's docker-style certificate files still apply (loadCertFiles)
+	fsys["var/lib/dpkg/status"] = dpkg("containerd", "1.6.20~ds1-1")
+	fsys["etc/containerd/certs.d/registry.lab.test/ca.crt"] = file(testCA)
+	if c = load(t, fsys, "registry.lab.test/lab/small:v1", ""); len(c.Hosts[0].CA) != 1 || c.Hosts[0].CA[0] != "/etc/containerd/certs.d/registry.lab.test/ca.crt" {
+		t.Errorf("cert files of a rejected directory: %+v", c.Hosts)
+	}
+	delete(fsys, "etc/containerd/certs.d/registry.lab.test/ca.crt")
 	// unknown version: keep the file, but warn
 	delete(fsys, "var/lib/dpkg/status")
 	c = load(t, fsys, "registry.lab.test/lab/small:v1", "")
@@ -300,7 +312,8 @@ insecure = true
 		"etc/containers/certs.d/mirror.corp/ca.crt": file(testCA),
 	}
 	c := load(t, fsys, "quay.io/team/app:1", "")
-	if c.Runtime != CRIO || strings.Join(urls(c), " ") != "https://mirror.corp/v2 https://quay.io/v2" || c.Hosts[0].CA[0] != "/etc/containers/certs.d/mirror.corp/ca.crt" {
+	if c.Runtime != CRIO || strings.Join(urls(c), " ") != "https://mirror.corp/v2/quay-team https://quay.io/v2" || c.Hosts[0].CA[0] != "/etc/containers/certs.d/mirror.corp/ca.crt" ||
+		c.Hosts[0].Repository != "quay-team/app" || c.Hosts[1].Repository != "" {
 		t.Fatalf("runtime %s hosts %v %+v", c.Runtime, urls(c), c.Hosts)
 	}
 	c = load(t, fsys, "quay.io/team/app@sha256:"+strings.Repeat("a", 64), "")
@@ -454,7 +467,7 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 		image string
 		fsys  fstest.MapFS
 	}{
-		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "var/lib/dpkg/status": dpkg("containerd", "1.7.24"),
+		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "var/lib/dpkg/status": dpkg("containerd", "1.7.32"),
 			"etc/containerd/certs.d/r.example/hosts.toml": file("server = \"http://r.example\"\nca = \"/nope.pem\"\nskip_verify = true\n")}},
 		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "var/lib/dpkg/status": dpkg("containerd", "1.6.20"),
 			"etc/containerd/certs.d/r.example/hosts.toml": file("server = \"https://r.example\"\n")}},
@@ -472,6 +485,13 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 		{"b.example/x:1", fstest.MapFS{"etc/crio/crio.conf": file(""), "etc/containers/registries.conf": file("[[registry]]\nlocation = \"b.example\"\nblocked = true\n")}},
 		{"i.example/x:1", fstest.MapFS{"etc/crio/crio.conf": file(""), "etc/containers/registries.conf": file("[[registry]]\nlocation = \"i.example\"\ninsecure = true\n")}},
 		{"q.example/x:1", fstest.MapFS{"etc/docker/daemon.json": file(`{"registry-mirrors":["https://m"]}`)}},
+		{"nginx", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "etc/systemd/system/containerd.service.d/p.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://p:3128\n"),
+			"etc/containerd/certs.d/docker.io/hosts.toml": file("[host.\"https://m.example\"]\n  capabilities = [\"pull\"]\n")}},
+		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig),
+			"etc/containerd/certs.d/r.example/hosts.toml": file("capabilities = [\"pull\"]\n[host]\n")}},
+		{"q.example/x:1", fstest.MapFS{"etc/crio/crio.conf": file(""), "etc/containers/registries.conf": file("[[registry]]\nlocation = \"q.example\"\n[[registry.mirror]]\nlocation = \"m.example\"\npull-from-mirror = \"digest-only\"\n")}},
+		{"nginx", fstest.MapFS{"var/lib/dpkg/status": dpkg("containerd", "2.1.4"), "etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/a:/b\"\n[plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = \"/c\"\n"),
+			"b/docker.io/hosts.toml": file("[host.\"https://m.example\"]\n")}},
 	}
 	seen := map[string]bool{}
 	for _, f := range fixtures {
@@ -481,7 +501,8 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 	}
 	for _, code := range []string{WarnHostsTomlRejected, WarnHostsTomlInvalid, WarnConfigPathUnset, WarnLegacyWithPath, WarnLegacyRegistry,
 		WarnMirrorNoPull, WarnSkipVerify, WarnCAMissing, WarnCAUnparsable, WarnProxyNoNoProxy, WarnProxyNotForRuntime, WarnResolverStub,
-		WarnRegistryBlocked, WarnInsecureRegistry, WarnDockerMirrorHubOnly, WarnConfigInvalid, WarnPlainHTTP} {
+		WarnRegistryBlocked, WarnInsecureRegistry, WarnDockerMirrorHubOnly, WarnConfigInvalid, WarnPlainHTTP,
+		WarnProxyRoute, WarnMirrorNoResolve, WarnMirrorSkipped, WarnNoPullHost, WarnRegistryShadowed, WarnTransferPathList} {
 		if !seen[code] {
 			t.Errorf("no fixture produces %s (seen %v)", code, seen)
 		}

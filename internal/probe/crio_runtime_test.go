@@ -1,0 +1,70 @@
+package probe_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/pullpath/pullpath/internal/probe"
+	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
+)
+
+// A CRI-O mirror with a path (the Harbor proxy-cache form): containers/image asks the mirror for the
+// rewritten repository under the host's /v2 root, and sends no ?ns=. The image's own repository
+// does not exist, so a probe that dropped the path would report not_found.
+func TestRuntimeCRIOMirrorPathIsUsed(t *testing.T) {
+	e := lab(t)
+	ca, err := os.ReadFile(e.Lab.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := e.Lab.RegistryAddr()
+	fsys := fstest.MapFS{
+		"etc/crio/crio.conf": {Data: []byte("[crio]\n")},
+		"etc/containers/registries.conf": {Data: []byte(`[[registry]]
+prefix = "` + reg + `/alias"
+location = "` + reg + `/alias"
+
+[[registry.mirror]]
+location = "` + reg + `/team"
+`)},
+		"etc/containers/certs.d/" + reg + "/ca.crt": {Data: ca},
+	}
+	image := e.Lab.Ref("alias/app:1.4")
+	cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: image})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := e.Options(image)
+	o.CAFiles = nil
+	o.Runtime, o.HostFile = cfg, runtimeconfig.Root{FS: fsys, Name: "/host"}.ReadFile
+	rep, err := probe.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK {
+		t.Fatalf("class %s (%s), want ok through the mirror's team/ path", rep.Class, rep.Summary)
+	}
+	rt := rep.Runtime
+	if rt == nil || rt.Name != "crio" || len(rt.Hosts) != 2 || rt.Hosts[0].URL != "https://"+reg+"/v2/team" || rt.Hosts[0].Result != "ok" ||
+		!strings.HasPrefix(rt.Hosts[0].Source, "/etc/containers/registries.conf:5 ") {
+		t.Errorf("runtime section = %+v", rt)
+	}
+	var manifest, ping bool
+	for _, h := range rep.Hops {
+		if strings.Contains(h.URL, "ns=") {
+			t.Errorf("CRI-O sends no ?ns=: %s", h.URL)
+		}
+		manifest = manifest || strings.Contains(h.URL, "/v2/team/app/manifests/1.4")
+		ping = ping || strings.HasSuffix(h.URL, reg+"/v2/")
+	}
+	if !manifest || !ping {
+		t.Errorf("want GET /v2/ on the host root and the manifest of team/app (ping %t manifest %t): %+v", ping, manifest, rep.Hops)
+	}
+	if rep.Reference.Repository != "alias/app" {
+		t.Errorf("the report names the image as given: %+v", rep.Reference)
+	}
+}

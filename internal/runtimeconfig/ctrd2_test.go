@@ -1,0 +1,154 @@
+package runtimeconfig
+
+import (
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+const mirrorToml = "server = \"https://registry-1.docker.io\"\n[host.\"https://mirror.corp.example\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+
+// containerd 2.x reads its configuration as its migration code does (see ctrdload.go).
+func TestContainerd2Configuration(t *testing.T) {
+	certsD := func(fsys fstest.MapFS) fstest.MapFS {
+		fsys["etc/containerd/certs.d/docker.io/hosts.toml"] = file(mirrorToml)
+		return withResolv(fsys)
+	}
+	const viaMirror = "https://mirror.corp.example/v2 https://registry-1.docker.io/v2"
+	const direct = "https://registry-1.docker.io/v2"
+	for _, tc := range []struct {
+		name, hosts string
+		errors      []string // error-severity codes, in order
+		fixHas      string   // in the first error's fix
+		fsys        fstest.MapFS
+	}{
+		{"version 3, config_path in the images plugin", viaMirror, nil, "", certsD(fstest.MapFS{
+			"var/lib/dpkg/status":        dpkg("containerd", "2.0.5-1"),
+			"etc/containerd/config.toml": file("version = 3\n[plugins.'io.containerd.cri.v1.images'.registry]\n  config_path = '/etc/containerd/certs.d'\n"),
+		})},
+		{"version 4 on 2.3", viaMirror, nil, "", certsD(fstest.MapFS{
+			"var/lib/dpkg/status":        dpkg("containerd", "2.3.1-1"),
+			"etc/containerd/config.toml": file("version = 4\n[plugins.'io.containerd.cri.v1.images'.registry]\n  config_path = '/etc/containerd/certs.d'\n"),
+		})},
+		{"version 2 file with the 2.x table, on 2.0: honoured", viaMirror, nil, "", certsD(fstest.MapFS{
+			"var/lib/dpkg/status":        dpkg("containerd", "2.0.5-1"),
+			"etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n"),
+		})},
+		{"version 2 file with the 2.x table, on 1.7: not read", direct, []string{WarnConfigPathUnset}, `[plugins."io.containerd.grpc.v1.cri".registry]`, certsD(fstest.MapFS{
+			"var/lib/dpkg/status":        dpkg("containerd", "1.7.24-1"),
+			"etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n"),
+		})},
+		{"version 1 names migrated on 2.x", viaMirror, nil, "", certsD(fstest.MapFS{
+			"var/lib/dpkg/status":        dpkg("containerd", "2.0.5-1"),
+			"etc/containerd/config.toml": file("[plugins.cri.registry]\n  config_path = \"/etc/containerd/certs.d\"\n"),
+		})},
+		{"version 2 with both tables on 2.1: grpc.v1.cri's registry replaces the other", direct, []string{WarnRegistryShadowed, WarnConfigPathUnset}, "version = 3", certsD(fstest.MapFS{
+			"var/lib/dpkg/status": dpkg("containerd", "2.1.4-1"),
+			"etc/containerd/config.toml": file(`version = 2
+[plugins."io.containerd.grpc.v1.cri".registry.headers]
+  X-Meta-Source = ["node"]
+[plugins."io.containerd.cri.v1.images".registry]
+  config_path = "/etc/containerd/certs.d"
+`),
+		})},
+		{"version 3 on 1.7: containerd does not start", direct, []string{WarnConfigInvalid, WarnConfigPathUnset}, "version = 2", certsD(fstest.MapFS{
+			"var/lib/dpkg/status":        dpkg("containerd", "1.7.24-1"),
+			"etc/containerd/config.toml": file("version = 3\n[plugins.'io.containerd.cri.v1.images'.registry]\n  config_path = '/etc/containerd/certs.d'\n"),
+		})},
+		// nvidia-ctk style drop-in: on 1.x it replaces the whole CRI table, config_path included
+		{"1.7: a drop-in touching the CRI plugin drops config_path", direct, []string{WarnConfigPathUnset}, "", certsD(fstest.MapFS{
+			"var/lib/dpkg/status":                  dpkg("containerd", "1.7.24-1"),
+			"etc/containerd/config.toml":           file("imports = [\"/etc/containerd/conf.d/*.toml\"]\n" + kindConfig),
+			"etc/containerd/conf.d/99-nvidia.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  default_runtime_name = \"nvidia\"\n"),
+		})},
+		{"2.0: the same drop-in is merged key by key", viaMirror, nil, "", certsD(fstest.MapFS{
+			"var/lib/dpkg/status":                  dpkg("containerd", "2.0.5-1"),
+			"etc/containerd/config.toml":           file("imports = [\"/etc/containerd/conf.d/*.toml\"]\n" + kindConfig),
+			"etc/containerd/conf.d/99-nvidia.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  default_runtime_name = \"nvidia\"\n"),
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, tc.fsys, "nginx:1.27", "")
+			if got := strings.Join(urls(c), " "); got != tc.hosts {
+				t.Errorf("hosts %s, want %s", got, tc.hosts)
+			}
+			var errs []string
+			var first *Warning
+			for i, w := range c.Warnings {
+				if w.Severity == SeverityError {
+					errs = append(errs, w.Code)
+					if first == nil {
+						first = &c.Warnings[i]
+					}
+				}
+			}
+			if strings.Join(errs, " ") != strings.Join(tc.errors, " ") {
+				t.Errorf("errors %v, want %v (all: %+v)", errs, tc.errors, c.Warnings)
+			}
+			if tc.fixHas != "" && (first == nil || !strings.Contains(first.Fix, tc.fixHas)) {
+				t.Errorf("first error %+v: want %q in its fix", first, tc.fixHas)
+			}
+		})
+	}
+}
+
+// Version-specific pull paths: the 2.1+ transfer service and a ':' list, 2.2+'s default
+// config_path, and the localhost rule.
+func TestContainerdVersionSpecificPaths(t *testing.T) {
+	listConfig := "version = 3\n[plugins.'io.containerd.cri.v1.images'.registry]\n  config_path = '/etc/containerd/certs.d:/etc/docker/certs.d'\n"
+	second := func(ver, config string) fstest.MapFS {
+		return withResolv(fstest.MapFS{
+			"var/lib/dpkg/status":                     dpkg("containerd", ver),
+			"etc/containerd/config.toml":              file(config),
+			"etc/docker/certs.d/docker.io/hosts.toml": file(mirrorToml),
+		})
+	}
+	const viaMirror = "https://mirror.corp.example/v2 https://registry-1.docker.io/v2"
+	for _, tc := range []struct {
+		name, image, hosts, errCode string
+		fsys                        fstest.MapFS
+	}{
+		{"2.0: the local pull reads every directory", "nginx", viaMirror, "", second("2.0.5-1", listConfig)},
+		{"2.1: the transfer service reads none", "nginx", "https://registry-1.docker.io/v2", WarnTransferPathList, second("2.1.4-1", listConfig)},
+		{"2.3: still so", "nginx", "https://registry-1.docker.io/v2", WarnTransferPathList, second("2.3.1-1", listConfig)},
+		{"2.1 with use_local_image_pull", "nginx", viaMirror, "", second("2.1.4-1", listConfig+"  [plugins.'io.containerd.cri.v1.images']\n  use_local_image_pull = true\n")},
+		// EKS (nodeadm) writes discard_unpacked_layers = true, which forces the local pull (issue 12415)
+		{"2.1 with discard_unpacked_layers", "nginx", viaMirror, "", second("2.1.4-1", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  discard_unpacked_layers = true\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d:/etc/docker/certs.d\"\n")},
+		{"2.2: default config_path, and the transfer service ignores it", "nginx", "https://registry-1.docker.io/v2", WarnTransferPathList, second("2.2.2-1", "version = 3\n")},
+		{"2.2: default config_path, local pull", "nginx", viaMirror, "", second("2.2.2-1", "version = 3\n[plugins.'io.containerd.cri.v1.images']\n  use_local_image_pull = true\n")},
+		{"2.1: no default config_path", "nginx", "https://registry-1.docker.io/v2", "", second("2.1.4-1", "version = 3\n")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, tc.fsys, tc.image, "")
+			if got := strings.Join(urls(c), " "); got != tc.hosts {
+				t.Errorf("hosts %s, want %s (%+v)", got, tc.hosts, c.Warnings)
+			}
+			got := ""
+			for _, w := range c.Warnings {
+				if w.Severity == SeverityError {
+					got += w.Code
+				}
+			}
+			if got != tc.errCode {
+				t.Errorf("errors %q, want %q: %+v", got, tc.errCode, c.Warnings)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		ver, image, url string
+		skip            bool
+	}{
+		{"1.6.20", "localhost:5000/app:1", "http://localhost:5000/v2", true},
+		{"1.7.7", "127.0.0.1:5000/app:1", "http://127.0.0.1:5000/v2", true},
+		{"1.7.24", "localhost/app:1", "https://localhost/v2", true},
+		{"2.0.5", "localhost:80/app:1", "http://localhost:80/v2", false},
+		{"2.0.5", "localhost:5000/app:1", "http://localhost:5000/v2", true},
+	} {
+		c := load(t, withResolv(fstest.MapFS{"var/lib/dpkg/status": dpkg("containerd", tc.ver), "etc/containerd/config.toml": file(kindConfig)}), tc.image, "")
+		h := c.Hosts[0]
+		if h.URL != tc.url || h.SkipVerify != tc.skip || c.Broken() {
+			t.Errorf("containerd %s, %s: host %s skipVerify %t broken %t, want %s %t (%+v)", tc.ver, tc.image, h.URL, h.SkipVerify, c.Broken(), tc.url, tc.skip, c.Warnings)
+		}
+	}
+}

@@ -1,0 +1,69 @@
+package runtimeconfig
+
+import "strings"
+
+// Detect reports which runtime's pull configuration the root holds, and the file that shows it:
+// containerd's config.toml or certs.d, k3s's or rke2's containerd config, CRI-O's crio.conf or
+// registries.conf, docker's daemon.json. A unit file alone is not configuration: with nothing to
+// read, the runtime pulls with its defaults and ok is false.
+func Detect(root Root) (rt Runtime, evidence string, ok bool) {
+	l := &loader{root: root}
+	for _, c := range []struct {
+		rt    Runtime
+		paths []string
+	}{
+		{Containerd, []string{containerdConfig, "/etc/containerd/certs.d", k3sConfig, rke2Config}},
+		{CRIO, []string{"/etc/crio/crio.conf", "/etc/crio/crio.conf.d", "/etc/containers/registries.conf", "/etc/containers/registries.conf.d"}},
+		{Docker, []string{dockerDaemonJSON}},
+	} {
+		for _, p := range c.paths {
+			if !root.Exists(p) {
+				continue
+			}
+			if c.rt == Containerd && l.criDisabled() && l.dockerPresent() {
+				// docker-ce's containerd.io ships a config.toml with the CRI disabled: dockerd pulls
+				return Docker, p + " (CRI disabled; dockerd pulls)", true
+			}
+			return c.rt, p, true
+		}
+	}
+	return "", "", false
+}
+
+// detect picks the runtime from what is installed: containerd (the Kubernetes default since
+// dockershim's removal) before CRI-O before docker; a containerd with its CRI disabled next to
+// docker is docker's.
+func (l *loader) detect() Runtime {
+	switch {
+	case l.root.Exists(containerdConfig) || l.root.IsDir("/etc/containerd") || l.unitExists("containerd") || l.root.Exists(k3sConfig) || l.root.Exists(rke2Config):
+		if l.criDisabled() && l.dockerPresent() {
+			return Docker
+		}
+		return Containerd
+	case l.root.Exists("/etc/crio/crio.conf") || l.root.IsDir("/etc/crio") || l.unitExists("crio"):
+		return CRIO
+	case l.root.Exists(dockerDaemonJSON) || l.unitExists("docker"):
+		return Docker
+	}
+	return Containerd
+}
+
+// criDisabled reports whether /etc/containerd/config.toml disables the CRI plugin (docker-ce's
+// containerd.io default: disabled_plugins = ["cri"]).
+func (l *loader) criDisabled() bool {
+	b, err := l.root.ReadFile(containerdConfig)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "disabled_plugins") && (strings.Contains(line, `"cri"`) || strings.Contains(line, `"io.containerd.grpc.v1.cri"`)) {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *loader) dockerPresent() bool {
+	return l.root.Exists(dockerDaemonJSON) || l.unitExists("docker") || l.root.Exists("/usr/bin/dockerd")
+}
