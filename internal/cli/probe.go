@@ -281,7 +281,7 @@ func (o *probeOptions) Run(cmd *cobra.Command) error {
 			return err
 		}
 	default:
-		if err := report.WriteText(o.streams.Out, rep, report.TextOptions{Verbose: o.verbose}); err != nil {
+		if err := report.WriteText(o.streams.Out, rep, textOptions(cmd, o.streams.Out, o.verbose)); err != nil {
 			return err
 		}
 	}

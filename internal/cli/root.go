@@ -84,6 +84,10 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	}
 	// no -v shorthand for --version: -v means verbose on the subcommands
 	root.Flags().Bool("version", false, "print the version")
+	root.PersistentFlags().String("color", "auto", "colour BROKEN, FAIL and warnings in text output: auto (a terminal, unless NO_COLOR is set), always or never")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		return checkColor(c.Flag("color").Value.String())
+	}
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)

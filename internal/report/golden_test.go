@@ -41,7 +41,7 @@ func demoLike() *Probe {
 				Steps: map[StepName]Verdict{StepDNS: Pass, StepRoute: Pass, StepTCP: Fail, StepTLS: Skip, StepHTTP: Skip, StepAuth: Skip, StepManifest: Skip, StepBlob: Skip}},
 		},
 		Steps: []Step{{Step: StepTCP, Endpoint: "blobs.pullpath.test:45871", Role: RoleBlob, Verdict: Fail, Code: CodeTCPRefused, Summary: "cannot open a TCP connection to blobs.pullpath.test:45871: connection refused (the host answers, nothing listens on the port, or a firewall rejects)"}},
-		Hops: []Hop{{Seq: 7, Role: RoleBlob, Method: "GET", URL: "https://blobs.pullpath.test:45871/data/sha256:0123?sig=REDACTED&se=REDACTED", Error: "dial tcp 127.0.0.1:45871: connect: connection refused", Duration: Duration(time.Millisecond)}},
+		Hops:  []Hop{{Seq: 7, Role: RoleBlob, Method: "GET", URL: "https://blobs.pullpath.test:45871/data/sha256:0123?sig=REDACTED&se=REDACTED", Error: "dial tcp 127.0.0.1:45871: connect: connection refused", Duration: Duration(time.Millisecond)}},
 	}
 }
 
