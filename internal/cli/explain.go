@@ -16,6 +16,7 @@ type explainOptions struct {
 	file    string
 	output  string
 	text    report.TextOptions
+	quiet   bool
 }
 
 func newExplainCmd(s Streams) *cobra.Command {
@@ -48,10 +49,14 @@ Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not ru
 				return err
 			}
 			o.text = textOptions(cmd, o.streams.Out, false)
+			if o.quiet {
+				o.streams.Out = io.Discard
+			}
 			return o.Run()
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addQuiet(cmd, &o.quiet)
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ type runtimeOptions struct {
 	hostRoot string
 	runtime  string
 	output   string
+	quiet    bool
 }
 
 func newRuntimeCmd(s Streams) *cobra.Command {
@@ -49,10 +51,14 @@ Exit codes: 0 no warnings, 1 warnings, 2 could not read the configuration.`,
 			if err != nil {
 				return err
 			}
+			out := o.streams.Out
+			if o.quiet {
+				out = io.Discard
+			}
 			if o.output == "json" {
-				err = report.WriteJSON(o.streams.Out, c)
+				err = report.WriteJSON(out, c)
 			} else {
-				err = runtimeconfig.WriteText(o.streams.Out, c)
+				err = runtimeconfig.WriteText(out, c)
 			}
 			if err != nil {
 				return err
@@ -66,6 +72,7 @@ Exit codes: 0 no warnings, 1 warnings, 2 could not read the configuration.`,
 	cmd.Flags().StringVar(&o.hostRoot, "host-root", "/", "the node's root filesystem (in a probe pod: the read-only host mount)")
 	cmd.Flags().StringVar(&o.runtime, "runtime", "", "containerd, crio or docker (default: detected from what is installed)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addQuiet(cmd, &o.quiet)
 	return cmd
 }
 

@@ -59,3 +59,50 @@ func TestTextWidthAndColourFlags(t *testing.T) {
 		t.Errorf("--color sometimes: %+v", r)
 	}
 }
+
+// --quiet: nothing on stdout, the exit code still tells; usage errors still reach stderr.
+func TestQuiet(t *testing.T) {
+	if r := run(t, longPullFailure, "explain", "--quiet"); r.code != ExitBroken || r.out != "" {
+		t.Errorf("explain --quiet: %+v", r)
+	}
+	if r := run(t, `{"apiVersion":"v1","kind":"EventList","items":[]}`, "explain", "-q"); r.code != ExitOK || r.out != "" {
+		t.Errorf("explain -q, no failure: %+v", r)
+	}
+	if r := run(t, "", "runtime", "--quiet", "--host-root", t.TempDir(), "registry.example/app:1"); r.out != "" || r.code == ExitUsage {
+		t.Errorf("runtime --quiet: %+v", r)
+	}
+	if r := run(t, "", "probe", "--quiet", "-o", "yaml", "r.example/a:1"); r.code != ExitUsage || !strings.Contains(r.errOut, "--output") {
+		t.Errorf("probe --quiet with a usage error must still say why: %+v", r)
+	}
+	e := lab(t)
+	r := run(t, "", append(labArgs(e, "--quiet", "--anonymous"), e.Lab.Ref("team/app:1.4"))...)
+	if r.code != ExitBroken || r.out != "" {
+		t.Errorf("probe --quiet, broken path: exit %d, stdout %q", r.code, r.out)
+	}
+}
+
+func TestDemoListOnlyFullQuiet(t *testing.T) {
+	r := run(t, "", "demo", "--list")
+	if r.code != 0 || len(strings.Split(strings.TrimSpace(r.out), "\n")) != 22 || !strings.Contains(r.out, "blob host unreachable\n") {
+		t.Errorf("demo --list: %+v", r)
+	}
+	r = run(t, "", "demo", "--only", "blob host unreachable")
+	if r.code != 0 || !strings.Contains(r.out, "✓") || !strings.Contains(r.out, "endpoint · TCP_REFUSED · blobs.pullpath.test:") || strings.Contains(r.out, "ENDPOINT") {
+		t.Errorf("demo --only: summary only expected:\n%s\n%s", r.out, r.errOut)
+	}
+	for _, l := range strings.Split(r.out, "\n") {
+		if utf8.RuneCountInString(l) > 80 {
+			t.Errorf("demo line wider than 80: %q", l)
+		}
+	}
+	r = run(t, "", "demo", "--full", "--only", "blob host unreachable")
+	if r.code != 0 || !strings.Contains(r.out, "ENDPOINT") || !strings.Contains(r.out, "BROKEN  class endpoint") {
+		t.Errorf("demo --full: full report expected:\n%s", r.out)
+	}
+	if r := run(t, "", "demo", "--quiet", "--only", "tag missing"); r.code != 0 || r.out != "" {
+		t.Errorf("demo --quiet: %+v", r)
+	}
+	if r := run(t, "", "demo", "--only", "no such scenario"); r.code != ExitUsage || !strings.Contains(r.errOut, "--list") {
+		t.Errorf("demo --only nothing: %+v", r)
+	}
+}
