@@ -33,9 +33,6 @@ type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
 
-// Version is set at build time with -ldflags "-X github.com/pullpath/pullpath/internal/cli.Version=…".
-var Version = "dev"
-
 // Main runs pullpath with the process's streams and returns the exit code.
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -77,7 +74,7 @@ with the evidence, and who owns the fix.
 Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version,
+		Version:       versionInfo().String(),
 	}
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl pullpath"}
@@ -88,6 +85,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		return checkColor(c.Flag("color").Value.String())
 	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
@@ -116,17 +114,5 @@ func oneImage(example string) cobra.PositionalArgs {
 			return fmt.Errorf("%s takes one IMAGE, got %d arguments: %s", cmd.CommandPath(), len(args), strings.Join(args, " "))
 		}
 		return nil
-	}
-}
-
-func newVersionCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(s.Out, "pullpath", Version)
-			return err
-		},
 	}
 }
