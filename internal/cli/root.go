@@ -93,6 +93,8 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		return fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())
 	})
 	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newDemoCmd(s), newVersionCmd(s))
+	root.CompletionOptions.HiddenDefaultCmd = false
+	registerCompletions(root)
 	return root
 }
 
