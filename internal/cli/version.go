@@ -15,6 +15,10 @@ import (
 // (scripts/build.sh does); without it the module version from the build info is used.
 var Version = "dev"
 
+// Commit may be set with -ldflags like Version (scripts/build.sh does): the Go build info's
+// vcs.revision wins, but go build does not stamp one in a git worktree (.git is a file there).
+var Commit = ""
+
 // BuildDate may be set with -ldflags like Version; without it the commit time (vcs.time) is used.
 var BuildDate = ""
 
@@ -32,7 +36,11 @@ type VersionInfo struct {
 // versionInfo reads the version from the ldflags and the Go build info.
 func versionInfo() VersionInfo {
 	bi, ok := debug.ReadBuildInfo()
-	return buildVersion(Version, BuildDate, bi, ok)
+	v := buildVersion(Version, BuildDate, bi, ok)
+	if v.Commit == "" {
+		v.Commit = Commit
+	}
+	return v
 }
 
 // buildVersion is versionInfo apart from the process: the ldflags Version wins, then the module
