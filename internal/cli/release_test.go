@@ -163,3 +163,31 @@ func TestBuildScriptStatic(t *testing.T) {
 		}
 	}
 }
+
+// The README is read in the repository: every path it names is inside it, and the install notes are there.
+func TestReadmeStaysInRepository(t *testing.T) {
+	root := repoRoot(t)
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readme := string(b)
+	if strings.Contains(readme, "../") {
+		i := strings.Index(readme, "../")
+		t.Errorf("README points outside the repository: …%s…", readme[max(0, i-40):min(len(readme), i+40)])
+	}
+	for _, want := range []string{"go install github.com/pullpath/pullpath/cmd/pullpath@latest", "PULLPATH_LAB=0", "gcc", "scripts/build.sh", "completion bash", "docs/contract.md"} {
+		if !strings.Contains(readme, want) {
+			t.Errorf("README lacks %q", want)
+		}
+	}
+	for _, f := range []string{"LICENSE", "docs/contract.md"} {
+		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	lic, _ := os.ReadFile(filepath.Join(root, "LICENSE"))
+	if !strings.Contains(string(lic), "Apache License") || !strings.Contains(string(lic), "Version 2.0, January 2004") || !strings.Contains(string(lic), "END OF TERMS AND CONDITIONS") {
+		t.Error("LICENSE is not the full Apache-2.0 text")
+	}
+}
