@@ -2,8 +2,16 @@
 # The whole test suite: formatting, vet, unit and in-process tests (race detector on), and the
 # network-namespace lab (test/lab). As root, the lab's components are installed when missing
 # (Debian packages, and crictl from the Go module proxy); without root the lab skips with one line.
+# -race needs a C compiler: as root, gcc is installed when missing (PULLPATH_LAB=0 or not).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "$(id -u)" = 0 ] && ! command -v gcc >/dev/null 2>&1; then
+  echo "test: installing gcc (the race detector needs a C compiler)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq gcc >/dev/null
+fi
 
 if [ "$(id -u)" = 0 ] && [ "${PULLPATH_LAB:-1}" != 0 ]; then
   missing=""

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
@@ -12,6 +13,8 @@ type demoOptions struct {
 	streams Streams
 	full    bool
 	only    string
+	list    bool
+	quiet   bool
 }
 
 func newDemoCmd(s Streams) *cobra.Command {
@@ -28,12 +31,32 @@ down, closed port, untrusted CA, wrong-name and expired certificates, plain HTTP
 down, blob host unresolvable, down, stalled, refusing its signed URL, and
 altered bytes. Nothing on the machine is changed.
 
+By default it prints one line per scenario: ✓ when the diagnosis matches the
+staged fault (✗ when not), the class and code diagnosed, the failing host and
+its role, and the probe's time. --full prints every report in full first.
+
 Exit code 0 when every diagnosis matches the staged fault, 1 otherwise.`,
+		Example: `  pullpath demo
+  pullpath demo --list
+  pullpath demo --full --only "blob host unreachable"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			results, err := demo.Run(cmd.Context(), o.streams.Out, demo.RunOptions{Full: o.full, Only: o.only})
+			out := o.streams.Out
+			if o.quiet {
+				out = io.Discard
+			}
+			if o.list {
+				for _, n := range demo.Names() {
+					fmt.Fprintln(out, n)
+				}
+				return nil
+			}
+			results, err := demo.Run(cmd.Context(), out, demo.RunOptions{Full: o.full, Only: o.only, Text: textOptions(cmd, o.streams.Out, false)})
 			if err != nil {
 				return err
+			}
+			if len(results) == 0 {
+				return fmt.Errorf("--only %q matches no scenario (pullpath demo --list shows them)", o.only)
 			}
 			bad := 0
 			for _, r := range results {
@@ -42,14 +65,18 @@ Exit code 0 when every diagnosis matches the staged fault, 1 otherwise.`,
 				}
 			}
 			if bad > 0 {
-				fmt.Fprintf(o.streams.ErrOut, "pullpath demo: %d of %d diagnoses did not match the staged fault\n", bad, len(results))
+				if !o.quiet {
+					fmt.Fprintf(o.streams.ErrOut, "pullpath demo: %d of %d diagnoses did not match the staged fault\n", bad, len(results))
+				}
 				return &ExitError{Code: ExitBroken}
 			}
-			fmt.Fprintf(o.streams.Out, "\nall %d diagnoses match the staged faults\n", len(results))
+			fmt.Fprintf(out, "\nall %d diagnoses match the staged faults\n", len(results))
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&o.full, "full", false, "print every report in full, with the endpoint inventory")
+	cmd.Flags().BoolVar(&o.full, "full", false, "print every report in full, with the endpoint inventory, before the summary")
 	cmd.Flags().StringVar(&o.only, "only", "", "run only the scenarios whose name contains this text")
+	cmd.Flags().BoolVar(&o.list, "list", false, "list the scenario names and exit")
+	addQuiet(cmd, &o.quiet)
 	return cmd
 }

@@ -15,6 +15,8 @@ type explainOptions struct {
 	streams Streams
 	file    string
 	output  string
+	text    report.TextOptions
+	quiet   bool
 }
 
 func newExplainCmd(s Streams) *cobra.Command {
@@ -46,10 +48,15 @@ Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not ru
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
+			o.text = textOptions(cmd, o.streams.Out, false)
+			if o.quiet {
+				o.streams.Out = io.Discard
+			}
 			return o.Run()
 		},
 	}
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addQuiet(cmd, &o.quiet)
 	return cmd
 }
 
@@ -79,7 +86,7 @@ func (o *explainOptions) Run() error {
 		if err := report.WriteJSON(o.streams.Out, report.NewFindings(findings)); err != nil {
 			return err
 		}
-	} else if err := report.WriteFindingsText(o.streams.Out, findings); err != nil {
+	} else if err := report.WriteFindingsTextWith(o.streams.Out, findings, o.text); err != nil {
 		return err
 	}
 	if len(findings) > 0 {

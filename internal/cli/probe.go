@@ -47,6 +47,7 @@ type probeOptions struct {
 	node          string
 	hostRoot      string
 	runtime       string
+	quiet         bool
 
 	connectTimeout, tlsTimeout, headerTimeout, stallTimeout, timeout time.Duration
 	concurrency                                                      int
@@ -120,6 +121,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.DurationVar(&o.stallTimeout, "stall-timeout", probe.DefaultStallTimeout, "a blob download with no bytes for this long is a stall")
 	f.DurationVar(&o.timeout, "timeout", probe.DefaultTimeout, "bound on the whole probe")
 	f.IntVar(&o.concurrency, "concurrency", probe.DefaultConcurrency, "parallel blob downloads")
+	addQuiet(cmd, &o.quiet)
 	return cmd
 }
 
@@ -292,6 +294,11 @@ func (o *probeOptions) Validate() error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
+	if o.quiet {
+		// for scripts: the exit code is the verdict; no report, no progress line
+		o.streams.Out = io.Discard
+		o.probe.Progress = nil
+	}
 	if o.username != "" && !o.passwordStdin && o.pullSecret == "" {
 		return errors.New("--username needs --password-stdin (passwords are never taken as flags: they end up in shell history and ps)")
 	}
@@ -335,7 +342,7 @@ func (o *probeOptions) Run(cmd *cobra.Command) error {
 			return err
 		}
 	default:
-		if err := report.WriteText(o.streams.Out, rep, report.TextOptions{Verbose: o.verbose}); err != nil {
+		if err := report.WriteText(o.streams.Out, rep, textOptions(cmd, o.streams.Out, o.verbose)); err != nil {
 			return err
 		}
 	}

@@ -73,9 +73,6 @@ type ExitError struct{ Code int }
 
 func (e *ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
 
-// Version is set at build time with -ldflags "-X github.com/pullpath/pullpath/internal/cli.Version=…".
-var Version = "dev"
-
 // Main runs pullpath with the process's streams and returns the exit code.
 func Main(args []string) int {
 	ctx, stop := signalContext(context.Background())
@@ -117,13 +114,18 @@ with the evidence, and who owns the fix.
 Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version,
+		Version:       versionInfo().String(),
 	}
 	if strings.HasPrefix(filepath.Base(os.Args[0]), "kubectl-") {
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl pullpath"}
 	}
 	// no -v shorthand for --version: -v means verbose on the subcommands
 	root.Flags().Bool("version", false, "print the version")
+	root.PersistentFlags().String("color", "auto", "colour BROKEN, FAIL and warnings in text output: auto (a terminal, unless NO_COLOR is set), always or never")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		return checkColor(c.Flag("color").Value.String())
+	}
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
@@ -131,6 +133,8 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		return fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())
 	})
 	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newPodCmd(s), newDemoCmd(s), newVersionCmd(s))
+	root.CompletionOptions.HiddenDefaultCmd = false
+	registerCompletions(root)
 	return root
 }
 
@@ -152,17 +156,5 @@ func oneImage(example string) cobra.PositionalArgs {
 			return fmt.Errorf("%s takes one IMAGE, got %d arguments: %s", cmd.CommandPath(), len(args), strings.Join(args, " "))
 		}
 		return nil
-	}
-}
-
-func newVersionCmd(s Streams) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			_, err := fmt.Fprintln(s.Out, "pullpath", Version)
-			return err
-		},
 	}
 }

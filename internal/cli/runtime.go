@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,7 @@ type runtimeOptions struct {
 	hostRoot string
 	runtime  string
 	output   string
+	quiet    bool
 }
 
 func newRuntimeCmd(s Streams) *cobra.Command {
@@ -55,10 +57,14 @@ configuration.`,
 			if err != nil {
 				return err
 			}
+			out := o.streams.Out
+			if o.quiet {
+				out = io.Discard
+			}
 			if o.output == "json" {
-				err = report.WriteJSON(o.streams.Out, c)
+				err = report.WriteJSON(out, c)
 			} else {
-				err = runtimeconfig.WriteText(o.streams.Out, c)
+				err = runtimeconfig.WriteText(out, c)
 			}
 			if err != nil {
 				return err
@@ -72,6 +78,7 @@ configuration.`,
 	cmd.Flags().StringVar(&o.hostRoot, "host-root", "/", "the node's root filesystem (in a probe pod: the read-only host mount)")
 	cmd.Flags().StringVar(&o.runtime, "runtime", "", "containerd, crio or docker (default: detected from what is installed)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	addQuiet(cmd, &o.quiet)
 	return cmd
 }
 

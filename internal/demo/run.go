@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pullpath/pullpath/internal/probe"
 	"github.com/pullpath/pullpath/internal/report"
@@ -43,24 +43,42 @@ func (s Scenario) Check(r *report.Probe) error {
 
 // RunOptions tune the demo.
 type RunOptions struct {
-	Full       bool   // print every report in full, endpoint inventory included
+	Full       bool   // print every report in full before the summary
 	Only       string // run scenarios whose name contains this
 	LayerBytes int64  // size of each demo layer; default 256 KiB
+	// Text is the layout of the reports and the summary: its width (80 when 0) and colour.
+	Text report.TextOptions
 }
 
-// Run stages every scenario in turn on one lab and prints each diagnosis, then a summary table.
-// It returns the results; a mismatch with the expectation is a bug in pullpath.
+// Names lists the scenarios, in the order the demo runs them.
+func Names() []string {
+	var n []string
+	for _, s := range Scenarios() {
+		n = append(n, s.Name)
+	}
+	return n
+}
+
+// Run stages every scenario in turn on one lab and prints a one-line summary per scenario (with
+// Full, each report in full before it). It returns the results; a mismatch with the expectation
+// is a bug in pullpath.
 func Run(ctx context.Context, out io.Writer, o RunOptions) ([]Result, error) {
 	if o.LayerBytes <= 0 {
 		o.LayerBytes = 256 << 10
+	}
+	width := o.Text.Width
+	if width <= 0 {
+		width = report.DefaultWidth
 	}
 	env, err := Setup(ctx, o.LayerBytes)
 	if err != nil {
 		return nil, err
 	}
 	defer env.Close()
-	fmt.Fprintf(out, "pullpath demo: a registry (%s), its token realm (%s) and blob host (%s)\n", env.Lab.RegistryAddr(), env.Lab.AuthAddr(), env.Lab.BlobAddr())
-	fmt.Fprintf(out, "on loopback, names served by a DNS server at %s, TLS from a generated CA. Each scenario breaks one thing.\n", env.Lab.DNS.Addr)
+	intro := &strings.Builder{}
+	wrapText(intro, fmt.Sprintf("pullpath demo: a registry (%s), its token realm (%s) and blob host (%s) on loopback, names served by a DNS server at %s, TLS from a generated CA. Each scenario breaks one thing.",
+		env.Lab.RegistryAddr(), env.Lab.AuthAddr(), env.Lab.BlobAddr(), env.Lab.DNS.Addr), width)
+	fmt.Fprint(out, intro.String())
 	var results []Result
 	scen := Scenarios()
 	for i, s := range scen {
@@ -74,50 +92,107 @@ func Run(ctx context.Context, out io.Writer, o RunOptions) ([]Result, error) {
 			res.Match = s.Check(rep) == nil
 		}
 		results = append(results, res)
-		fmt.Fprintf(out, "\n── %d/%d  %s  (expect %s)\n", i+1, len(scen), s.Name, s.Expect)
-		switch {
-		case err != nil:
-			fmt.Fprintf(out, "error: %v\n", err)
-		case o.Full || rep.Class == report.ClassOK:
-			_ = report.WriteText(out, rep, report.TextOptions{})
-		default:
-			_ = report.WriteText(out, brief(rep), report.TextOptions{})
+		if o.Full {
+			fmt.Fprintf(out, "\n── %d/%d  %s  (expect %s)\n", i+1, len(scen), s.Name, s.Expect)
+			if err != nil {
+				fmt.Fprintf(out, "error: %v\n", err)
+			} else {
+				_ = report.WriteText(out, rep, o.Text)
+			}
 		}
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}
 	}
-	fmt.Fprintln(out, "\nsummary")
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SCENARIO\tEXPECTED\tDIAGNOSED\tHOST\tROLE\tLAYER\tCODE\tTIME\t")
-	for _, r := range results {
-		if r.Err != nil {
-			fmt.Fprintf(tw, "%s\t%s\terror\t\t\t\t\t\tMISMATCH\n", r.Scenario.Name, r.Scenario.Expect)
-			continue
-		}
-		host, role, layer := "-", "-", "-"
-		if f := r.Report.Failing; f != nil {
-			host, role, layer = f.Host, string(f.Role), f.Step.String()
-		}
-		mark := "ok"
-		if !r.Match {
-			mark = "MISMATCH"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Scenario.Name, r.Scenario.Expect, r.Report.Class, host, role, layer,
-			r.Report.Code, r.Report.Duration.Std().Round(time.Millisecond), mark)
-	}
-	return results, tw.Flush()
+	fmt.Fprintln(out)
+	_, err = io.WriteString(out, Summary(results, o.Text))
+	return results, err
 }
 
-// brief keeps the verdict and evidence, not the inventory, for the fault scenarios.
-func brief(r *report.Probe) *report.Probe {
-	c := *r
-	var eps []report.Endpoint
-	for _, e := range r.Endpoints {
-		if r.Failing != nil && e.Host == r.Failing.Host {
-			eps = append(eps, e)
+// Summary renders one line per scenario: ✓ or ✗ (diagnosis matches the staged fault or not), the
+// scenario, the class and code diagnosed, the failing host (role) and the probe's time. When that
+// table is wider than o.Width (80 when 0), each scenario takes two lines: the mark, time and name,
+// then the diagnosis indented below.
+func Summary(results []Result, o report.TextOptions) string {
+	width := o.Width
+	if width <= 0 {
+		width = report.DefaultWidth
+	}
+	type line struct{ mark, name, class, code, failing, took string }
+	var lines []line
+	for _, r := range results {
+		l := line{mark: "✓", name: r.Scenario.Name, class: "error", code: "-", failing: "-"}
+		if !r.Match {
+			l.mark = "✗"
+		}
+		if r.Err != nil {
+			l.code = r.Err.Error()
+		} else {
+			l.class, l.code = string(r.Report.Class), string(r.Report.Code)
+			if f := r.Report.Failing; f != nil {
+				l.failing = f.Host + " (" + string(f.Role) + ")"
+			}
+			l.took = r.Report.Duration.Std().Round(time.Millisecond).String()
+		}
+		lines = append(lines, l)
+	}
+	paintMark := func(m string) string {
+		if o.Color && m == "✗" {
+			return "\x1b[1;31m" + m + "\x1b[0m"
+		}
+		return m
+	}
+	widths := make([]int, 6)
+	header := line{mark: " ", name: "SCENARIO", class: "CLASS", code: "CODE", failing: "FAILING HOST (ROLE)", took: "TIME"}
+	for _, l := range append([]line{header}, lines...) {
+		for i, c := range []string{l.mark, l.name, l.class, l.code, l.failing, l.took} {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
 		}
 	}
-	c.Endpoints = eps
-	return &c
+	total := 0
+	for _, w := range widths {
+		total += w + 2
+	}
+	b := &strings.Builder{}
+	pad := func(s string, w int) string { return s + strings.Repeat(" ", w-utf8.RuneCountInString(s)) }
+	if total-2 <= width {
+		for _, l := range append([]line{header}, lines...) {
+			row := paintMark(l.mark) + "  " + pad(l.name, widths[1]) + "  " + pad(l.class, widths[2]) + "  " + pad(l.code, widths[3]) + "  " +
+				pad(l.failing, widths[4]) + "  " + l.took
+			b.WriteString(strings.TrimRight(row, " ") + "\n")
+		}
+		return b.String()
+	}
+	tw := 0
+	for _, l := range lines {
+		tw = max(tw, len(l.took))
+	}
+	for _, l := range lines {
+		b.WriteString(paintMark(l.mark) + " " + strings.Repeat(" ", tw-len(l.took)) + l.took + "  " + l.name + "\n")
+		detail := l.class + " · " + l.code
+		if l.failing != "-" {
+			detail += " · " + l.failing
+		}
+		indent := strings.Repeat(" ", tw+4)
+		wrapPrefixed(b, indent, detail, width)
+	}
+	return b.String()
+}
+
+func wrapText(b *strings.Builder, text string, width int) { wrapPrefixed(b, "", text, width) }
+
+// wrapPrefixed word-wraps text to width, every line starting with prefix.
+func wrapPrefixed(b *strings.Builder, prefix, text string, width int) {
+	line := prefix
+	for _, w := range strings.Fields(text) {
+		if line != prefix && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) > width {
+			b.WriteString(line + "\n")
+			line = prefix
+		}
+		if line != prefix {
+			line += " "
+		}
+		line += w
+	}
+	b.WriteString(line + "\n")
 }

@@ -15,12 +15,21 @@ func NewFindings(f []Finding) Findings {
 	return Findings{APIVersion: APIVersion, Kind: "ExplainReport", Findings: f}
 }
 
-// WriteFindingsText renders one block per failure, the repeated ones once with a count.
+// WriteFindingsText renders one block per failure, the repeated ones once with a count, at the
+// default width without colour.
 func WriteFindingsText(w io.Writer, fs []Finding) error {
+	return WriteFindingsTextWith(w, fs, TextOptions{})
+}
+
+// WriteFindingsTextWith renders the findings to o's width (prose wraps with a hanging indent) and,
+// with o.Color, the class of each finding in red.
+func WriteFindingsTextWith(w io.Writer, fs []Finding, o TextOptions) error {
 	b := &strings.Builder{}
+	width := o.width()
 	if len(fs) == 0 {
 		b.WriteString("no image pull failure found in the input\n")
 	}
+	const indent = "               " // the column the values start at
 	for i, f := range fs {
 		if i > 0 {
 			b.WriteString("\n")
@@ -32,18 +41,19 @@ func WriteFindingsText(w io.Writer, fs []Finding) error {
 		if f.Role != "" {
 			where += " (" + string(f.Role) + ")"
 		}
-		fmt.Fprintf(b, "[%d] class %s · %s · %s", i+1, f.Class, where, f.Code)
+		head := fmt.Sprintf("[%d] ", i+1)
+		line := fmt.Sprintf("· %s · %s", where, f.Code)
 		if f.Count > 1 {
-			fmt.Fprintf(b, " · seen %d×", f.Count)
+			line += fmt.Sprintf(" · seen %d×", f.Count)
 		}
 		if !f.Decided {
-			b.WriteString(" · undecided")
+			line += " · undecided"
 		}
-		b.WriteString("\n")
-		fmt.Fprintf(b, "    %s\n", f.Reason)
+		wrap(b, head+"class "+paint(o.Color, styleBold, string(f.Class))+" ", "    ", line, width)
+		wrap(b, "    ", "    ", f.Reason, width)
 		row := func(k, v string) {
 			if v != "" {
-				fmt.Fprintf(b, "    %-10s %s\n", k, v)
+				wrap(b, fmt.Sprintf("    %-10s ", k), indent, v, width)
 			}
 		}
 		if !f.Decided {
@@ -67,9 +77,17 @@ func WriteFindingsText(w io.Writer, fs []Finding) error {
 			if j == 0 {
 				k = "next"
 			}
-			fmt.Fprintf(b, "    %-10s %d. %s\n", k, j+1, s)
+			num := fmt.Sprintf("%d. ", j+1)
+			wrap(b, fmt.Sprintf("    %-10s %s", k, num), indent+strings.Repeat(" ", len(num)), s, width)
 		}
-		row("decide", f.Decide)
+		if f.Decide != "" {
+			// a command is copied whole: never wrapped; its trailing comment wraps below it
+			cmd, comment, _ := strings.Cut(f.Decide, "#")
+			fmt.Fprintf(b, "    %-10s %s\n", "decide", strings.TrimSpace(cmd))
+			if comment = strings.TrimSpace(comment); comment != "" {
+				wrap(b, indent+"# ", indent+"  ", comment, width)
+			}
+		}
 		row("message", clipMessage(f.Message, maxMessageText))
 		if len(f.Sources) > 0 {
 			from := strings.Join(f.Sources, "; ")

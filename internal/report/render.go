@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 )
 
 // WriteJSON writes v as indented JSON.
@@ -19,88 +19,84 @@ func WriteJSON(w io.Writer, v any) error {
 // TextOptions tune the human rendering.
 type TextOptions struct {
 	Verbose bool // every step, not only the failing one
+	// Width is the column count the text fits: prose wraps with a hanging indent, and the endpoint
+	// inventory switches to its narrow layout when the wide one does not fit. 0 means DefaultWidth.
+	Width int
+	Color bool // ANSI colour for BROKEN, FAIL and warnings: only for a terminal, never when piped
+}
+
+func (o TextOptions) width() int {
+	if o.Width <= 0 {
+		return DefaultWidth
+	}
+	return max(o.Width, 40)
 }
 
 // WriteText renders a probe report for a person: the verdict line, the failing row of the class
 // table with its evidence, then the endpoint inventory.
 func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	b := &strings.Builder{}
+	width := o.width()
 	switch {
 	case p.Class == ClassOK:
-		fmt.Fprintf(b, "OK  %s\n", p.Summary)
+		wrap(b, paint(o.Color, styleGreen, "OK")+"  ", "    ", p.Summary, width)
 	case p.Interrupted != nil:
 		i := p.Interrupted
-		fmt.Fprintf(b, "INTERRUPTED  %s · cut during %s on %s (%s) · %s\n", i.Reason, i.Step, i.Host, i.Role, p.Code)
-		fmt.Fprintf(b, "  %s\n", p.Summary)
+		wrap(b, paint(o.Color, styleBold, "INTERRUPTED")+"  ", "        ", fmt.Sprintf("%s · cut during %s on %s (%s) · %s", i.Reason, i.Step, i.Host, i.Role, p.Code), width)
+		wrap(b, "  ", "  ", p.Summary, width)
 		if p.WhereToLook != "" {
-			fmt.Fprintf(b, "  look at   %s\n", p.WhereToLook)
+			wrap(b, "  look at   ", "            ", p.WhereToLook, width)
 		}
 	default:
 		f := p.Failing
-		fmt.Fprintf(b, "BROKEN  class %s · %s (%s) · step %s · %s\n", p.Class, f.Host, f.Role, f.Step, p.Code)
-		fmt.Fprintf(b, "  %s\n", p.Summary)
-		if o := ownerLine(p.Owner, p.OwnerText); o != "" {
-			fmt.Fprintf(b, "  owner     %s\n", o)
+		host, role, step := "-", Role("-"), "-"
+		if f != nil {
+			host, role, step = f.Host, f.Role, f.Step.String()
 		}
-		writeLines(b, "  evidence  ", p.Evidence)
+		broken := paint(o.Color, styleBold, "BROKEN")
+		wrap(b, broken+"  ", "        ", fmt.Sprintf("class %s · %s (%s) · step %s · %s", p.Class, host, role, step, p.Code), width)
+		wrap(b, "  ", "  ", p.Summary, width)
+		if o := ownerLine(p.Owner, p.OwnerText); o != "" {
+			wrap(b, "  owner     ", "            ", o, width)
+		}
+		first := "  evidence  "
+		for _, l := range p.Evidence {
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			wrap(b, first, "            ", l, width)
+			first = "            "
+		}
 		if p.Alternative != "" {
-			fmt.Fprintf(b, "  or        %s\n", p.Alternative)
+			wrap(b, "  or        ", "            ", p.Alternative, width)
 		}
 		if p.WhereToLook != "" {
-			fmt.Fprintf(b, "  look at   %s\n", p.WhereToLook)
+			wrap(b, "  look at   ", "            ", p.WhereToLook, width)
 		}
 	}
 	for _, x := range p.Warnings {
-		fmt.Fprintf(b, "  WARNING   %s: %s\n", x.Code, x.Message)
+		label := paint(o.Color, styleYellow, "WARNING")
+		wrap(b, "  "+label+"   ", "            ", string(x.Code)+": "+x.Message, width)
 	}
-	fmt.Fprintf(b, "\nimage     %s (platform %s, from node %s, %s)\n", p.Image, p.Platform, p.Node, p.Duration.Std().Round(time.Millisecond))
-	fmt.Fprintf(b, "resolver  %s from %s\n", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source)
+	b.WriteString("\n")
+	wrap(b, "image     ", "          ", fmt.Sprintf("%s (platform %s, from node %s, %s)", p.Image, p.Platform, p.Node, p.Duration.Std().Round(time.Millisecond)), width)
+	wrap(b, "resolver  ", "          ", fmt.Sprintf("%s from %s", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source), width)
 	if rt := p.Runtime; rt != nil {
 		ver := rt.Version
 		if ver == "" {
 			ver = "version unknown"
 		}
-		fmt.Fprintf(b, "runtime   %s (%s) under %s, hosts in its order:\n", rt.Name, ver, rt.HostRoot)
+		wrap(b, "runtime   ", "          ", fmt.Sprintf("%s (%s) under %s, hosts in its order:", rt.Name, ver, rt.HostRoot), width)
 		for i, h := range rt.Hosts {
-			fmt.Fprintf(b, "          %d. %s (%s, %s): %s\n", i+1, h.URL, h.Role, h.Source, h.Result)
+			wrap(b, fmt.Sprintf("          %d. ", i+1), "             ", fmt.Sprintf("%s (%s, %s): %s", h.URL, h.Role, h.Source, h.Result), width)
 		}
 	}
 	if p.Download.Expected > 0 {
 		d := p.Download
-		fmt.Fprintf(b, "download  %d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t\n", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Duration.Std().Seconds(), d.MBps, d.Verified)
+		wrap(b, "download  ", "          ", fmt.Sprintf("%d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Duration.Std().Seconds(), d.MBps, d.Verified), width)
 	}
 	b.WriteString("\n")
-	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "ENDPOINT\tROLE\tADDRESSES")
-	for _, l := range EndpointSteps {
-		fmt.Fprintf(tw, "\t%s", strings.ToUpper(l.String()))
-	}
-	fmt.Fprintln(tw)
-	for _, e := range p.Endpoints {
-		var addrs []string
-		for _, a := range e.Addresses {
-			addrs = append(addrs, a.IP+" ("+a.Scope+")")
-		}
-		if len(addrs) == 0 {
-			addrs = []string{"-"}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s", e.Host, e.Role, strings.Join(addrs, ", "))
-		for _, l := range EndpointSteps {
-			v, ok := e.Steps[l]
-			cell := "·"
-			if ok {
-				cell = string(v)
-				if v == Fail || v == Warn {
-					cell = strings.ToUpper(cell)
-				}
-			}
-			fmt.Fprintf(tw, "\t%s", cell)
-		}
-		fmt.Fprintln(tw)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
+	writeInventory(b, p.Endpoints, width, o.Color)
 	if o.Verbose {
 		b.WriteString("\nsteps\n")
 		for _, s := range p.Steps {
@@ -108,7 +104,10 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			if s.Code != "" {
 				code = " " + string(s.Code)
 			}
-			fmt.Fprintf(b, "  %-4s %-8s %-28s %s%s\n", s.Verdict, s.Step, s.Endpoint, s.Summary, code)
+			v := string(s.Verdict)
+			pad := strings.Repeat(" ", max(0, 4-len(v)))
+			v = paintVerdict(o.Color, s.Verdict, v)
+			wrap(b, fmt.Sprintf("  %s%s %-8s %s ", v, pad, s.Step, s.Endpoint), "       ", s.Summary+code, width)
 		}
 		b.WriteString("\nhops\n")
 		for _, h := range p.Hops {
@@ -120,29 +119,134 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			if h.Reused {
 				conn = ", reused connection"
 			}
-			fmt.Fprintf(b, "  %3d %-8s %-4s %s → %s (%s%s)\n", h.Seq, h.Role, h.Method, h.URL, st, h.Duration.Std().Round(time.Millisecond), conn)
+			wrap(b, fmt.Sprintf("  %3d %-8s %-4s ", h.Seq, h.Role, h.Method), "      ", fmt.Sprintf("%s → %s (%s%s)", h.URL, st, h.Duration.Std().Round(time.Millisecond), conn), width)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-func writeLines(b *strings.Builder, first string, lines []string) {
-	pad := strings.Repeat(" ", len(first))
-	n := 0
-	for _, l := range lines {
-		if l == "" {
+// stepLetters head the narrow inventory's step columns, with a legend.
+var stepLetters = map[StepName]string{StepDNS: "D", StepRoute: "R", StepTCP: "T", StepTLS: "S", StepHTTP: "H", StepAuth: "A", StepManifest: "M", StepBlob: "B"}
+
+// verdictMarks are the narrow inventory's one-column cells.
+var verdictMarks = map[Verdict]string{Pass: "✓", Fail: "✗", Warn: "!", Skip: "-"}
+
+func paintVerdict(on bool, v Verdict, s string) string {
+	switch v {
+	case Fail:
+		return paint(on, styleBold, s)
+	case Warn:
+		return paint(on, styleYellow, s)
+	}
+	return s
+}
+
+// writeInventory prints the endpoint table: the wide layout (a column per step, words, addresses
+// inline) when it fits width, else the narrow one (a letter per step, a mark per cell, a legend,
+// addresses on the line below each endpoint).
+func writeInventory(b *strings.Builder, eps []Endpoint, width int, color bool) {
+	verdictOf := func(e Endpoint, l StepName) (Verdict, bool) { v, ok := e.Steps[l]; return v, ok }
+	wide := [][]string{{"ENDPOINT", "ROLE", "ADDRESSES"}}
+	for _, l := range EndpointSteps {
+		wide[0] = append(wide[0], strings.ToUpper(l.String()))
+	}
+	for _, e := range eps {
+		addrs := strings.Join(addresses(e), ", ")
+		if addrs == "" {
+			addrs = "-"
+		}
+		row := []string{e.Host, string(e.Role), addrs}
+		for _, l := range EndpointSteps {
+			cell := "·"
+			if v, ok := verdictOf(e, l); ok {
+				cell = string(v)
+				if v == Fail || v == Warn {
+					cell = strings.ToUpper(cell)
+				}
+			}
+			row = append(row, cell)
+		}
+		wide = append(wide, row)
+	}
+	style := func(row, col int, cell string) string {
+		if row == 0 || col < 3 {
+			return cell
+		}
+		v, _ := verdictOf(eps[row-1], EndpointSteps[col-3])
+		return paintVerdict(color, v, cell)
+	}
+	if lines := table(wide, len(wide[0]), nil); maxWidth(lines) <= width {
+		for _, l := range table(wide, len(wide[0]), style) {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+		return
+	}
+	var legend []string
+	for _, l := range EndpointSteps {
+		legend = append(legend, stepLetters[l]+" "+l.String())
+	}
+	wrap(b, "steps: ", "       ", strings.Join(legend, ", ")+"; ✓ pass, ✗ FAIL, ! warn, - skip, · not reached", width)
+	// a host too long for its column gets a line of its own, so the marks stay within width
+	const fixed = 2 + 8 + 1 + 8*2 - 1 // the gap, the role column, the marks and their spaces
+	maxHost := width - fixed
+	narrow := [][]string{{"ENDPOINT", "ROLE"}}
+	for _, l := range EndpointSteps {
+		narrow[0] = append(narrow[0], stepLetters[l])
+	}
+	type rowInfo struct {
+		ep     int  // index into eps, -1 for the header
+		hostOn bool // the host is printed on a line of its own before the row
+	}
+	infos := []rowInfo{{ep: -1}}
+	for i, e := range eps {
+		host := e.Host
+		long := utf8.RuneCountInString(host) > maxHost
+		if long {
+			host = ""
+		}
+		row := []string{host, string(e.Role)}
+		for _, l := range EndpointSteps {
+			cell := "·"
+			if v, ok := verdictOf(e, l); ok {
+				cell = verdictMarks[v]
+			}
+			row = append(row, cell)
+		}
+		narrow = append(narrow, row)
+		infos = append(infos, rowInfo{ep: i, hostOn: long})
+	}
+	lines := table(narrow, 3, func(row, col int, cell string) string {
+		if row == 0 || col < 2 {
+			return cell
+		}
+		v, _ := verdictOf(eps[row-1], EndpointSteps[col-2])
+		return paintVerdict(color, v, cell)
+	})
+	for i, l := range lines {
+		in := infos[i]
+		if in.ep < 0 {
+			b.WriteString(l + "\n")
 			continue
 		}
-		if n == 0 {
-			b.WriteString(first)
-		} else {
-			b.WriteString(pad)
+		e := eps[in.ep]
+		if in.hostOn {
+			b.WriteString(e.Host + "\n")
 		}
-		n++
-		b.WriteString(l)
-		b.WriteByte('\n')
+		b.WriteString(l + "\n")
+		if a := addresses(e); len(a) > 0 {
+			wrap(b, "  ", "  ", strings.Join(a, ", "), width)
+		}
 	}
+}
+
+func addresses(e Endpoint) []string {
+	var addrs []string
+	for _, a := range e.Addresses {
+		addrs = append(addrs, a.IP+" ("+a.Scope+")")
+	}
+	return addrs
 }
 
 // HumanBytes renders a byte count in SI units ("12.3 MB").

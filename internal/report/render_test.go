@@ -16,7 +16,7 @@ func TestWriteTextBroken(t *testing.T) {
 			Steps: map[StepName]Verdict{StepDNS: Pass, StepTCP: Fail, StepTLS: Skip}}},
 		Warnings: []Warning{{Code: CodeTLSInsecure, Message: "--insecure"}}}
 	var b bytes.Buffer
-	if err := WriteText(&b, p, TextOptions{}); err != nil {
+	if err := WriteText(&b, p, TextOptions{Width: 200}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// Version is set at build time with -ldflags "-X github.com/pullpath/pullpath/internal/cli.Version=…"
+// (scripts/build.sh does); without it the module version from the build info is used.
+var Version = "dev"
+
+// Commit may be set with -ldflags like Version (scripts/build.sh does): the Go build info's
+// vcs.revision wins, but go build does not stamp one in a git worktree (.git is a file there).
+var Commit = ""
+
+// BuildDate may be set with -ldflags like Version; without it the commit time (vcs.time) is used.
+var BuildDate = ""
+
+// VersionInfo is the JSON document of `pullpath version -o json`.
+type VersionInfo struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"` // "Version"
+	Version    string `json:"version"`
+	Commit     string `json:"commit,omitempty"`    // vcs.revision, with "-dirty" when vcs.modified
+	BuildDate  string `json:"buildDate,omitempty"` // RFC 3339
+	GoVersion  string `json:"goVersion"`
+	Platform   string `json:"platform"` // os/arch
+}
+
+// versionInfo reads the version from the ldflags and the Go build info.
+func versionInfo() VersionInfo {
+	bi, ok := debug.ReadBuildInfo()
+	v := buildVersion(Version, BuildDate, bi, ok)
+	if v.Commit == "" {
+		v.Commit = Commit
+	}
+	return v
+}
+
+// buildVersion is versionInfo apart from the process: the ldflags Version wins, then the module
+// version (a go install of a tag), then "dev"; commit and date come from the VCS stamp.
+func buildVersion(ldVersion, ldDate string, bi *debug.BuildInfo, ok bool) VersionInfo {
+	v := VersionInfo{APIVersion: report.APIVersion, Kind: "Version", Version: ldVersion, BuildDate: ldDate,
+		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	if !ok || bi == nil {
+		return v
+	}
+	if bi.GoVersion != "" {
+		v.GoVersion = bi.GoVersion
+	}
+	if (v.Version == "" || v.Version == "dev") && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v.Version = bi.Main.Version
+	}
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v.Commit = s.Value
+		case "vcs.time":
+			if v.BuildDate == "" {
+				v.BuildDate = s.Value
+			}
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if dirty && v.Commit != "" {
+		v.Commit += "-dirty"
+	}
+	if v.Version == "" {
+		v.Version = "dev"
+	}
+	return v
+}
+
+// String is the one-line text form: "pullpath v0.1.0 (commit abc1234, built …, go1.26.8, linux/amd64)".
+func (v VersionInfo) String() string {
+	parts := []string{}
+	if v.Commit != "" {
+		c := v.Commit
+		if len(c) > 12 && !strings.HasSuffix(c, "-dirty") {
+			c = c[:12]
+		} else if strings.HasSuffix(c, "-dirty") && len(c) > 18 {
+			c = c[:12] + "-dirty"
+		}
+		parts = append(parts, "commit "+c)
+	}
+	if v.BuildDate != "" {
+		parts = append(parts, "built "+v.BuildDate)
+	}
+	parts = append(parts, v.GoVersion, v.Platform)
+	return fmt.Sprintf("pullpath %s (%s)", v.Version, strings.Join(parts, ", "))
+}
+
+func newVersionCmd(s Streams) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print the version, commit, build date, Go version and platform",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			if err := checkOutput(output); err != nil {
+				return err
+			}
+			v := versionInfo()
+			if output == "json" {
+				return report.WriteJSON(s.Out, v)
+			}
+			_, err := fmt.Fprintln(s.Out, v)
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
