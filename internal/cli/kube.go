@@ -4,8 +4,9 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/pullpath/pullpath/internal/cluster"
 )
 
 // kubeFlags are kubectl's connection flags (--kubeconfig, --context, -n, --as, --as-group,
@@ -40,11 +41,11 @@ func (k *kubeFlags) namespace() (string, error) {
 	return ns, nil
 }
 
-func (k *kubeFlags) client() (kubernetes.Interface, error) {
+func (k *kubeFlags) client() (*cluster.Client, error) {
 	rc, err := k.loader().ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w (give --kubeconfig, or set KUBECONFIG)", err)
 	}
 	rc.UserAgent = "pullpath/" + Version
-	return kubernetes.NewForConfig(rc)
+	return cluster.NewClient(rc)
 }

@@ -7,19 +7,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/pullpath/pullpath/internal/report"
 )
 
 // DiagnoseAll finds every pod of ns ("" for all namespaces) with a container waiting for an image,
 // explains each from its own events, and groups them by image and cause.
-func DiagnoseAll(ctx context.Context, cs kubernetes.Interface, ns string) (*report.PullFailures, error) {
-	pl, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+func DiagnoseAll(ctx context.Context, cs *Client, ns string) (*report.PullFailures, error) {
+	pl, err := cs.Core.Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, apiError(err, "list", "pods", ns, "")
 	}
-	el, err := cs.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{"type": corev1.EventTypeWarning}.AsSelector().String()})
+	el, err := cs.Core.Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{"type": corev1.EventTypeWarning}.AsSelector().String()})
 	if err != nil {
 		return nil, apiError(err, "list", "events", ns, "")
 	}
@@ -28,7 +27,7 @@ func DiagnoseAll(ctx context.Context, cs kubernetes.Interface, ns string) (*repo
 		byUID[string(e.InvolvedObject.UID)] = append(byUID[string(e.InvolvedObject.UID)], e)
 	}
 	nodes := map[string]string{} // node → pool
-	if nl, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
+	if nl, err := cs.Core.Nodes().List(ctx, metav1.ListOptions{}); err == nil {
 		for i := range nl.Items {
 			nodes[nl.Items[i].Name], _ = Pool(&nl.Items[i])
 		}

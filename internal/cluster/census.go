@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
@@ -20,7 +19,7 @@ import (
 // census is what the cluster holds about one image: every node with its image list, and every
 // pod that runs it or fails to pull it.
 type census struct {
-	cs    kubernetes.Interface
+	cs    *Client
 	o     Options
 	image string
 	ref   imageRef
@@ -45,16 +44,16 @@ func parseImage(s string) (imageRef, bool) {
 }
 
 func (c *census) read(ctx context.Context, ns string) error {
-	nl, err := c.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nl, err := c.cs.Core.Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return apiError(err, "list", "nodes", "", "")
 	}
 	c.nodes = nl.Items
-	pl, err := c.cs.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	pl, err := c.cs.Core.Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		// without cluster-wide rights, the pod's namespace still tells a lot
 		*c.notes = append(*c.notes, fmt.Sprintf("pods of other namespaces not read (%v): pods running or failing on the image elsewhere are not counted", shortErr(err)))
-		if pl, err = c.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
+		if pl, err = c.cs.Core.Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
 			return apiError(err, "list", "pods", ns, "")
 		}
 	}
@@ -189,7 +188,7 @@ func (c *census) readCaps(ctx context.Context, names []string) {
 			defer func() { <-sem }()
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			raw, err := c.cs.CoreV1().RESTClient().Get().Resource("nodes").Name(n).SubResource("proxy").Suffix("configz").DoRaw(cctx)
+			raw, err := c.cs.Core.RESTClient().Get().Resource("nodes").Name(n).SubResource("proxy").Suffix("configz").DoRaw(cctx)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {

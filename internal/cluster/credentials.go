@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/registry"
@@ -19,7 +18,7 @@ import (
 // credentials reads the pull secrets as the kubelet uses them: the pod's imagePullSecrets (the
 // service account's were copied into the pod when it was created), matched against the image as
 // the kubelet's keyring matches. Only the keys of a secret are read into the report, never a value.
-func credentials(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, image string, node *corev1.Node, notes *[]string) *report.PullCredentials {
+func credentials(ctx context.Context, cs *Client, p *corev1.Pod, image string, node *corev1.Node, notes *[]string) *report.PullCredentials {
 	pc := &report.PullCredentials{ServiceAccount: p.Spec.ServiceAccountName, PullSecrets: []report.PullSecret{}}
 	if pc.ServiceAccount == "" {
 		pc.ServiceAccount = "default"
@@ -32,7 +31,7 @@ func credentials(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, im
 		inPod[s.Name] = true
 		pc.PullSecrets = append(pc.PullSecrets, readSecret(ctx, cs, p.Namespace, s.Name, "pod", image))
 	}
-	sa, err := cs.CoreV1().ServiceAccounts(p.Namespace).Get(ctx, pc.ServiceAccount, metav1.GetOptions{})
+	sa, err := cs.Core.ServiceAccounts(p.Namespace).Get(ctx, pc.ServiceAccount, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		for _, s := range sa.ImagePullSecrets {
@@ -67,9 +66,9 @@ func credentials(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod, im
 	return pc
 }
 
-func readSecret(ctx context.Context, cs kubernetes.Interface, ns, name, from, image string) report.PullSecret {
+func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) report.PullSecret {
 	ps := report.PullSecret{Name: name, From: from}
-	s, err := cs.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	s, err := cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		ps.Exists = boolp(false)

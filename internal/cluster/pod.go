@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/pullpath/pullpath/internal/events"
 	"github.com/pullpath/pullpath/internal/report"
@@ -47,9 +46,9 @@ var pullWaitReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": 
 
 // DiagnosePod reads the pod ns/name and everything around it. An error means the diagnosis could
 // not run (no such pod, no rights: the error names the RBAC verb that was missing).
-func DiagnosePod(ctx context.Context, cs kubernetes.Interface, ns, name string, o Options) (*report.PodDiagnosis, error) {
+func DiagnosePod(ctx context.Context, cs *Client, ns, name string, o Options) (*report.PodDiagnosis, error) {
 	o.defaults()
-	pod, err := cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	pod, err := cs.Core.Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, apiError(err, "get", "pods", ns, name)
 	}
@@ -129,16 +128,16 @@ func podRef(p *corev1.Pod) report.PodRef {
 
 // podEvents returns the pod's events and those of its controller (a ReplicaSet or Job can carry
 // the failure of a pod it could not create).
-func podEvents(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) ([]corev1.Event, error) {
+func podEvents(ctx context.Context, cs *Client, p *corev1.Pod) ([]corev1.Event, error) {
 	sel := fields.Set{"involvedObject.uid": string(p.UID)}.AsSelector().String()
-	l, err := cs.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	l, err := cs.Core.Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
 	if err != nil {
 		return nil, apiError(err, "list", "events", p.Namespace, "")
 	}
 	out := about(l.Items, p.UID)
 	if ow := metav1.GetControllerOf(p); ow != nil {
 		sel := fields.Set{"involvedObject.uid": string(ow.UID)}.AsSelector().String()
-		if l, err := cs.CoreV1().Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel}); err == nil {
+		if l, err := cs.Core.Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel}); err == nil {
 			out = append(out, about(l.Items, ow.UID)...)
 		}
 	}

@@ -95,7 +95,8 @@ func scenario() []runtime.Object {
 }
 
 func TestDiagnosePodCachedImageLie(t *testing.T) {
-	cs := fake.NewClientset(scenario()...)
+	fc := fake.NewClientset(scenario()...)
+	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
 	d, err := DiagnosePod(context.Background(), cs, "shop", "web-new", Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -157,7 +158,8 @@ func TestDiagnosePodCachedImageLie(t *testing.T) {
 }
 
 func TestDiagnosePodHealthyAndErrors(t *testing.T) {
-	cs := fake.NewClientset(scenario()...)
+	fc := fake.NewClientset(scenario()...)
+	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
 	d, err := DiagnosePod(context.Background(), cs, "shop", "web-a", Options{})
 	if err != nil || d.Class != report.ClassOK || d.CachedImage != nil {
 		t.Fatalf("healthy pod: %v %+v", err, d)
@@ -165,7 +167,7 @@ func TestDiagnosePodHealthyAndErrors(t *testing.T) {
 	if _, err := DiagnosePod(context.Background(), cs, "shop", "nope", Options{}); err == nil || !strings.Contains(err.Error(), "pods nope not found in namespace shop") {
 		t.Errorf("missing pod: %v", err)
 	}
-	cs.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	fc.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, &forbidden{}
 	})
 	_, err = DiagnosePod(context.Background(), cs, "shop", "web-new", Options{})
@@ -179,11 +181,16 @@ func TestDiagnoseAllGroupsByImageAndCause(t *testing.T) {
 	objs := scenario()
 	other := pod("shop", "web-new-2", "b2", false)
 	objs = append(objs, other, event(other, "Failed", "Warning", `Failed to pull image "`+img+`": rpc error: code = Unknown desc = failed to pull and unpack image "`+img+`": failed to resolve reference "`+img+`": failed to do request: Head "https://registry.corp.example/v2/shop/web/manifests/1.4": dial tcp 10.20.30.40:443: i/o timeout`, t0.Add(4*time.Hour), 1))
-	l, err := DiagnoseAll(context.Background(), fake.NewClientset(objs...), "")
+	l, err := DiagnoseAll(context.Background(), fakeClient(objs...), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(l.Groups) != 1 || len(l.Groups[0].Pods) != 2 || l.Groups[0].Class != report.ClassRoute || strings.Join(l.Groups[0].Pools, ",") != "poolb" {
 		t.Errorf("groups %+v", l.Groups)
 	}
+}
+
+func fakeClient(objs ...runtime.Object) *Client {
+	fc := fake.NewClientset(objs...)
+	return &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
 }

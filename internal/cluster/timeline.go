@@ -69,7 +69,7 @@ func (c *census) timeline(ctx context.Context, pod *corev1.Pod, evs []corev1.Eve
 	}
 	// scale-ups the autoscalers reported
 	for _, r := range scaleReasons {
-		l, err := c.cs.CoreV1().Events("").List(ctx, metav1.ListOptions{FieldSelector: fields.Set{"reason": r}.AsSelector().String(), Limit: 100})
+		l, err := c.cs.Core.Events("").List(ctx, metav1.ListOptions{FieldSelector: fields.Set{"reason": r}.AsSelector().String(), Limit: 100})
 		if err != nil {
 			break // no cluster-wide event rights: the node creations above still tell the story
 		}

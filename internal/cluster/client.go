@@ -1,0 +1,28 @@
+package cluster
+
+import (
+	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+)
+
+// Client is the part of the API pullpath uses: the core group, and access reviews to check its
+// own rights. Only these typed clients are linked, which keeps the binary small (the full
+// clientset links every API group).
+type Client struct {
+	Core  corev1client.CoreV1Interface
+	Authz authzv1client.AuthorizationV1Interface
+}
+
+// NewClient builds the client from a REST configuration.
+func NewClient(rc *rest.Config) (*Client, error) {
+	core, err := corev1client.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	authz, err := authzv1client.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Core: core, Authz: authz}, nil
+}
