@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +43,7 @@ type probeOptions struct {
 	anonymous     bool
 	output        string
 	allowlist     bool
+	summaryFile   string
 	verbose       bool
 	expectPrivate bool
 	node          string
@@ -109,6 +111,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json")
 	f.BoolVar(&o.anonymous, "anonymous", false, "present no credentials, not even the docker config's")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&o.summaryFile, "summary-file", "", "also write the compact verdict (class, code, failing host, role, step, summary) as one JSON line to this file, e.g. /dev/termination-log in a probe pod")
 	f.BoolVar(&o.allowlist, "allowlist", false, "print only the host:port list the pull touched (for firewalls, proxies, private DNS)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every step and hop")
 	f.BoolVar(&o.expectPrivate, "expect-private", false, "fail at dns when the registry resolves to a public address (it should use a private endpoint)")
@@ -332,6 +335,11 @@ func (o *probeOptions) Run(cmd *cobra.Command) error {
 			i.Signal, exit = signalName(se.Signal), se.ExitCode()
 		}
 	}
+	if o.summaryFile != "" {
+		if err := writeSummary(o.summaryFile, rep); err != nil {
+			return err
+		}
+	}
 	switch {
 	case o.allowlist:
 		if err := writeAllowlist(o.streams.Out, probe.Allowlist(rep), o.output); err != nil {
@@ -426,4 +434,17 @@ func writeAllowlist(w io.Writer, a report.Allowlist, output string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSummary writes the compact verdict a probe pod leaves in its termination message (the
+// kubelet keeps at most 4 KiB of it).
+func writeSummary(path string, rep *report.Probe) error {
+	b, err := json.Marshal(report.Summarize(rep))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--summary-file: %w", err)
+	}
+	return nil
 }
