@@ -74,8 +74,14 @@ Run it on the node, or in a hostNetwork pod with dnsPolicy: Default, so that the
 network namespace and the resolver are the node's.
 
 Credentials, first found wins: --username with --password-stdin, --pull-secret
-(a kubernetes.io/dockerconfigjson Secret as YAML or JSON), the docker config
-($DOCKER_CONFIG, ~/.docker/config.json, credential helpers); else anonymous.
+(a kubernetes.io/dockerconfigjson Secret as YAML or JSON; - reads it from stdin),
+the docker config ($DOCKER_CONFIG, ~/.docker/config.json, credential helpers);
+else anonymous. --anonymous with any of these is a usage error.
+
+--no-download stops after the manifest and the first byte of each layer: every
+blob host is still reached through its redirects, but nothing is verified and
+the report says so (download.partial "no-download"). --quiet prints nothing:
+the exit code is the verdict.
 
 The defaults give a blackholed path its verdict in seconds. To wait as long as
 containerd does, use --connect-timeout 30s --tls-timeout 10s --header-timeout 30s.
@@ -83,7 +89,7 @@ containerd does, use --connect-timeout 30s --tls-timeout 10s --header-timeout 30
 Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		Example: `  pullpath probe myreg.azurecr.io/team/app:1.4
   pullpath probe --pull-secret secret.yaml -o json registry.example:5000/app@sha256:…
-  kubectl get secret regcred -o yaml | pullpath probe --pull-secret /dev/stdin myreg.io/app:1
+  kubectl get secret regcred -o yaml | pullpath probe --pull-secret - myreg.io/app:1
   pullpath probe --allowlist myreg.azurecr.io/team/app:1.4`,
 		Args: oneImage("pullpath probe myreg.azurecr.io/team/app:1.4"),
 		RunE: func(cmd *cobra.Command, args []string) error {
