@@ -310,6 +310,9 @@ func (o *probeOptions) checkFlags() error {
 	if o.pullSecret == "-" && o.passwordStdin {
 		return errors.New("--pull-secret - and --password-stdin both read stdin: use one")
 	}
+	if f, ok := o.streams.In.(*os.File); ok && o.pullSecret == "-" && term.IsTerminal(int(f.Fd())) {
+		return errors.New("--pull-secret - reads the Secret from stdin: pipe it in (kubectl get secret NAME -o yaml | pullpath probe --pull-secret - IMAGE)")
+	}
 	if o.hostsFile != "" && o.flagChanged("hosts-file") {
 		if _, err := os.Stat(o.hostsFile); err != nil {
 			return fmt.Errorf("--hosts-file: %w", err)
