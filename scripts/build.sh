@@ -23,6 +23,9 @@ if [ -n "$commit" ] && [ -n "$(git status --porcelain 2>/dev/null)" ]; then comm
 pkg=github.com/pullpath/pullpath/internal/cli
 ldflags="-s -w -X $pkg.Version=$version -X $pkg.BuildDate=$date -X $pkg.Commit=$commit"
 
+# sha256sum on Linux, shasum on macOS
+if command -v sha256sum >/dev/null 2>&1; then sha=(sha256sum); else sha=(shasum -a 256); fi
+
 mkdir -p "$dist"
 sums="$dist/sha256sums.txt"
 : >"$sums"
@@ -38,7 +41,7 @@ for p in "${platforms[@]}"; do
   cp "$dir/pullpath$ext" "$dir/kubectl-pullpath$ext"
   cp LICENSE README.md "$dir/"
   tar -C "$dir" -czf "$dist/$name.tar.gz" .
-  (cd "$dist" && sha256sum "$name.tar.gz") >>"$sums"
+  (cd "$dist" && "${sha[@]}" "$name.tar.gz") >>"$sums"
 done
 
 # the krew manifest with this version's URLs and sums (the checked-in one has placeholders)
@@ -47,7 +50,7 @@ sed "s/v0\.0\.0-VERSION/$version/g" deploy/krew/pullpath.yaml >"$manifest"
 while read -r sum file; do
   plat=${file#pullpath_"${version}"_}; plat=${plat%.tar.gz}   # os_arch
   key=$(echo "SHA256_${plat}" | tr '[:lower:]' '[:upper:]')
-  sed -i "s/$key/$sum/" "$manifest"
+  sed "s/$key/$sum/" "$manifest" >"$manifest.tmp" && mv "$manifest.tmp" "$manifest"   # no sed -i: BSD sed differs
 done <"$sums"
 
 echo "sha256 (also in $sums; krew manifest: $manifest):"
