@@ -234,7 +234,7 @@ func (w *walk) firstByte(ep *endpoint, resp *registry.Response, what string, pro
 	if err != nil && !(err == io.EOF && n == 0) { // an empty blob has no first byte
 		summary := fmt.Sprintf("the first byte of %s from %s did not arrive: %v", what, ep.hostport, err)
 		w.step(ep, report.StepBlob, report.Fail, report.CodeBlobFailed, summary, report.Evidence{Lines: []string{hopLine}}, report.Duration(dur))
-		return int64(n), &failure{ep: ep, layer: report.StepBlob, code: report.CodeBlobFailed, summary: summary, evidence: []string{hopLine}}
+		return int64(n), &failure{ep: ep, step: report.StepBlob, code: report.CodeBlobFailed, summary: summary, evidence: []string{hopLine}}
 	}
 	progress(int64(n))
 	w.step(ep, report.StepBlob, report.Pass, "", fmt.Sprintf("%s: first byte received (--no-download: not downloaded, digest not checked); %s", what, hopLine), report.Evidence{}, report.Duration(dur))
