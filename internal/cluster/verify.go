@@ -175,7 +175,7 @@ func (r *run) meta(name, role string) metav1.ObjectMeta {
 // need is one permission the run requires.
 type need struct {
 	verb, resource, sub, ns string
-	why                 string
+	why                     string
 }
 
 // checkRights asks the API server, before anything is created, whether the identity may do what
@@ -688,7 +688,7 @@ func (r *run) runtimePull(ctx context.Context, n *corev1.Node, presentBefore *bo
 		Containers: []corev1.Container{{Name: "canary", Image: r.o.Image, ImagePullPolicy: corev1.PullAlways,
 			Command:         []string{"/pullpath-canary-never-runs"},
 			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &f, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")}}}},
+			Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")}}}},
 	}}
 	if r.secret != "" {
 		pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: r.secret}}
