@@ -331,8 +331,8 @@ current-context: pullpath-cluster-tier
 `, server, b64(ca), user, b64(cert), b64(key), user)
 }
 
-// network builds the hub (a bridge that is attached to nothing real, the registry's and the blob
-// host's subnets on a dummy link) and one namespace per node on a veth into the hub's bridge. A
+// network builds the hub (a bridge that is attached to nothing real; the registry's and the blob
+// host's addresses on its loopback) and one namespace per node on a veth into the hub's bridge. A
 // node reaches the registry or the blob host only if it has the route.
 func (c *cluster) network(spec clusterSpec) {
 	c.run("ip", "netns", "add", c.hub)
@@ -342,10 +342,9 @@ func (c *cluster) network(spec clusterSpec) {
 	h("addr", "add", hubIP+"/24", "dev", "br0")
 	h("addr", "add", noZoneDNSIP+"/24", "dev", "br0")
 	h("link", "set", "br0", "up")
-	h("link", "add", "svc0", "type", "dummy")
-	h("addr", "add", registryIP+"/24", "dev", "svc0")
-	h("addr", "add", blobsIP+"/24", "dev", "svc0")
-	h("link", "set", "svc0", "up")
+	// the registry's and the blob host's addresses are the hub's own (no dummy links in this kernel)
+	h("addr", "add", registryIP+"/32", "dev", "lo")
+	h("addr", "add", blobsIP+"/32", "dev", "lo")
 	for i, s := range spec.Nodes {
 		n := &node{spec: s, ip: fmt.Sprintf("10.78.0.%d", 10+i), netns: c.id + "-" + s.Name, dir: c.path("nodes", s.Name)}
 		c.nodes = append(c.nodes, n)

@@ -10,7 +10,7 @@
 //	│                dnsmasq (zone cluster.test)  ├───────┤ routes: 10.81/24 and 10.82/24 via the │
 //	│     10.78.0.2  dnsmasq without the zone     │       │   hub, only if the node may reach them│
 //	│ 127.0.0.1      etcd :2379                   │       │ resolv.conf: 10.78.0.1 or 10.78.0.2   │
-//	│ svc0 10.81.0.2 registry.cluster.test :443   │       │ private mount + PID namespace: tmpfs  │
+//	│ lo   10.81.0.2 registry.cluster.test :443   │       │ private mount + PID namespace: tmpfs  │
 //	│                (blobs redirected), :5000    │       │   /run, /var/lib, /var/log and        │
 //	│      10.82.0.3 blobs.cluster.test :443      │       │   /etc/containerd bound from the test │
 //	└────────────────────────────────────────────┘       │   dir; containerd 1.6 + kubelet; pods │

@@ -251,7 +251,8 @@ func (c *cluster) waitReady() {
 			for i := range list.Items {
 				no := &list.Items[i]
 				if n := pending[no.Name]; n != nil && nodeReady(no) {
-					n.ready = time.Since(n.started)
+					// the condition's transition, not this poll: kubelets started one by one
+					n.ready = readySince(no).Sub(n.started)
 					delete(pending, no.Name)
 				}
 			}
@@ -291,6 +292,15 @@ func (c *cluster) untaint(ctx context.Context, name string) error {
 			return err
 		}
 	}
+}
+
+func readySince(no *corev1.Node) time.Time {
+	for _, cond := range no.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
 }
 
 func nodeReady(no *corev1.Node) bool {
