@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/vishvananda/netns"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -74,17 +75,18 @@ type nodeSpec struct {
 	PreloadImages    []string          // repo:tag under registry.cluster.test, pushed and imported before the kubelet starts
 }
 
-// scenario is the cluster the package's tests share (issues 9 and 10): pool A healthy, with a node
-// whose image list is full; pool B's old node has the image cached and its newer node cannot reach
+// scenario is the cluster the package's tests share (issues 9 and 10): pool A healthy, its newest
+// node's image list full (status.images at the kubelet's cap of 50); pool B's old node has the image cached and its newer node cannot reach
 // the registry (neither can the old one: its pods run from cache); pool C cannot reach the blob
 // host; pool D's resolver lacks the private zone.
 var scenario = clusterSpec{Nodes: []nodeSpec{
 	{Name: "poola-1", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true},
-	{Name: "poola-2", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true, FillImages: 52},
 	{Name: "poolb-1", Pool: "poolb", PreloadImages: []string{cachedImage}, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202510.01.0"}},
 	{Name: "poolb-2", Pool: "poolb", Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202511.15.0"}},
 	{Name: "poolc-1", Pool: "poolc", CanReachRegistry: true},
 	{Name: "poold-1", Pool: "poold", CanReachRegistry: true, CanReachBlobs: true, Resolver: resolverNoZone},
+	// the newest node: its import takes longest, and overlaps the others' registration
+	{Name: "poola-2", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true, FillImages: 52},
 }}
 
 const (
@@ -99,16 +101,19 @@ type proc struct {
 }
 
 type node struct {
-	spec    nodeSpec
-	ip      string
-	netns   string
-	dir     string
-	sock    string // containerd's socket, reachable from the test's namespace
-	cgroup  string // cgroupRoot, as the kubelet is given it
-	proc    *proc
-	pidNS   string // the node's PID namespace ("pid:[inode]"): every process of the node lives in it
-	started time.Time
-	ready   time.Duration // kubelet start → Ready
+	spec      nodeSpec
+	ip        string
+	netns     string
+	dir       string
+	sock      string // containerd's socket, reachable from the test's namespace
+	cgroup    string // cgroupRoot, as the kubelet is given it
+	proc      *proc
+	pidNS     string // the node's PID namespace ("pid:[inode]"): every process of the node lives in it
+	started   time.Time
+	ready     time.Duration // kubelet start → Ready
+	readyDone chan struct{}
+	prepared  chan struct{} // containerd answers and the node's images are imported
+	prepErr   error
 }
 
 // cluster is a running cluster and the handles tests use.
@@ -121,6 +126,7 @@ type cluster struct {
 	sysctls      map[string]string
 	cgroupMounts []string
 	progs        map[string]string // the static programs built from testdata/, by name
+	pauseLayer   v1.Layer          // /pause, the entrypoint of every image the tier makes
 
 	Client     *kubernetes.Clientset
 	Config     *rest.Config
@@ -185,17 +191,29 @@ func startCluster(spec clusterSpec) (c *cluster, err error) {
 	for _, d := range []string{"logs", "pki", "bin", "registry/data", "dns", "nodes"} {
 		c.check(os.MkdirAll(filepath.Join(dir, d), 0o755), "mkdir")
 	}
+	var phases []string
+	mark := time.Now()
+	phase := func(name string) {
+		phases = append(phases, fmt.Sprintf("%s %s", name, time.Since(mark).Round(100*time.Millisecond)))
+		mark = time.Now()
+	}
 	c.buildPrograms()
 	c.pki()
 	c.network(spec)
+	phase("programs, PKI, namespaces")
 	c.services()
+	phase("hub services")
 	c.prepareNodes(spec)
 	c.waitAPI()
+	phase("apiserver ready")
 	c.saveKernelSettings()
 	c.startKubelets()
+	phase("nodes prepared (containerd, image imports) and registered one by one")
 	c.waitReady()
+	phase("last Ready")
 	c.upTime = time.Since(begin)
-	c.figures = append(c.figures, fmt.Sprintf("bring-up (%d nodes, from nothing to every node Ready): %s", len(c.nodes), c.upTime.Round(100*time.Millisecond)))
+	c.figures = append(c.figures, fmt.Sprintf("bring-up (%d nodes, from nothing to every node Ready): %s (%s)", len(c.nodes),
+		c.upTime.Round(100*time.Millisecond), strings.Join(phases, ", ")))
 	for _, n := range c.nodes {
 		c.figures = append(c.figures, fmt.Sprintf("  %s Ready %s after its kubelet started", n.spec.Name, n.ready.Round(100*time.Millisecond)))
 	}
@@ -250,6 +268,9 @@ func (c *cluster) buildPrograms() {
 		c.run("gcc", "-static", "-Os", "-s", "-o", out, filepath.Join("testdata", p+".c"))
 		c.progs[p] = out
 	}
+	var err error
+	c.pauseLayer, err = fileLayer(c.progs["pause"], "/pause")
+	c.check(err, "pause layer")
 }
 
 func (c *cluster) pki() {

@@ -43,7 +43,7 @@ type namedImage struct {
 
 // newImage is a fresh image (random layers: in no runtime's content store) whose entrypoint is the
 // pause program, so a container of it runs until stopped.
-func newImage(pause string, layers int, layerBytes int64) (v1.Image, error) {
+func newImage(pause v1.Layer, layers int, layerBytes int64) (v1.Image, error) {
 	img := empty.Image
 	if layers > 0 {
 		var err error
@@ -51,11 +51,30 @@ func newImage(pause string, layers int, layerBytes int64) (v1.Image, error) {
 			return nil, err
 		}
 	}
-	return withProgram(img, pause, "/pause")
+	img, err := mutate.AppendLayers(img, pause)
+	if err != nil {
+		return nil, err
+	}
+	return withConfig(img, "/pause")
 }
 
-// withProgram adds a layer holding the file prog at path and makes it the entrypoint.
-func withProgram(img v1.Image, prog, path string) (v1.Image, error) {
+// withConfig makes an image runnable here: this machine's platform, and entrypoint as its command.
+func withConfig(img v1.Image, entrypoint string) (v1.Image, error) {
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH
+	cf.Config.Cmd = nil
+	if entrypoint != "" {
+		cf.Config.Entrypoint = []string{entrypoint}
+	}
+	return mutate.ConfigFile(img, cf)
+}
+
+// fileLayer is a layer holding the file prog at path (mode 0755), compressed once.
+func fileLayer(prog, path string) (v1.Layer, error) {
 	body, err := os.ReadFile(prog)
 	if err != nil {
 		return nil, err
@@ -71,25 +90,12 @@ func withProgram(img v1.Image, prog, path string) (v1.Image, error) {
 	if err := tw.Close(); err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
-	if err != nil {
-		return nil, err
-	}
-	if img, err = mutate.AppendLayers(img, layer); err != nil {
-		return nil, err
-	}
-	cf, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", runtime.GOARCH
-	cf.Config.Entrypoint, cf.Config.Cmd = []string{path}, nil
-	return mutate.ConfigFile(img, cf)
+	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil },
+		tarball.WithCompressedCaching)
 }
 
 func (c *cluster) pauseImage() pushedImage {
-	img, err := newImage(c.progs["pause"], 0, 0)
+	img, err := newImage(c.pauseLayer, 0, 0)
 	c.check(err, "pause image")
 	return pushedImage{Ref: pauseRef, Image: img}
 }
@@ -109,7 +115,7 @@ func (c *cluster) push(repoTag string) pushedImage {
 	if !strings.Contains(repoTag, ":") {
 		repoTag += ":v1"
 	}
-	img, err := newImage(c.progs["pause"], 2, 64<<10)
+	img, err := newImage(c.pauseLayer, 2, 64<<10)
 	c.check(err, "image")
 	// pushed through the registry that serves blobs itself, dialing inside the hub
 	ref, err := name.ParseReference(registry + ":5000/" + repoTag)

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // prepareNodes writes each node's files, starts its containerd in the node's own namespaces and
-// imports the images it must already have (the sandbox image, preloads, fillers). The kubelets
-// start later, in order, so that nodes have distinct creation times.
+// imports the images it must already have (the sandbox image, preloads, fillers), all nodes at once
+// in the background. startKubelets starts each kubelet, in order, once its node is prepared.
 func (c *cluster) prepareNodes(spec clusterSpec) {
 	c.cgroupMounts = cgroupMounts()
 	pause := c.pauseImage()
@@ -30,18 +32,45 @@ func (c *cluster) prepareNodes(spec clusterSpec) {
 	for i, n := range c.nodes {
 		c.nodeFiles(i, n)
 		c.startNode(n)
-		archives := []namedImage{{pause.Image, []string{pauseRef}}}
-		for _, repoTag := range n.spec.PreloadImages {
-			im := preloads[repoTag]
-			archives = append(archives, namedImage{im.Image, []string{im.Ref, im.DigestRef}})
-		}
-		for j := 0; j < n.spec.FillImages; j++ {
-			img, err := newImage(c.progs["pause"], 1, 4<<10)
-			c.check(err, "filler image")
-			archives = append(archives, namedImage{img, []string{fmt.Sprintf("%s/filler/%s-%02d:v1", registry, n.spec.Name, j)}})
-		}
-		c.importImages(n, archives)
 	}
+	for _, n := range c.nodes {
+		n.prepared = make(chan struct{})
+		go func() {
+			defer close(n.prepared)
+			n.prepErr = catch(func() {
+				c.waitContainerd(n)
+				imgs := []namedImage{{pause.Image, []string{pauseRef}}}
+				for _, repoTag := range n.spec.PreloadImages {
+					im := preloads[repoTag]
+					imgs = append(imgs, namedImage{im.Image, []string{im.Ref, im.DigestRef}})
+				}
+				if n.spec.FillImages > 0 {
+					imgs = append(imgs, c.fillers(n)...)
+				}
+				c.importImages(n, imgs)
+			})
+		}()
+	}
+}
+
+// fillers are distinct images (one config each) that share one small layer, so that importing
+// dozens costs one unpack: they only fill status.images.
+func (c *cluster) fillers(n *node) []namedImage {
+	base, err := random.Image(2<<10, 1)
+	c.check(err, "filler image")
+	var out []namedImage
+	for j := 0; j < n.spec.FillImages; j++ {
+		img, err := withConfig(base, "")
+		c.check(err, "filler image")
+		cf, err := img.ConfigFile()
+		c.check(err, "filler image")
+		cf = cf.DeepCopy()
+		cf.Config.Labels = map[string]string{"pullpath.test/filler": fmt.Sprint(j)}
+		img, err = mutate.ConfigFile(img, cf)
+		c.check(err, "filler image")
+		out = append(out, namedImage{img, []string{fmt.Sprintf("%s/filler/%s-%02d:v1", registry, n.spec.Name, j)}})
+	}
+	return out
 }
 
 func (c *cluster) nodeFiles(i int, n *node) {
@@ -186,6 +215,11 @@ wait
 `, n.dir, c.path("logs", s.Name), kubelet)
 	n.proc = c.start(s.Name, nil, "nsenter", "--net=/run/netns/"+n.netns, "--", "unshare", "--mount", "--propagation", "slave",
 		"--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script)
+}
+
+// waitContainerd waits for the node's containerd to answer on its socket.
+func (c *cluster) waitContainerd(n *node) {
+	s := n.spec
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		err := exec.Command("ctr", "--address", n.sock, "--timeout", "2s", "version").Run()
@@ -208,12 +242,26 @@ wait
 }
 
 // startKubelets starts the kubelets one after the other; each node registers at least a second after
-// the previous one, so creation timestamps order them.
+// the previous one, so creation timestamps order them. Each node's Ready time is measured from its
+// kubelet's start.
 func (c *cluster) startKubelets() {
 	ctx := context.Background()
 	for _, n := range c.nodes {
+		<-n.prepared
+		c.check(n.prepErr, "node %s", n.spec.Name)
 		n.started = time.Now()
+		n.readyDone = make(chan struct{})
 		c.write(filepath.Join(n.dir, "kubelet.go"), nil, 0o644)
+		go func() {
+			defer close(n.readyDone)
+			for time.Since(n.started) < 3*time.Minute {
+				if no, err := c.Client.CoreV1().Nodes().Get(ctx, n.spec.Name, metav1.GetOptions{}); err == nil && nodeReady(no) {
+					n.ready = time.Since(n.started)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			no, err := c.Client.CoreV1().Nodes().Get(ctx, n.spec.Name, metav1.GetOptions{})
@@ -239,35 +287,18 @@ func (c *cluster) startKubelets() {
 // waitReady waits until every node is Ready, then removes the not-ready taint that admission put on
 // each new node, as the node lifecycle controller (which this cluster does not run) would.
 func (c *cluster) waitReady() {
-	ctx := context.Background()
-	deadline := time.Now().Add(120 * time.Second)
-	pending := map[string]*node{}
+	var late []string
 	for _, n := range c.nodes {
-		pending[n.spec.Name] = n
+		<-n.readyDone
+		if n.ready == 0 {
+			late = append(late, n.spec.Name+":\n"+c.logTail(n.spec.Name+"-kubelet"))
+		}
 	}
-	for len(pending) > 0 {
-		list, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err == nil {
-			for i := range list.Items {
-				no := &list.Items[i]
-				if n := pending[no.Name]; n != nil && nodeReady(no) {
-					// the condition's transition, not this poll: kubelets started one by one
-					n.ready = readySince(no).Sub(n.started)
-					delete(pending, no.Name)
-				}
-			}
-		}
-		if time.Now().After(deadline) {
-			var msg []string
-			for name := range pending {
-				msg = append(msg, name+":\n"+c.logTail(name+"-kubelet"))
-			}
-			c.fail("nodes not Ready: %s", strings.Join(msg, "\n"))
-		}
-		time.Sleep(200 * time.Millisecond)
+	if len(late) > 0 {
+		c.fail("nodes not Ready: %s", strings.Join(late, "\n"))
 	}
 	for _, n := range c.nodes {
-		c.check(c.untaint(ctx, n.spec.Name), "untaint %s", n.spec.Name)
+		c.check(c.untaint(context.Background(), n.spec.Name), "untaint %s", n.spec.Name)
 	}
 }
 
@@ -292,15 +323,6 @@ func (c *cluster) untaint(ctx context.Context, name string) error {
 			return err
 		}
 	}
-}
-
-func readySince(no *corev1.Node) time.Time {
-	for _, cond := range no.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.LastTransitionTime.Time
-		}
-	}
-	return time.Time{}
 }
 
 func nodeReady(no *corev1.Node) bool {
