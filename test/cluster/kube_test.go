@@ -178,9 +178,15 @@ func (c *cluster) Run(t testing.TB, args ...string) (stdout, stderr string, code
 	if c.buildErr != nil {
 		t.Fatal(c.buildErr)
 	}
+	return c.Exec(t, append([]string{c.pullpath}, args...)...)
+}
+
+// Exec runs a command inside the hub's network namespace with Run's environment.
+func (c *cluster) Exec(t testing.TB, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + c.hub, "--", c.pullpath}, args...)...)
+	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + c.hub, "--"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+c.path("bin")+":"+os.Getenv("PATH"))
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
@@ -190,7 +196,7 @@ func (c *cluster) Run(t testing.TB, args ...string) (stdout, stderr string, code
 	case errors.As(err, &exit):
 		code = exit.ExitCode()
 	case err != nil:
-		t.Fatalf("run pullpath %s: %v", strings.Join(args, " "), err)
+		t.Fatalf("run %s: %v", strings.Join(args, " "), err)
 	}
 	return o.String(), e.String(), code
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -227,6 +228,27 @@ func TestConfigMapProgramRunsWithoutPull(t *testing.T) {
 	logs, err := c.Client.CoreV1().Pods(ns).GetLogs("deliver", &corev1.PodLogOptions{}).DoRaw(context.Background())
 	if err != nil || !strings.Contains(string(logs), "delivered without a pull") {
 		t.Errorf("logs through the apiserver and the kubelet: %q, %v", logs, err)
+	}
+}
+
+func TestRunInTheHub(t *testing.T) {
+	c := sharedCluster(t)
+	out, stderr, code := c.Run(t, "version")
+	if code != 0 || strings.TrimSpace(out) == "" {
+		t.Fatalf("pullpath version: exit %d\n%s%s", code, out, stderr)
+	}
+	// the kubeconfig Run hands over works from where Run runs, and the binary is a kubectl plugin there
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Log("kubectl is not installed: the kubeconfig and plugin checks are skipped")
+		return
+	}
+	nodes, stderr, code := c.Exec(t, "kubectl", "get", "nodes", "-o", "name")
+	if code != 0 || strings.Count(nodes, "node/") != len(scenario.Nodes) {
+		t.Errorf("kubectl get nodes in the hub: exit %d\n%s%s", code, nodes, stderr)
+	}
+	plugin, stderr, code := c.Exec(t, "kubectl", "pullpath", "version")
+	if code != 0 || plugin != out {
+		t.Errorf("kubectl pullpath version: exit %d\n%s%s\nwant %s", code, plugin, stderr, out)
 	}
 }
 
