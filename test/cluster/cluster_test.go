@@ -132,6 +132,9 @@ type cluster struct {
 	Config     *rest.Config
 	Kubeconfig string // admin kubeconfig for the CLI under test; its server is only reachable from the hub
 	Images     map[string]pushedImage
+	// Controllers says kube-controller-manager runs (controllerSet): owner references cascade,
+	// namespaces can be deleted, NotReady nodes are tainted.
+	Controllers bool
 
 	buildOnce sync.Once
 	pullpath  string
@@ -205,6 +208,7 @@ func startCluster(spec clusterSpec) (c *cluster, err error) {
 	phase("hub services")
 	c.prepareNodes(spec)
 	c.waitAPI()
+	c.controllers()
 	phase("apiserver ready")
 	c.saveKernelSettings()
 	c.startKubelets()
@@ -487,6 +491,25 @@ func (c *cluster) waitAPI() {
 		time.Sleep(200 * time.Millisecond)
 	}
 	c.check(c.prepareNamespace(context.Background(), "default"), "default namespace")
+}
+
+// controllerSet is what kube-controller-manager runs here: owners' garbage collection, namespace
+// deletion, the not-ready taints and node conditions, and the workload controllers whose pods a
+// template pins with nodeName (there is no scheduler). Namespaces get their ServiceAccount and CA
+// from Namespace, so that every pod is built the same way with or without the controllers.
+var controllerSet = []string{"garbage-collector-controller", "namespace-controller", "node-lifecycle-controller",
+	"replicaset-controller", "deployment-controller", "job-controller", "daemonset-controller"}
+
+// controllers starts kube-controller-manager when scripts/kubebins.sh built it (older caches lack it).
+func (c *cluster) controllers() {
+	bin := filepath.Join(c.bins, "kube-controller-manager")
+	if _, err := os.Stat(bin); err != nil {
+		return
+	}
+	c.Controllers = true
+	c.start("kube-controller-manager", nil, c.inHub(bin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
+		"--secure-port=0", "--use-service-account-credentials=false", "--root-ca-file="+c.path("pki", "ca.pem"),
+		"--controllers="+strings.Join(controllerSet, ","))...)
 }
 
 // dialIn dials from inside a named network namespace: the socket keeps its namespace after the

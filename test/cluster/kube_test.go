@@ -22,8 +22,8 @@ import (
 
 // Namespace creates a fresh namespace for one test, with what a controller-manager would have put
 // in it (the default ServiceAccount, the kube-root-ca.crt ConfigMap); its pods are deleted when the
-// test ends. The namespace itself stays: without a namespace controller it would never finish
-// terminating.
+// test ends, and the namespace too when the namespace controller runs (without it, it would never
+// finish terminating).
 func (c *cluster) Namespace(t testing.TB, prefix string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -37,6 +37,9 @@ func (c *cluster) Namespace(t testing.TB, prefix string) string {
 	t.Cleanup(func() {
 		zero := int64(0)
 		_ = c.Client.CoreV1().Pods(ns.Name).DeleteCollection(context.Background(), metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
+		if c.Controllers {
+			_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+		}
 	})
 	return ns.Name
 }

@@ -231,6 +231,50 @@ func TestConfigMapProgramRunsWithoutPull(t *testing.T) {
 	}
 }
 
+// TestOwnerDeleteCascades: one delete of an owner pod removes the ConfigMaps it owns, which is how a
+// verify run cleans up (this needs the garbage collector of kube-controller-manager).
+func TestOwnerDeleteCascades(t *testing.T) {
+	c := sharedCluster(t)
+	if !c.Controllers {
+		t.Skip("kube-controller-manager is not in " + c.bins + ": rerun scripts/kubebins.sh")
+	}
+	ctx := context.Background()
+	ns := c.Namespace(t, "owner")
+	owner := c.CreatePod(t, PodOn(ns, "owner", "poola-1", pauseRef, corev1.PullNever))
+	ref := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: owner.Name, UID: owner.UID}
+	for i := 0; i < 3; i++ {
+		_, err := c.Client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("part-%d", i), OwnerReferences: []metav1.OwnerReference{ref}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.WaitPod(t, ns, "owner", time.Minute, "Running", running)
+	if err := c.Client.CoreV1().Pods(ns).Delete(ctx, "owner", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		cms, err := c.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := 0
+		for _, cm := range cms.Items {
+			if strings.HasPrefix(cm.Name, "part-") {
+				left++
+			}
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d owned ConfigMaps left a minute after their owner's delete", left)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 func TestRunInTheHub(t *testing.T) {
 	c := sharedCluster(t)
 	out, stderr, code := c.Run(t, "version")
