@@ -115,6 +115,12 @@ func TestReproducible(t *testing.T) {
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not found: the loader's byte comparison with loader.c needs it")
 	}
+	// read here so that go test's cache sees them: the script's own reads are invisible to it
+	for _, f := range []string{"loader.c", "../../scripts/loader.sh", "toolchain.txt"} {
+		if _, err := os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
 	dir := t.TempDir()
 	out, err := exec.Command("bash", "../../scripts/loader.sh", dir).CombinedOutput()
 	if err != nil {
@@ -126,6 +132,9 @@ func TestReproducible(t *testing.T) {
 	for _, arch := range loader.Arches() {
 		if committed[arch] == "" {
 			t.Errorf("toolchain.txt does not say how loader-linux-%s was built", arch)
+		}
+		if rebuilt[arch] == "" {
+			t.Logf("loader-linux-%s not compared: no compiler for it here", arch)
 		}
 	}
 	if len(rebuilt) == 0 {
