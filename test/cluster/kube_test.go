@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -173,6 +174,13 @@ func (c *cluster) Run(t testing.TB, args ...string) (stdout, stderr string, code
 		out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput()
 		if err != nil {
 			c.buildErr = fmt.Errorf("build pullpath: %v\n%s", err, out)
+			return
+		}
+		// the probe-only static build verify ships to the nodes, where verify looks for it
+		probe := exec.Command("go", "build", "-tags", "probeonly", "-trimpath", "-ldflags", "-s -w", "-o", c.path("bin", "pullpath-probe-linux-"+runtime.GOARCH), "../../cmd/pullpath")
+		probe.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := probe.CombinedOutput(); err != nil {
+			c.buildErr = fmt.Errorf("build the probe-only pullpath: %v\n%s", err, out)
 			return
 		}
 		c.buildErr = os.Symlink(bin, c.path("bin", "kubectl-pullpath"))
