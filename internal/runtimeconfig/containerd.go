@@ -332,8 +332,8 @@ func (l *loader) versionBefore(major, minor int) bool {
 	return ma < major || (ma == major && mi < minor)
 }
 
-// packageVersion reads a package's version from the dpkg database (Debian, Ubuntu: AKS, kind images).
-func (l *loader) packageVersion(names ...string) string {
+// dpkgVersion reads a package's version from the dpkg database (Debian, Ubuntu: AKS, kind images).
+func (l *loader) dpkgVersion(names ...string) string {
 	b, err := l.root.ReadFile("/var/lib/dpkg/status")
 	if err != nil {
 		return ""

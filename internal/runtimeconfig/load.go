@@ -69,23 +69,21 @@ func Load(opts Options) (*Config, error) {
 		rt = l.detect()
 	}
 	l.cfg.Runtime = rt
+	l.cfg.Version, l.cfg.VersionSource = l.version(rt)
 	switch rt {
 	case Containerd:
-		l.cfg.Version = l.packageVersion("containerd", "containerd.io", "moby-containerd")
 		c, err := l.loadContainerd()
 		if err != nil {
 			return nil, err
 		}
 		l.cfg.Hosts = l.containerdHosts(c, ref.Registry)
 	case CRIO:
-		l.cfg.Version = l.packageVersion("cri-o", "crio")
 		hosts, err := l.crioHosts(ref)
 		if err != nil {
 			return nil, err
 		}
 		l.cfg.Hosts = hosts
 	case Docker:
-		l.cfg.Version = l.packageVersion("docker-ce", "docker.io", "moby-engine")
 		hosts, err := l.dockerHosts(ref.Registry)
 		if err != nil {
 			return nil, err
