@@ -13,8 +13,8 @@ import (
 // case.txt with its SOURCE and what the runtime's own code says it does with it.
 type corpusCase struct {
 	name, split, image, version, proxy string
-	hosts, errors, notes              []string
-	versionSet                        bool
+	hosts, errors, notes               []string
+	versionSet                         bool
 }
 
 func readCase(t *testing.T, dir string) corpusCase {

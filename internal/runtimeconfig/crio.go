@@ -164,8 +164,9 @@ func crioSource(location string, e *regEntry, full string) (Host, error) {
 	}
 	h := defaultHost(defaultServer(r.Registry))
 	h.Capabilities = []string{"pull", "resolve"}
-	orig, _ := registry.ParseReference(full)
-	if r.Repository != orig.Repository {
+	// a rewritten reference is asked as the mirror names it: its repository under the host's /v2
+	// root, shown with the location's path
+	if orig, _ := registry.ParseReference(full); r.Registry != orig.Registry || r.Repository != orig.Repository {
 		h.Repository = r.Repository
 		if _, p, ok := strings.Cut(location, "/"); ok {
 			h.URL += "/" + p

@@ -150,12 +150,12 @@ func (l *loader) unitEnv(svc string) map[string]envVal {
 		l.read(f)
 	}
 	for _, a := range assigns {
-		for k, v := range parseEnvAssignments(a.text) {
+		for k, v := range parseEnvAssignments(specifiers(a.text, svc)) {
 			env[k] = envVal{v, a.origin}
 		}
 	}
 	for _, a := range envFiles {
-		ef := strings.TrimPrefix(a.text, "-")
+		ef := specifiers(strings.TrimPrefix(a.text, "-"), svc)
 		eb, err := l.root.ReadFile(ef)
 		if err != nil {
 			continue
@@ -201,6 +201,16 @@ func parseEnvAssignments(s string) map[string]string {
 	}
 	flush()
 	return out
+}
+
+// specifiers expands the unit-name specifiers of systemd.unit(5) in a setting of svc's unit
+// (k3s's and rke2's units read EnvironmentFile=-/etc/default/%N): %n the full name, %N and %p the
+// name without its type (no instances here), %i empty, %% a percent sign.
+func specifiers(s, svc string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	return strings.NewReplacer("%%", "%", "%n", svc+".service", "%N", svc, "%p", svc, "%i", "").Replace(s)
 }
 
 // proxyVars picks the proxy variables as Go's httpproxy.FromEnvironment does (upper case first).

@@ -68,6 +68,10 @@ func TestProxySystemdOrder(t *testing.T) {
 			"etc/systemd/system/containerd.service.d/proxy.conf": file("[Service]\nEnvironmentFile=-/etc/default/containerd\nEnvironment=HTTPS_PROXY=http://after-the-file:3128\n"),
 			"etc/default/containerd":                             file("HTTPS_PROXY=\"http://from-file:3128\"\n"),
 		}},
+		{"unit-name specifiers in EnvironmentFile= (k3s's and rke2's units)", "http://from-default:3128", "/etc/default/containerd:1 (EnvironmentFile= in /etc/systemd/system/containerd.service.d/env.conf:2)", fstest.MapFS{
+			"etc/systemd/system/containerd.service.d/env.conf": file("[Service]\nEnvironmentFile=-/etc/default/%N\n"),
+			"etc/default/containerd":                           file("HTTPS_PROXY=http://from-default:3128\n"),
+		}},
 		{"an empty Environment= resets the list before it", "http://manager:3128", "/etc/systemd/system.conf:3 (DefaultEnvironment=)", fstest.MapFS{
 			"etc/systemd/system/containerd.service.d/reset.conf": file("[Service]\nEnvironment=\n"),
 		}},
