@@ -52,8 +52,9 @@ type ctrdConfig struct {
 	tls        map[string]legacyTLS
 	auth       map[string]legacyAuth // registry.configs."host".auth: still honoured with config_path
 	legacySrc  string
-	images     map[string]any // the CRI image service's merged table (2.x: io.containerd.cri.v1.images)
-	table      string         // where a registry setting must be written to take effect
+	headers    map[string][]string // registry.headers: sent to every host
+	images     map[string]any      // the CRI image service's merged table (2.x: io.containerd.cri.v1.images)
+	table      string              // where a registry setting must be written to take effect
 }
 
 type legacyAuth struct {
@@ -71,6 +72,20 @@ type legacyTLS struct {
 func (l *loader) containerdHosts(c *ctrdConfig, reg string) []Host {
 	hosts := l.containerdHostList(c, reg)
 	for i := range hosts {
+		// the resolver's headers (ResolverOptions.Headers) go on every request, the host's are appended
+		if len(c.headers) > 0 {
+			raw := map[string][]string{}
+			for k, v := range c.headers {
+				raw[k] = append(raw[k], v...)
+			}
+			for k, v := range hosts[i].headerRaw {
+				raw[k] = append(raw[k], v...)
+			}
+			hosts[i].headerRaw, hosts[i].Header = raw, map[string][]string{}
+			for k, v := range raw {
+				hosts[i].Header[k] = redactHeader(k, v)
+			}
+		}
 		for _, key := range legacyKeys(hosts[i].Host, reg) {
 			a, ok := c.auth[key]
 			if !ok {

@@ -13,7 +13,7 @@ import (
 // case.txt with its SOURCE and what the runtime's own code says it does with it.
 type corpusCase struct {
 	name, split, image, version, proxy string
-	hosts, errors, notes               []string
+	hosts, errors, notes, headers      []string
 	versionSet                         bool
 }
 
@@ -52,6 +52,8 @@ func readCase(t *testing.T, dir string) corpusCase {
 			c.notes = strings.Fields(v)
 		case "proxy":
 			c.proxy = v
+		case "header":
+			c.headers = append(c.headers, v)
 		}
 	}
 	if !source || c.image == "" || len(c.hosts) == 0 || (c.split != "tuned" && c.split != "heldout") {
@@ -82,6 +84,14 @@ func (c corpusCase) check(cfg *Config) []string {
 	for _, n := range c.notes {
 		if !slices.Contains(all, n) {
 			bad = append(bad, "no "+n+" among "+strings.Join(all, " "))
+		}
+	}
+	for _, h := range c.headers { // "Name: value" on every host
+		k, v, _ := strings.Cut(h, ": ")
+		for _, host := range cfg.Hosts {
+			if !slices.Contains(host.Header[k], v) {
+				bad = append(bad, host.URL+" lacks header "+h)
+			}
 		}
 	}
 	if c.versionSet && cfg.Version != c.version {
