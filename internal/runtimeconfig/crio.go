@@ -108,10 +108,6 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 		}
 		return l.crioCerts([]Host{h}), nil
 	}
-	if best.Blocked {
-		l.warn(WarnRegistryBlocked, fmt.Sprintf("%s is blocked in registries.conf: CRI-O refuses every pull from it", reg), "remove blocked = true for this prefix", best.source)
-		return []Host{}, nil
-	}
 	var hosts []Host
 	for _, m := range best.Mirror {
 		// containers/image PullSourcesFromReference: mirror-by-digest-only, else each pull-from-mirror
@@ -130,6 +126,16 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 		}
 		h.Role, h.Source, h.SkipVerify = "mirror", m.source, m.Insecure
 		hosts = append(hosts, h)
+	}
+	// blocked refuses the entry's own location only (containers/image newDockerClient looks the physical
+	// reference up): mirrors are still tried, which is how OpenShift's NeverContactSource works
+	if best.Blocked {
+		if len(hosts) == 0 {
+			l.warn(WarnRegistryBlocked, fmt.Sprintf("%s is blocked in registries.conf and no mirror serves this pull: CRI-O refuses it", reg), "remove blocked = true for this prefix, or add a mirror", best.source)
+			return []Host{}, nil
+		}
+		l.note(WarnRegistryBlocked, fmt.Sprintf("%s is blocked in registries.conf: CRI-O pulls from its mirrors only and never contacts it", reg), "", best.source)
+		return l.crioCerts(hosts), nil
 	}
 	h, err := crioSource(best.Location, best, full)
 	if err != nil {
