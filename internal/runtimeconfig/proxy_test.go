@@ -32,7 +32,7 @@ func TestProxyFromSystemdManager(t *testing.T) {
 	if c.Proxy.HTTPSProxy != "http://10.0.0.4:3128/" || !strings.Contains(c.Proxy.NoProxy, ".cluster.local") {
 		t.Fatalf("proxy %+v, want the manager's DefaultEnvironment", c.Proxy)
 	}
-	if c.Proxy.Source != "/etc/systemd/system.conf.d/proxy.conf:4 (DefaultEnvironment=), /etc/systemd/system.conf.d/proxy.conf:2 (DefaultEnvironment=), /etc/systemd/system.conf.d/proxy.conf:6 (DefaultEnvironment=)" {
+	if c.Proxy.Source != "/etc/systemd/system.conf.d/proxy.conf:2,4,6 (DefaultEnvironment=)" {
 		t.Errorf("source %q", c.Proxy.Source)
 	}
 	if hasCode(c, WarnProxyNotForRuntime) || c.Hosts[0].Proxy != "http://10.0.0.4:3128/" || c.Broken() {
