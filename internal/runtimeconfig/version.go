@@ -57,7 +57,7 @@ func (l *loader) version(rt Runtime) (version, source string) {
 		}
 	}
 	for _, b := range bins {
-		if v := l.binaryVersion(b); v != "" {
+		if v := l.binaryVersion(b, binaryVersionPattern[rt]); v != "" {
 			return v, b
 		}
 	}
@@ -102,7 +102,7 @@ var reRPMVerRel = regexp.MustCompile(`^([0-9][0-9A-Za-z._+~^]{0,40})\x00([0-9A-Z
 // -X …/version.Version= of its -ldflags), else the version string the linker placed among its
 // strings, found as a whole printable run such as "1.6.20~ds1" or "2.0.5" (Debian strips its
 // binaries and builds with -trimpath, so neither symbols nor ldflags are recorded).
-func (l *loader) binaryVersion(p string) string {
+func (l *loader) binaryVersion(p string, whole *regexp.Regexp) string {
 	rp, err := l.root.resolve(p)
 	if err != nil {
 		return ""
@@ -131,7 +131,7 @@ func (l *loader) binaryVersion(p string) string {
 	var found []string
 	_ = l.scan(p, 1<<30, func(chunk []byte) bool {
 		for _, run := range printableRuns(chunk) {
-			if reWholeVersion.Match(run) {
+			if whole.Match(run) {
 				found = append(found, string(run))
 			}
 		}
@@ -151,10 +151,15 @@ func (l *loader) binaryVersion(p string) string {
 	return strings.TrimPrefix(v, "v")
 }
 
-var (
-	reLdflagsVersion = regexp.MustCompile(`containerd(?:/v2)?/version\.Version=([^ '"]+)`)
-	reWholeVersion   = regexp.MustCompile(`^v?[12]\.[0-9]{1,2}\.[0-9]{1,3}(?:[~+-][0-9A-Za-z.~+-]{1,40})?$`)
-)
+var reLdflagsVersion = regexp.MustCompile(`containerd(?:/v2)?/version\.Version=([^ '"]+)`)
+
+// binaryVersionPattern is what each runtime's version looks like as a whole string in its binary,
+// narrow enough to pass over the other versions a multi-call binary carries (k3s's "v1.31.4+k3s1").
+var binaryVersionPattern = map[Runtime]*regexp.Regexp{
+	Containerd: regexp.MustCompile(`^v?(?:1\.[0-7]|2\.[0-9])\.[0-9]{1,3}(?:[~+-][0-9A-Za-z.~+-]{1,40})?$`),
+	CRIO:       regexp.MustCompile(`^v?1\.[0-9]{2}\.[0-9]{1,3}(?:[~+-][0-9A-Za-z.~+-]{1,40})?$`),
+	Docker:     regexp.MustCompile(`^v?[0-9]{2}\.[0-9]{1,2}\.[0-9]{1,3}(?:[~+-][0-9A-Za-z.~+-]{1,40})?$`),
+}
 
 // printableRuns splits b into runs of at least 5 printable ASCII bytes, as strings(1) does.
 func printableRuns(b []byte) [][]byte {

@@ -39,6 +39,8 @@ func TestRuntimeVersionSources(t *testing.T) {
 	page = append(page, make([]byte, 300)...)
 	azl := append(append([]byte{}, page...), pkg("containerd2", "2.0.0", "15.azl3")...)
 
+	// k3s's multi-call binary carries its own version next to containerd's
+	k3sBytes := []byte("\x7fELF\x02\x00\x01v1.31.4+k3s1\x00\x02\x00v2.0.2-k3s2\x00\x03\x00v1.10.0\x00")
 	binaryBytes := append([]byte("\x7fELF\x02\x01\x01\x00junk\x00\x01go1.19.8\x00"), []byte("\x00\x00/var/run/netns1.6.20+unknown19073486328125\x00\x001.6.20~ds1\x00\x1c\x001.6.20~ds1-1+deb12u3\x00\x00v1.2.3-in-a-longer-string\x00")...)
 	for _, tc := range []struct {
 		name, want, source string
@@ -52,6 +54,7 @@ func TestRuntimeVersionSources(t *testing.T) {
 		{"rpm: the first runtime package found", "1.7.27-1.azl3", "rpm database /var/lib/rpm/rpmdb.sqlite", Containerd, fstest.MapFS{"var/lib/rpm/rpmdb.sqlite": &fstest.MapFile{Data: azl}}},
 		{"EKS marker", "2.0.5", "/etc/eks/containerd-version.txt", Containerd, fstest.MapFS{"etc/eks/containerd-version.txt": file("containerd github.com/containerd/containerd/v2 2.0.5 fb4c30d4ede3531652d86197bf3fc9515e5276d9\n")}},
 		{"the binary's strings (Debian: stripped, -trimpath)", "1.6.20~ds1", "/usr/bin/containerd", Containerd, fstest.MapFS{"usr/bin/containerd": &fstest.MapFile{Data: binaryBytes}}},
+		{"k3s's binary: containerd's version, not k3s's", "2.0.2-k3s2", "/var/lib/rancher/k3s/data/current/bin/containerd", Containerd, fstest.MapFS{"var/lib/rancher/k3s/data/current/bin/containerd": &fstest.MapFile{Data: k3sBytes}}},
 		{"nothing answers", "", "", Containerd, fstest.MapFS{"var/lib/rpm/rpmdb.sqlite": &fstest.MapFile{Data: pkg("kernel", "6.6.1", "1")}, "usr/bin/containerd": file("#!/bin/sh\n")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -70,7 +73,7 @@ func TestBinaryVersionOnThisMachine(t *testing.T) {
 		t.Skip("no /usr/bin/containerd here")
 	}
 	l := &loader{root: Root{FS: os.DirFS("/"), Name: "/"}, cfg: &Config{}}
-	v := l.binaryVersion("/usr/bin/containerd")
+	v := l.binaryVersion("/usr/bin/containerd", binaryVersionPattern[Containerd])
 	if reSemver.FindString(v) == "" {
 		t.Errorf("binaryVersion(/usr/bin/containerd) = %q, want a version", v)
 	}
