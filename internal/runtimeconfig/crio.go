@@ -261,7 +261,8 @@ type daemonJSON struct {
 func (l *loader) dockerHosts(reg string) ([]Host, error) {
 	const f = dockerDaemonJSON
 	var dj daemonJSON
-	if b, err := l.root.ReadFile(f); err == nil {
+	b, err := l.root.ReadFile(f)
+	if err == nil {
 		l.read(f)
 		if err := json.Unmarshal(b, &dj); err != nil {
 			return nil, fmt.Errorf("%s: %v", l.root.show(f), err)
@@ -274,7 +275,7 @@ func (l *loader) dockerHosts(reg string) ([]Host, error) {
 	if reg == "docker.io" {
 		for _, m := range dj.Mirrors {
 			h := defaultHost(m)
-			h.Role, h.Capabilities, h.Source = "mirror", []string{"pull", "resolve"}, f
+			h.Role, h.Capabilities, h.Source = "mirror", []string{"pull", "resolve"}, jsonEntry(f, b, m)
 			hosts = append(hosts, h)
 		}
 	} else if len(dj.Mirrors) > 0 {
@@ -282,25 +283,38 @@ func (l *loader) dockerHosts(reg string) ([]Host, error) {
 	}
 	hosts = append(hosts, defaultHost(defaultServer(reg)))
 	for i := range hosts {
-		if insecureMatch(dj.Insecure, hosts[i].Host) {
+		if e, ok := insecureMatch(dj.Insecure, hosts[i].Host); ok {
 			hosts[i].SkipVerify = true
+			if hosts[i].Source == "default" {
+				hosts[i].Source = jsonEntry(f, b, e)
+			}
 		}
 		l.attachCertsDir(&hosts[i], path.Join("/etc/docker/certs.d", strings.TrimSuffix(hosts[i].Host, ":443")))
 	}
 	return hosts, nil
 }
 
-func insecureMatch(list []string, hostport string) bool {
+// jsonEntry is file:line of the first line holding the JSON string s.
+func jsonEntry(f string, b []byte, s string) string {
+	if n := lineOf(b, func(l string) bool { return strings.Contains(l, `"`+s+`"`) }); n > 0 {
+		return fmt.Sprintf("%s:%d", f, n)
+	}
+	return f
+}
+
+// insecureMatch returns the insecure-registries entry that covers hostport: the name, name:port, or
+// a CIDR holding its address.
+func insecureMatch(list []string, hostport string) (string, bool) {
 	host, _, _ := net.SplitHostPort(hostport)
 	for _, e := range list {
 		if e == hostport || e == host || strings.TrimSuffix(hostport, ":443") == e {
-			return true
+			return e, true
 		}
 		if _, n, err := net.ParseCIDR(e); err == nil {
 			if ip := net.ParseIP(host); ip != nil && n.Contains(ip) {
-				return true
+				return e, true
 			}
 		}
 	}
-	return false
+	return "", false
 }

@@ -244,7 +244,7 @@ func (l *loader) warnInsecure(h *Host) {
 			"remove insecure = true and trust the registry's CA in /etc/containers/certs.d/"+certsDirName(h.Host)+"/ca.crt", h.Source)
 	case Docker:
 		l.warn(WarnInsecureRegistry, fmt.Sprintf("%s matches daemon.json insecure-registries: dockerd does not verify its certificate and falls back to plain HTTP", h.Host),
-			"remove it from insecure-registries and trust its CA in /etc/docker/certs.d/"+certsDirName(h.Host)+"/ca.crt", dockerDaemonJSON)
+			"remove it from insecure-registries and trust its CA in /etc/docker/certs.d/"+certsDirName(h.Host)+"/ca.crt", h.Source)
 	default:
 		l.warn(WarnSkipVerify, fmt.Sprintf("skip_verify is on for %s: any certificate is accepted, a man in the middle included", h.Host),
 			"trust the registry's CA with ca = \"…\" instead", h.Source)

@@ -338,6 +338,9 @@ func TestDocker(t *testing.T) {
 	if c.Runtime != Docker || strings.Join(urls(c), " ") != "https://hub-mirror.corp/v2 https://registry-1.docker.io/v2" {
 		t.Fatalf("%s %v", c.Runtime, urls(c))
 	}
+	if c.Hosts[0].Source != "/etc/docker/daemon.json:1" {
+		t.Errorf("mirror source %q, want the daemon.json line", c.Hosts[0].Source)
+	}
 	c = load(t, fsys, "10.1.2.3:5000/app:1", "")
 	if !hasCode(c, WarnDockerMirrorHubOnly) || !hasCode(c, WarnInsecureRegistry) || len(c.Hosts[0].CA) != 1 || len(c.Hosts[0].Client) != 1 {
 		t.Errorf("warnings %v hosts %+v", codes(c), c.Hosts)
