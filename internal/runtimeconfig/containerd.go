@@ -161,9 +161,19 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 				return []Host{defaultHost(server)}
 			}
 		}
-		if len(c.mirrors) > 0 || len(c.tls) > 0 {
+		// 1.x refuses mirrors or configs.tls beside config_path; 2.x refuses mirrors only and
+		// ignores configs.tls (internal/cri/config ValidateImageConfig, v1.7.24 and v2.0.0)
+		switch {
+		case len(c.mirrors) > 0 || (c.major == 1 && len(c.tls) > 0):
 			l.warn(WarnLegacyWithPath, "config_path is set together with the legacy registry.mirrors/configs: containerd refuses this combination and its CRI plugin does not load, so no image can be pulled",
 				"move the mirrors and TLS settings into certs.d/<host>/hosts.toml and delete registry.mirrors/configs", c.legacySrc)
+		case len(c.tls) > 0:
+			why := "config_path is set"
+			if c.pathDflt {
+				why = "containerd " + l.cfg.Version + " sets its default config_path when none is given"
+			}
+			l.warn(WarnLegacyTLSIgnored, "registry.configs.*.tls is ignored: "+why+", and containerd 2.x then reads TLS settings from certs.d/<host>/hosts.toml only",
+				"write the ca, client and skip_verify settings into certs.d/<host>/hosts.toml", c.legacySrc)
 		}
 		// the first directory that exists decides (config.HostDirFromRoot); without a hosts.toml, or
 		// with one containerd rejects, its docker-style certificate files apply (loadCertFiles)

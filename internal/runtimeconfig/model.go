@@ -158,6 +158,7 @@ const (
 	WarnNoPullHost          = "NO_PULL_HOST"              // no host may resolve (or pull) this reference
 	WarnRegistryShadowed    = "REGISTRY_TABLE_SHADOWED"   // 2.x migration drops a file's cri.v1.images registry table
 	WarnTransferPathList    = "TRANSFER_CONFIG_PATH_LIST" // 2.1+ transfer service reads a ':' list as one directory
+	WarnLegacyTLSIgnored    = "LEGACY_TLS_IGNORED"        // 2.x with config_path (2.2+: by default) ignores registry.configs.*.tls
 	WarnRegistryBlocked     = "REGISTRY_BLOCKED"
 	WarnInsecureRegistry    = "INSECURE_REGISTRY"
 	WarnDockerMirrorHubOnly = "DOCKER_MIRRORS_HUB_ONLY" // info
