@@ -2,6 +2,7 @@ package runtimeconfig
 
 import (
 	"fmt"
+	"net"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -118,7 +119,7 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 // none), plain HTTP on port 80, and on any other port HTTPS without verification falling back to
 // plain HTTP when the server answers in HTTP.
 func (l *loader) localhostDefault(h *Host, reg string) {
-	_, port, _ := strings.Cut(reg, ":")
+	_, port, _ := net.SplitHostPort(reg) // "" without a port
 	old := l.cfg.Version != "" && (l.versionBefore(1, 6) || (!l.versionBefore(1, 6) && l.versionBefore(1, 7) && l.patchBefore(25)) ||
 		(!l.versionBefore(1, 7) && l.versionBefore(1, 8) && l.patchBefore(8)))
 	scheme, skip := "https", true
