@@ -367,7 +367,16 @@ func freshNodeHint(pool string, n *corev1.Node) string {
 // prepare makes the run's owner object, its namespace when missing, and the pull secret copy.
 func (r *run) prepare(ctx context.Context) error {
 	ns := r.o.Namespace
-	if _, err := r.cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	existing, err := r.cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err == nil && existing.DeletionTimestamp != nil {
+		// an earlier run's namespace is still being deleted: wait for it to go
+		_ = poll(ctx, time.Minute, func() bool {
+			_, err := r.cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		_, err = r.cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{LabelManaged: "pullpath",
 			"pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/warn": "privileged"}}}
 		if _, err := r.cs.Core.Namespaces().Create(ctx, n, metav1.CreateOptions{}); err != nil {
