@@ -237,4 +237,7 @@ func runNamespace(t *testing.T, c *cluster) {
 	if _, err := c.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	if err := c.prepareNamespace(context.Background(), runNS); err != nil {
+		t.Fatal(err)
+	}
 }
