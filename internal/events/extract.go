@@ -38,9 +38,9 @@ var (
 	}
 	reURL      = regexp.MustCompile(`https?://[^\s"'\\<>\x60)\]]+`)
 	reMethod   = regexp.MustCompile(`\b(Get|Head|Post|GET|HEAD|POST)\s+"?https?://`)
-	reLookup   = regexp.MustCompile(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+))?: `)
+	reLookup   = regexp.MustCompile(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+))?: |Failed to lookup host: ([^\s:]+?)\.?$|Could not resolve host: ([^\s:]+)`)
 	reDial     = regexp.MustCompile(`dial tcp (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+)`)
-	reProxy    = regexp.MustCompile(`proxyconnect tcp: dial tcp(?: (\[[0-9a-fA-F:.]+\]:\d+|[^\s:]+:\d+)|: lookup ([^\s:]+))`)
+	reProxy    = regexp.MustCompile(`(?:proxyconnect tcp: dial tcp|error connecting to proxy https?://\S+: dial tcp)(?: (\[[0-9a-fA-F:.]+\]:\d+|[^\s:]+:\d+)|: lookup ([^\s:]+))`)
 	reNamed    = regexp.MustCompile(`(?:pulling from host|error pinging docker registry|pinging container registry) ([^\s:]+(?::\d+)?)`)
 	reInRepo   = regexp.MustCompile(`(?:reading manifest|Error reading manifest) \S+ in ([a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/`)
 	reEscapes  = strings.NewReplacer(`\\\"`, `"`, `\"`, `"`, `\\n`, " ", `\n`, " ", `\t`, " ")
@@ -86,7 +86,7 @@ func readFacts(msg string) facts {
 		f.method = strings.ToUpper(ms[len(ms)-1][1])
 	}
 	if m := reLookup.FindStringSubmatch(t); m != nil {
-		f.lookup, f.resolver = m[1], m[2]
+		f.lookup, f.resolver = m[1]+m[3]+m[4], m[2]
 	}
 	if ms := reDial.FindAllStringSubmatch(t, -1); len(ms) > 0 {
 		f.addr = ms[len(ms)-1][1]
@@ -137,7 +137,10 @@ func tokenURL(u *url.URL) bool {
 }
 
 // isTokenHost reports a host that serves only tokens (Docker Hub's and its regional auth hosts).
-func isTokenHost(h string) bool { return h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") }
+// ECR's auth API (api.ecr.<region>.amazonaws.com, ecr-fips) hands out the registry's credentials.
+func isTokenHost(h string) bool {
+	return h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") || strings.HasPrefix(h, "api.ecr.") || strings.HasPrefix(h, "ecr-fips.")
+}
 
 // failingHost names the host the failure happened on, and its role in the pull.
 func (f facts) failingHost() (string, report.Role) {
@@ -169,6 +172,9 @@ func (f facts) roleOf(host string, u *url.URL) report.Role {
 		}
 		if u.Query().Get("ns") != "" {
 			return report.RoleMirror // containerd tags mirror requests with ?ns=<upstream>
+		}
+		if u.Path == "/v2/" || u.Path == "/v2" || u.Path == "/v1/_ping" {
+			return report.RoleRegistry // only a registry API is pinged, whatever its name
 		}
 	}
 	if isTokenHost(host) {
