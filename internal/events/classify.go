@@ -26,6 +26,7 @@ var rules = []rule{
 	// the kubelet's follow-up events name only the waiting reason; the cause is in an earlier event
 	{regexp.MustCompile(`^Error: (?:ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull|ImageInspectError|RegistryUnavailable)$`), report.CodeBackoffNoCause, report.StepConfig},
 	{regexp.MustCompile(`proxyconnect tcp|Proxy Authentication Required|\b407\b|error connecting to proxy`), report.CodeProxyFailed, report.StepTCP},
+	{regexp.MustCompile(`via (?:proxy|HTTPS? proxy) \S+: connecting to \S+: (?:dial tcp|proxyconnect)`), report.CodeProxyFailed, report.StepTCP},
 	// containerd wraps only transport errors in "failed to do request"; a bare status text there
 	// ("…": Forbidden) is a CONNECT the proxy refused. A registry's own status comes with its number.
 	{reProxyConnectRefused, report.CodeProxyFailed, report.StepHTTP},
@@ -48,10 +49,10 @@ var rules = []rule{
 	// a read that timed out mid-stream is a stall when a blob was being copied (fixed up in Classify)
 	{regexp.MustCompile(`read tcp \S+->\S+: (?:read: )?(?:i/o timeout|connection timed out)`), report.CodeBlobStalled, report.StepBlob},
 	{regexp.MustCompile(`connection refused|actively refused`), report.CodeTCPRefused, report.StepTCP},
-	{regexp.MustCompile(`no route to host|host is unreachable|host unreachable`), report.CodeTCPHostUnreachable, report.StepTCP},
+	{regexp.MustCompile(`no route to host|host is unreachable|host unreachable|operation was attempted to an unreachable host`), report.CodeTCPHostUnreachable, report.StepTCP},
 	// no source address for the destination's family: an IPv6 literal on a node without IPv6, or a
 	// socket source the kernel refuses
-	{regexp.MustCompile(`network is unreachable|cannot assign requested address|network unreachable`), report.CodeTCPNetUnreachable, report.StepTCP},
+	{regexp.MustCompile(`network is unreachable|cannot assign requested address|network unreachable|operation was attempted to an unreachable network|requested address is not valid in its context`), report.CodeTCPNetUnreachable, report.StepTCP},
 	{regexp.MustCompile(`connection reset by peer|forcibly closed by the remote host|": EOF\b|: EOF$`), report.CodeTCPReset, report.StepTCP},
 	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers|\b408 Request Time-?out|wsarecv: A connection attempt failed`), report.CodeTCPTimeout, report.StepTCP},
 	// the AWS SDK's wording when the ECR auth API could not be reached at all
@@ -275,16 +276,59 @@ func classifyOne(msg string) (report.Finding, string) {
 			fd.Alternatives = []report.Class{report.ClassNotFound}
 		}
 		if fd.Code == report.CodeAuth403 && fd.Class == report.ClassForbidden {
-			// registries also answer 403 to stale or foreign credentials (ghcr.io "denied: denied")
+			// registries also answer 403 to stale or foreign credentials
 			fd.Alternatives = []report.Class{report.ClassAuth}
 		}
+		if code == report.CodeBlobFailed {
+			// a download that broke off: in the corpus, a blob or CDN host cutting it more often than anything else
+			fd.Class, fd.Alternatives = report.ClassEndpoint, []report.Class{report.ClassOther, report.ClassRoute}
+		}
 		fd.Reason = reason(fd, f)
+		if v := vendorMeaning(f, fd); v != nil {
+			fd.Class, fd.Alternatives = v.classes[0], slices.Clone(v.classes[1:])
+			fd.Reason += "; " + v.why
+		}
 	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
 	fd.Decided, fd.DecidedBecause = decided(fd, matched)
 	fd.NextSteps = nextSteps(fd, f)
 	fd.Decide = decide(fd, f)
 	return fd, matched
+}
+
+// vendorPhrase is what a registry's own words meant in the threads of the dev corpus: the causes
+// behind the phrase, most frequent first.
+type vendorPhrase struct {
+	registry, phrase *regexp.Regexp
+	classes          []report.Class
+	why              string
+}
+
+var vendorPhrases = []vendorPhrase{
+	{regexp.MustCompile(`(^|\.)ghcr\.io$`), regexp.MustCompile(`denied: denied|\bdenied$`), []report.Class{report.ClassAuth, report.ClassForbidden, report.ClassNotFound},
+		"ghcr.io answers \"denied\" to missing or stale credentials (a PAT without read:packages) more often than to a package the identity may not read"},
+	{regexp.MustCompile(`(^|\.)gitlab\.`), regexp.MustCompile(`access forbidden`), []report.Class{report.ClassNotFound, report.ClassForbidden, report.ClassAuth},
+		"GitLab's registry answers 403 \"access forbidden\" for a project or image path that does not exist as for one the identity may not read"},
+	{regexp.MustCompile(`(^|\.)quay\.io$`), regexp.MustCompile(`access to the requested resource is not authorized`), []report.Class{report.ClassNotFound, report.ClassAuth},
+		"quay.io answers so for a repository that does not exist (or is private) when no credential grants it"},
+}
+
+// vendorMeaning finds the registry-specific reading of an ambiguous denial.
+func vendorMeaning(f facts, fd report.Finding) *vendorPhrase {
+	if fd.Code != report.CodeAuth401 && fd.Code != report.CodeAuth403 {
+		return nil
+	}
+	reg := f.registry
+	if reg == "" {
+		reg = hostName(fd.Host)
+	}
+	for i := range vendorPhrases {
+		v := &vendorPhrases[i]
+		if v.registry.MatchString(hostName(reg)) && v.phrase.MatchString(f.text) {
+			return v
+		}
+	}
+	return nil
 }
 
 // decided says whether the text settles the class, and why in one line.
@@ -298,6 +342,9 @@ func decided(fd report.Finding, matched string) (bool, string) {
 		return false, "a deadline or cancellation with no cause underneath: the text does not say which step was slow"
 	case report.CodeBlobFailed:
 		return false, "the download broke off without saying why"
+	}
+	if strings.HasSuffix(matched, "EOF") {
+		return false, "an EOF says the connection was closed, not who closed it (a firewall, a proxy, the server)"
 	}
 	if len(fd.Alternatives) > 0 {
 		alts := make([]string, len(fd.Alternatives))

@@ -35,7 +35,14 @@ var (
 		regexp.MustCompile(`(?i)manifest for (\S+) not found`),
 		regexp.MustCompile(`(?i)for image (\S+?)$|for image (\S+)\s`),
 		regexp.MustCompile(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+		regexp.MustCompile(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 	}
+	// without a wrapper that names the image, the registry API path and the client's words name it
+	// docker's dialer: "dialing H:443 container via direct connection …: connecting to X:P: dial tcp …"
+	reViaProxy     = regexp.MustCompile(`via (?:HTTPS? )?proxy (?:https?://)?(\[[0-9a-fA-F:.]+\]:\d+|[^\s:/\[\]]+:\d+)`)
+	reConnectingTo = regexp.MustCompile(`: connecting to (\[[0-9a-fA-F:.]+\]:\d+|[^\s:\[\]]+:\d+): `)
+	reManifestPath = regexp.MustCompile(`^/v2/(.+)/manifests/([^/?#]+)$`)
+	reRefIn        = regexp.MustCompile(`(?:[Rr]eading manifest|Tag) (\S+?) (?:in|not found in repository) ((?:[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/[a-z0-9._/-]+)`)
 	reURL      = regexp.MustCompile(`https?://[^\s"'\\<>\x60)\]]+`)
 	reMethod   = regexp.MustCompile(`\b(Get|Head|Post|GET|HEAD|POST)\s+"?https?://`)
 	reLookup   = regexp.MustCompile(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+))?: |Failed to lookup host: ([^\s:]+?)\.?$|Could not resolve host: ([^\s:]+)`)
@@ -63,6 +70,9 @@ func readFacts(msg string) facts {
 				break
 			}
 		}
+	}
+	if f.image == "" {
+		f.image = f.imageFromPaths()
 	}
 	if f.image != "" {
 		if ref, err := registry.ParseReference(f.image); err == nil {
@@ -96,6 +106,11 @@ func readFacts(msg string) facts {
 		if f.proxy == "" {
 			f.proxy = m[2]
 		}
+	} else if m := reViaProxy.FindStringSubmatch(t); m != nil {
+		f.proxy = m[1]
+	} else if m := reConnectingTo.FindStringSubmatch(t); m != nil && f.url != nil && !strings.EqualFold(hostName(m[1]), f.url.Hostname()) {
+		// the daemon dialed another host than the request's: its (desktop or corporate) proxy
+		f.proxy = m[1]
 	}
 	if m := reNamed.FindStringSubmatch(t); m != nil {
 		f.namedHost = m[1]
@@ -139,7 +154,7 @@ func tokenURL(u *url.URL) bool {
 // isTokenHost reports a host that serves only tokens (Docker Hub's and its regional auth hosts).
 // ECR's auth API (api.ecr.<region>.amazonaws.com, ecr-fips) hands out the registry's credentials.
 func isTokenHost(h string) bool {
-	return h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") || strings.HasPrefix(h, "api.ecr.") || strings.HasPrefix(h, "ecr-fips.")
+	return h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") || strings.HasPrefix(h, "api.ecr") || strings.HasPrefix(h, "ecr-fips.")
 }
 
 // failingHost names the host the failure happened on, and its role in the pull.
@@ -282,4 +297,35 @@ func (f facts) port(host string) string {
 		return p
 	}
 	return "443"
+}
+
+// imageFromPaths reads the image off a registry API URL (/v2/<repo>/manifests/<ref>) or the
+// client's "reading manifest <ref> in <host>/<repo>", so the decide line can name it.
+func (f facts) imageFromPaths() string {
+	if m := reRefIn.FindStringSubmatch(f.text); m != nil {
+		return joinRef(m[2], m[1])
+	}
+	for _, u := range reURL.FindAllString(f.text, -1) {
+		pu, err := url.Parse(strings.TrimRight(u, ".,;:"))
+		if err != nil || pu.Host == "" {
+			continue
+		}
+		if m := reManifestPath.FindStringSubmatch(pu.Path); m != nil {
+			host := pu.Host
+			if hubAlias(pu.Hostname()) == "docker.io" {
+				host = "docker.io"
+			} else if strings.HasSuffix(host, ":443") {
+				host = strings.TrimSuffix(host, ":443")
+			}
+			return joinRef(host+"/"+m[1], m[2])
+		}
+	}
+	return ""
+}
+
+func joinRef(repo, ref string) string {
+	if strings.Contains(ref, ":") {
+		return repo + "@" + ref // a digest
+	}
+	return repo + ":" + ref
 }
