@@ -7,7 +7,10 @@ import (
 
 // BenchmarkClassify classifies the whole public corpus once per iteration.
 func BenchmarkClassify(b *testing.B) {
-	samples := loadCorpus(b, "testdata/corpus.txt")
+	var samples []sample
+	for _, f := range corpusFiles {
+		samples = append(samples, loadCorpus(b, f)...)
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {

@@ -83,6 +83,15 @@ var rules = []rule{
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
 
+// rulePrefilters hold each rule's literal precondition, in the order of rules.
+var rulePrefilters = func() []prefilter {
+	out := make([]prefilter, len(rules))
+	for i, r := range rules {
+		out[i] = newPrefilter(r.re)
+	}
+	return out
+}()
+
 // maxMessage bounds the text one finding is read from.
 const maxMessage = 64 << 10
 
@@ -194,7 +203,11 @@ func classifyOne(msg string) (report.Finding, string) {
 	host, role := f.failingHost()
 	code, layer := report.CodeUnknown, report.StepConfig
 	matched := ""
-	for _, r := range rules {
+	lower := strings.ToLower(f.text)
+	for i, r := range rules {
+		if !rulePrefilters[i].mayMatch(lower) {
+			continue
+		}
 		if loc := r.re.FindStringIndex(f.text); loc != nil {
 			code, layer = r.code, r.layer
 			matched = f.text[loc[0]:loc[1]]
@@ -279,10 +292,6 @@ func classifyOne(msg string) (report.Finding, string) {
 			// registries also answer 403 to stale or foreign credentials
 			fd.Alternatives = []report.Class{report.ClassAuth}
 		}
-		if code == report.CodeBlobFailed {
-			// a download that broke off: in the corpus, a blob or CDN host cutting it more often than anything else
-			fd.Class, fd.Alternatives = report.ClassEndpoint, []report.Class{report.ClassOther, report.ClassRoute}
-		}
 		fd.Reason = reason(fd, f)
 		if v := vendorMeaning(f, fd); v != nil {
 			fd.Class, fd.Alternatives = v.classes[0], slices.Clone(v.classes[1:])
@@ -309,8 +318,6 @@ var vendorPhrases = []vendorPhrase{
 		"ghcr.io answers \"denied\" to missing or stale credentials (a PAT without read:packages) more often than to a package the identity may not read"},
 	{regexp.MustCompile(`(^|\.)gitlab\.`), regexp.MustCompile(`access forbidden`), []report.Class{report.ClassNotFound, report.ClassForbidden, report.ClassAuth},
 		"GitLab's registry answers 403 \"access forbidden\" for a project or image path that does not exist as for one the identity may not read"},
-	{regexp.MustCompile(`(^|\.)quay\.io$`), regexp.MustCompile(`access to the requested resource is not authorized`), []report.Class{report.ClassNotFound, report.ClassAuth},
-		"quay.io answers so for a repository that does not exist (or is private) when no credential grants it"},
 }
 
 // vendorMeaning finds the registry-specific reading of an ambiguous denial.

@@ -421,3 +421,25 @@ func TestGeneralMechanisms(t *testing.T) {
 		}
 	}
 }
+
+// The literal prefilters are necessary conditions: wherever a rule's regexp matches a corpus
+// message, its prefilter lets it through, so skipping rules never changes a result.
+func TestPrefiltersNeverHideAMatch(t *testing.T) {
+	var texts []string
+	for _, f := range append(slices.Clone(corpusFiles), "testdata/lab.txt") {
+		for _, s := range loadCorpus(t, f) {
+			texts = append(texts, readFacts(s.message).text)
+		}
+	}
+	texts = append(texts, "FAILED TO PULL IMAGE \"A\": TOOMANYREQUESTS", "Back-Off Pulling Image \"x\"")
+	for i, r := range rules {
+		for _, x := range texts {
+			if r.re.MatchString(x) && !rulePrefilters[i].mayMatch(strings.ToLower(x)) {
+				t.Errorf("rule %q matches %.80q but its prefilter %q rejects it", r.re, x, rulePrefilters[i].lits)
+			}
+		}
+	}
+	if p := newPrefilter(regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|(?i)TooManyRequests`)); len(p.lits) != 2 {
+		t.Errorf("literals = %q", p.lits)
+	}
+}

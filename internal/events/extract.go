@@ -23,43 +23,46 @@ type facts struct {
 	addr      string // ip:port in "dial tcp IP:PORT"
 	proxy     string // proxy host in "proxyconnect tcp: dial tcp HOST"
 	namedHost string // "pulling from host X", "error pinging docker registry X", "reading manifest .. in X/repo"
+	certHost  string // "x509: … wanted to match X", "certificate is valid for A, not X"
 	method    string
 	blobPhase bool // containerd's copy phase or docker's config download: the manifest already worked
 }
 
 var (
-	reImage = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)(?:failed to pull (?:and unpack )?image|pulling image|back-off pulling image|failed to resolve reference|pullimage|failed pulling image|failed to get sandbox image) \\?"([^"\\\s]+)\\?"`),
-		regexp.MustCompile(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?):`),
-		regexp.MustCompile(`(?i)pull access denied for ([^\s,]+),`),
-		regexp.MustCompile(`(?i)manifest for (\S+) not found`),
-		regexp.MustCompile(`(?i)for image (\S+?)$|for image (\S+)\s`),
-		regexp.MustCompile(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
-		regexp.MustCompile(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+	reImage = []litRegexp{
+		mustLit(`(?i)(?:failed to pull (?:and unpack )?image|pulling image|back-off pulling image|failed to resolve reference|pullimage|failed pulling image|failed to get sandbox image) \\?"([^"\\\s]+)\\?"`),
+		mustLit(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?):`),
+		mustLit(`(?i)pull access denied for ([^\s,]+),`),
+		mustLit(`(?i)manifest for (\S+) not found`),
+		mustLit(`(?i)for image (\S+?)$|for image (\S+)\s`),
+		mustLit(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
+		mustLit(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 	}
 	// without a wrapper that names the image, the registry API path and the client's words name it
 	// docker's dialer: "dialing H:443 container via direct connection …: connecting to X:P: dial tcp …"
-	reViaProxy     = regexp.MustCompile(`via (?:HTTPS? )?proxy (?:https?://)?(\[[0-9a-fA-F:.]+\]:\d+|[^\s:/\[\]]+:\d+)`)
-	reConnectingTo = regexp.MustCompile(`: connecting to (\[[0-9a-fA-F:.]+\]:\d+|[^\s:\[\]]+:\d+): `)
+	reViaProxy     = mustLit(`via (?:HTTPS? )?proxy (?:https?://)?(\[[0-9a-fA-F:.]+\]:\d+|[^\s:/\[\]]+:\d+)`)
+	reCertFor      = mustLit(`(?:but wanted to match|certificate is valid for [^\n]*?, not) ([a-zA-Z0-9*][a-zA-Z0-9.*\[\]-]*\.[a-zA-Z\]]{2,})`)
+	reConnectingTo = mustLit(`: connecting to (\[[0-9a-fA-F:.]+\]:\d+|[^\s:\[\]]+:\d+): `)
 	reManifestPath = regexp.MustCompile(`^/v2/(.+)/manifests/([^/?#]+)$`)
-	reRefIn        = regexp.MustCompile(`(?:[Rr]eading manifest|Tag) (\S+?) (?:in|not found in repository) ((?:[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/[a-z0-9._/-]+)`)
-	reURL          = regexp.MustCompile(`https?://[^\s"'\\<>\x60)\]]+`)
-	reMethod       = regexp.MustCompile(`\b(Get|Head|Post|GET|HEAD|POST)\s+"?https?://`)
-	reLookup       = regexp.MustCompile(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+))?: |Failed to lookup host: ([^\s:]+?)\.?$|Could not resolve host: ([^\s:]+)`)
-	reDial         = regexp.MustCompile(`dial tcp (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+)`)
-	reProxy        = regexp.MustCompile(`(?:proxyconnect tcp: dial tcp|error connecting to proxy https?://\S+: dial tcp)(?: (\[[0-9a-fA-F:.]+\]:\d+|[^\s:]+:\d+)|: lookup ([^\s:]+))`)
-	reNamed        = regexp.MustCompile(`(?:pulling from host|error pinging docker registry|pinging container registry) ([^\s:]+(?::\d+)?)`)
-	reInRepo       = regexp.MustCompile(`(?:reading manifest|Error reading manifest) \S+ in ([a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/`)
+	reRefIn        = mustLit(`(?:[Rr]eading manifest|Tag) (\S+?) (?:in|not found in repository) ((?:[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/[a-z0-9._/-]+)`)
+	reURL          = mustLit(`https?://[^\s"'\\<>\x60)\]]+`)
+	reMethod       = mustLit(`\b(Get|Head|Post|GET|HEAD|POST)\s+"?https?://`)
+	reLookup       = mustLit(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+))?: |Failed to lookup host: ([^\s:]+?)\.?$|Could not resolve host: ([^\s:]+)`)
+	reDial         = mustLit(`dial tcp (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+)`)
+	reProxy        = mustLit(`(?:proxyconnect tcp: dial tcp|error connecting to proxy https?://\S+: dial tcp)(?: (\[[0-9a-fA-F:.]+\]:\d+|[^\s:]+:\d+)|: lookup ([^\s:]+))`)
+	reNamed        = mustLit(`(?:pulling from host|error pinging docker registry|pinging container registry) ([^\s:]+(?::\d+)?)`)
+	reInRepo       = mustLit(`(?:reading manifest|Error reading manifest) \S+ in ([a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/`)
 	reEscapes      = strings.NewReplacer(`\\\"`, `"`, `\"`, `"`, `\\n`, " ", `\n`, " ", `\t`, " ")
-	reSpaces       = regexp.MustCompile(`\s+`)
 	reBlobPath     = regexp.MustCompile(`/blobs/|registry-v2/|/containers/images/|/data\?|/data$`)
 )
 
 func readFacts(msg string) facts {
-	f := facts{text: strings.TrimSpace(reSpaces.ReplaceAllString(reEscapes.Replace(msg), " "))}
+	f := facts{text: strings.Join(strings.Fields(reEscapes.Replace(msg)), " ")}
 	t := f.text
+	low := strings.ToLower(t)
 	for _, re := range reImage {
-		if m := re.FindStringSubmatch(t); m != nil {
+		if m := re.find(t, low); m != nil {
 			for _, g := range m[1:] {
 				if g != "" {
 					f.image = strings.TrimRight(g, ".,;")
@@ -80,7 +83,7 @@ func readFacts(msg string) facts {
 		}
 	}
 	var last *url.URL
-	for _, u := range reURL.FindAllString(t, -1) {
+	for _, u := range reURL.findAllString(t, low) {
 		u = strings.TrimRight(u, ".,;:")
 		pu, err := url.Parse(u)
 		if err != nil || pu.Host == "" || isDocLink(pu) {
@@ -92,30 +95,32 @@ func readFacts(msg string) facts {
 		f.url = last
 		f.urlText = hoptrace.RedactURL(last)
 	}
-	if ms := reMethod.FindAllStringSubmatch(t, -1); len(ms) > 0 {
+	if ms := reMethod.findAll(t, low); len(ms) > 0 {
 		f.method = strings.ToUpper(ms[len(ms)-1][1])
 	}
-	if m := reLookup.FindStringSubmatch(t); m != nil {
+	if m := reLookup.find(t, low); m != nil {
 		f.lookup, f.resolver = m[1]+m[3]+m[4], m[2]
 	}
-	if ms := reDial.FindAllStringSubmatch(t, -1); len(ms) > 0 {
+	if ms := reDial.findAll(t, low); len(ms) > 0 {
 		f.addr = ms[len(ms)-1][1]
 	}
-	if m := reProxy.FindStringSubmatch(t); m != nil {
+	if m := reProxy.find(t, low); m != nil {
 		f.proxy = m[1]
 		if f.proxy == "" {
 			f.proxy = m[2]
 		}
-	} else if m := reViaProxy.FindStringSubmatch(t); m != nil {
+	} else if m := reViaProxy.find(t, low); m != nil {
 		f.proxy = m[1]
-	} else if m := reConnectingTo.FindStringSubmatch(t); m != nil && f.url != nil && !strings.EqualFold(hostName(m[1]), f.url.Hostname()) {
+	} else if m := reConnectingTo.find(t, low); m != nil && f.url != nil && !strings.EqualFold(hostName(m[1]), f.url.Hostname()) {
 		// the daemon dialed another host than the request's: its (desktop or corporate) proxy
 		f.proxy = m[1]
 	}
-	if m := reNamed.FindStringSubmatch(t); m != nil {
+	if m := reNamed.find(t, low); m != nil {
 		f.namedHost = m[1]
-	} else if m := reInRepo.FindStringSubmatch(t); m != nil {
+	} else if m := reInRepo.find(t, low); m != nil {
 		f.namedHost = m[1]
+	} else if m := reCertFor.find(t, low); m != nil && f.url == nil {
+		f.certHost = m[1] // the name the client wanted the certificate to carry: the host it dialed
 	}
 	if f.registry == "" && f.namedHost != "" {
 		f.registry = hubAlias(f.namedHost)
@@ -127,7 +132,7 @@ func readFacts(msg string) facts {
 
 func isDocLink(u *url.URL) bool {
 	h := strings.ToLower(u.Hostname())
-	return h == "www.docker.com" || h == "docs.docker.com" || h == "cloud.google.com" || h == "learn.microsoft.com" || h == "docs.aws.amazon.com" ||
+	return h == "www.docker.com" || h == "docs.docker.com" || h == "aka.ms" || strings.HasPrefix(h, "docs.") || h == "cloud.google.com" || h == "learn.microsoft.com" || h == "docs.aws.amazon.com" ||
 		strings.Contains(u.Path, "increase-rate-limit") || h == "github.com"
 }
 
@@ -168,6 +173,8 @@ func (f facts) failingHost() (string, report.Role) {
 		return f.url.Host, f.roleOf(f.url.Hostname(), f.url)
 	case f.namedHost != "":
 		return f.namedHost, report.RoleRegistry
+	case f.certHost != "":
+		return f.certHost, f.roleOf(f.certHost, nil)
 	case f.registry != "":
 		if f.blobPhase {
 			return "", report.RoleBlob
