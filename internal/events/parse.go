@@ -155,12 +155,12 @@ var pullWaiting = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true
 var (
 	// rePullShape is a message about pulling an image: the kubelet's, the runtimes' and the registry
 	// clients' own words, or a registry API URL. "dial tcp" or "BackOff" alone say nothing about a pull.
-	rePullShape = regexp.MustCompile(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|pulling image failed|back-?off pulling image|\bpulling image\b|failed to resolve (?:reference|image|ref)|\bErrImagePull\b|ImagePullBackOff|ErrImageNeverPull|pull access denied|failed to get sandbox image|pull policy|couldn't parse image reference|invalid reference format|InvalidImageName|manifest unknown|toomanyrequests|error reading manifest|reading manifest \S+ in|httpReadSeeker|error pinging (?:docker|container) registry|CannotPullContainerError|https?://[^\s"/]+/v2/|https?://[^\s"/]+/v1/(?:_ping|repositories|images)`)
+	rePullShape = mustLit(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|pulling image failed|back-?off pulling image|\bpulling image\b|failed to resolve (?:reference|image|ref)|\bErrImagePull\b|ImagePullBackOff|ErrImageNeverPull|pull access denied|failed to get sandbox image|pull policy|couldn't parse image reference|invalid reference format|InvalidImageName|manifest unknown|toomanyrequests|error reading manifest|reading manifest \S+ in|httpReadSeeker|error pinging (?:docker|container) registry|CannotPullContainerError|https?://[^\s"/]+/v2/|https?://[^\s"/]+/v1/(?:_ping|repositories|images)`)
 	// reStrongPull is a message that can only be a pull failure, whatever reason the event carries.
-	reStrongPull = regexp.MustCompile(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|back-?off pulling image|\bErrImagePull\b|pull access denied|failed to get sandbox image|CannotPullContainerError`)
+	reStrongPull = mustLit(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|back-?off pulling image|\bErrImagePull\b|pull access denied|failed to get sandbox image|CannotPullContainerError`)
 	// reNotPull is what the kubelet and controllers say about other failures that share words with
 	// pulls (dial tcp, BackOff, rpc error, context deadline exceeded).
-	reNotPull        = regexp.MustCompile(`(?i)^\s*(?:(?:Readiness|Liveness|Startup) probe (?:failed|errored|warning)|Back-off restarting failed container|back-off \S+ restarting failed|MountVolume\.|AttachVolume\.|Unable to attach or mount volumes|\d+/\d+ nodes are available|Memory cgroup out of memory|System OOM encountered|Node \S+ status is now|failed to setup network for sandbox|Failed to create pod sandbox: rpc error: code = \w+ desc = failed to (?:setup|create) network)`)
+	reNotPull        = mustLit(`(?i)^\s*(?:(?:Readiness|Liveness|Startup) probe (?:failed|errored|warning)|Back-off restarting failed container|back-off \S+ restarting failed|MountVolume\.|AttachVolume\.|Unable to attach or mount volumes|\d+/\d+ nodes are available|Memory cgroup out of memory|System OOM encountered|Node \S+ status is now|failed to setup network for sandbox|Failed to create pod sandbox: rpc error: code = \w+ desc = failed to (?:setup|create) network)`)
 	reContainerField = regexp.MustCompile(`^spec\.(?:initContainers|containers|ephemeralContainers)\{`)
 	// reNotPullReason are event reasons that are never about a pull, whatever their text.
 	notPullReasons = map[string]bool{"Unhealthy": true, "ProbeWarning": true, "FailedMount": true, "FailedAttachVolume": true,
@@ -180,15 +180,16 @@ func isPullFailure(typ, reason, fieldPath, msg string) bool {
 	if notPullReasons[reason] {
 		return false
 	}
-	strong := reStrongPull.MatchString(msg)
-	if !strong && reNotPull.MatchString(msg) {
+	low := strings.ToLower(msg)
+	strong := reStrongPull.match(msg, low)
+	if !strong && reNotPull.match(msg, low) {
 		return false
 	}
 	switch {
 	case reason == "":
-		return typ != "Normal" && rePullShape.MatchString(msg)
+		return typ != "Normal" && rePullShape.match(msg, low)
 	case pullReasons[reason]:
-		return rePullShape.MatchString(msg)
+		return rePullShape.match(msg, low)
 	}
 	return typ != "Normal" && strong
 }

@@ -111,3 +111,5 @@ func (r litRegexp) findAllString(text, lower string) []string {
 	}
 	return r.FindAllString(text, -1)
 }
+
+func (r litRegexp) match(text, lower string) bool { return r.pf.mayMatch(lower) && r.MatchString(text) }
