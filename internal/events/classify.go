@@ -627,11 +627,12 @@ func decide(fd report.Finding, f facts) string {
 	if img == "" {
 		img = "IMAGE"
 	}
-	cmd := "pullpath probe " + img
+	cmd := "pullpath probe " + img + decideWhere
 	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth) {
-		cmd = "pullpath probe --pull-secret SECRET.yaml " + img
+		// anonymous first: then again with the pod's own secret tells a missing repository from a private one
+		cmd += "; then again with --pull-secret and the pod's pull secret (kubectl get secret -o yaml)"
 	}
-	return cmd + decideWhere
+	return cmd
 }
 
 // decideWhere says where the probe pulls the way the runtime does: on the node it reads the
