@@ -338,10 +338,16 @@ func vendorMeaning(f facts, fd report.Finding) *vendorPhrase {
 	return nil
 }
 
+// reTruncated is a message cut before its end: a trailing colon, an ellipsis, an open quote.
+var reTruncated = regexp.MustCompile(`(?:[:(\[,"]|…|\.\.\.|\[\.\.\.\])\s*$`)
+
 // decided says whether the text settles the class, and why in one line.
 func decided(fd report.Finding, matched string) (bool, string) {
 	switch fd.Code {
 	case report.CodeUnknown:
+		if reTruncated.MatchString(fd.Message) {
+			return false, "the message is cut off before its cause"
+		}
 		return false, "no cause pullpath knows is named in the text"
 	case report.CodeBackoffNoCause:
 		return false, "a back-off or follow-up event that carries no cause; the cause is in an earlier event, or in the probe"

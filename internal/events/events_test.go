@@ -443,3 +443,10 @@ func TestPrefiltersNeverHideAMatch(t *testing.T) {
 		t.Errorf("literals = %q", p.lits)
 	}
 }
+
+func TestTruncatedIsUndecided(t *testing.T) {
+	f := Classify(`docker: error pulling image configuration: download failed after attempts=6:`)
+	if f.Decided || !strings.Contains(f.DecidedBecause, "cut off") {
+		t.Errorf("truncated: decided %v (%s)", f.Decided, f.DecidedBecause)
+	}
+}
