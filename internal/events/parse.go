@@ -162,7 +162,7 @@ var (
 	// pulls (dial tcp, BackOff, rpc error, context deadline exceeded).
 	reNotPull        = mustLit(`(?i)^\s*(?:(?:Readiness|Liveness|Startup) probe (?:failed|errored|warning)|Back-off restarting failed container|back-off \S+ restarting failed|MountVolume\.|AttachVolume\.|Unable to attach or mount volumes|\d+/\d+ nodes are available|Memory cgroup out of memory|System OOM encountered|Node \S+ status is now|failed to setup network for sandbox|Failed to create pod sandbox: rpc error: code = \w+ desc = failed to (?:setup|create) network)`)
 	reContainerField = regexp.MustCompile(`^spec\.(?:initContainers|containers|ephemeralContainers)\{`)
-	// reNotPullReason are event reasons that are never about a pull, whatever their text.
+	// notPullReasons are event reasons that are never about a pull, whatever their text.
 	notPullReasons = map[string]bool{"Unhealthy": true, "ProbeWarning": true, "FailedMount": true, "FailedAttachVolume": true,
 		"FailedScheduling": true, "OOMKilling": true, "SystemOOM": true, "NodeNotReady": true, "FailedKillPod": true,
 		"FailedPreStopHook": true, "FailedPostStartHook": true, "Evicted": true, "ImageGCFailed": true, "FreeDiskSpaceFailed": true,
