@@ -64,9 +64,12 @@ var rules = []rule{
 	{regexp.MustCompile(`unauthorized to access repository`), report.CodeAuth403, report.StepAuth},
 	{regexp.MustCompile(`pull access denied|repository does not exist or may require`), codeAmbiguousDenied, report.StepAuth},
 	{regexp.MustCompile(`does not match bearer token resource|insufficient_scope`), report.CodeAuthInsufficientScope, report.StepAuth},
+	// a credential that expired (ECR's 12-hour tokens, a node clock ahead of the issuer)
+	{regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`denied: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
-	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied`), report.CodeAuth403, report.StepAuth},
-	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized`), report.CodeAuth401, report.StepAuth},
+	// 451: the registry refuses this client's location (Docker Hub's export-control block)
+	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied|"DENIED"|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
+	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized|"UNAUTHORIZED"`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.StepBlob},
 	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b`), report.CodeManifestUnknown, report.StepManifest},
 	{regexp.MustCompile(`unexpected commit digest|verification failed for digest|[Dd]igest did not match|does not match (?:the )?(?:expected )?digest|digest mismatch`), report.CodeDigestMismatch, report.StepBlob},

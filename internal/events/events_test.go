@@ -450,3 +450,21 @@ func TestTruncatedIsUndecided(t *testing.T) {
 		t.Errorf("truncated: decided %v (%s)", f.Decided, f.DecidedBecause)
 	}
 }
+
+// JSON that is not a Kubernetes object is an error body pasted as it came (docker's
+// {"message": …}, a registry's {"errors": […]}): it is read as text, not skipped.
+func TestErrorBodiesAreText(t *testing.T) {
+	for in, want := range map[string]report.Class{
+		`{"message":"Get https://registry-1.docker.io/v2/: dial tcp: lookup registry-1.docker.io on 10.0.0.2:53: no such host"}`: report.ClassDNS,
+		`{"errors":[{"code":"UNAUTHORIZED","message":"authentication required","detail":null}]}`:                                 report.ClassAuth,
+		`{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}`:                                  report.ClassForbidden,
+	} {
+		msgs, _, err := Parse(strings.NewReader(in))
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("%s: %v %d messages", in, err, len(msgs))
+		}
+		if fs := Explain(msgs); fs[0].Class != want {
+			t.Errorf("%s: class %s, want %s", in, fs[0].Class, want)
+		}
+	}
+}

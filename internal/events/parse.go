@@ -70,6 +70,10 @@ func parse(b []byte) ([]Message, Format, error) {
 	case trimmed[0] == '{' || trimmed[0] == '[':
 		var v any
 		if err := json.Unmarshal(trimmed, &v); err == nil {
+			if m, ok := v.(map[string]any); ok && !isKubeObject(m) {
+				// docker's {"message":"…"} and a registry's {"errors":[…]} bodies: read as text
+				return fromText(string(b)), FormatText, nil
+			}
 			return fromObjects(v), FormatJSON, nil
 		} else if !bytes.Contains(trimmed, []byte("\n")) && trimmed[0] == '[' {
 			break // "[ERROR ImagePull]: …" is text, not JSON
@@ -95,6 +99,16 @@ var (
 	reYAMLSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 	reBlankLine     = regexp.MustCompile(`\n\s*\n`)
 )
+
+// isKubeObject reports a decoded JSON object that is a Kubernetes object or list.
+func isKubeObject(m map[string]any) bool {
+	for _, k := range []string{"kind", "apiVersion", "items", "involvedObject", "regarding", "metadata", "spec", "status"} {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 func looksLikeYAMLObject(b []byte) bool { return reYAMLKind.Match(b) && reYAMLAPI.Match(b) }
 
