@@ -31,6 +31,7 @@ const (
 	FormatDescribe Format = "kubectl describe"
 	FormatJSON     Format = "json"
 	FormatYAML     Format = "yaml"
+	FormatTable    Format = "kubectl get events"
 )
 
 // MaxInput caps what is read: a describe of a whole namespace is a few MB.
@@ -88,6 +89,8 @@ func parse(b []byte) ([]Message, Format, error) {
 		return msgs, FormatYAML, nil
 	case reEventsHeader.Match(trimmed):
 		return fromDescribe(string(b)), FormatDescribe, nil
+	case reTableHeader.Match(trimmed):
+		return fromTable(string(b)), FormatTable, nil
 	}
 	return fromText(string(b)), FormatText, nil
 }
@@ -408,6 +411,55 @@ func splitText(s string) []Message {
 			continue
 		}
 		out = append(out, Message{Text: strings.TrimSpace(b), Source: fmt.Sprintf("line %d", start), Count: 1})
+	}
+	return out
+}
+
+// `kubectl get events [-A]`: "NAMESPACE  LAST SEEN  TYPE  REASON  OBJECT  MESSAGE", columns
+// padded to the widest cell, so the header gives each column's offset.
+var reTableHeader = regexp.MustCompile(`(?m)^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\s*$`)
+
+func fromTable(s string) []Message {
+	var out []Message
+	col := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	cell := func(line, name, next string) string {
+		from, to := col[name], len(line)
+		if n, ok := col[next]; ok && n < len(line) {
+			to = n
+		}
+		if from >= len(line) || from > to {
+			return ""
+		}
+		return strings.TrimSpace(line[from:to])
+	}
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if reTableHeader.MatchString(line) {
+			for _, c := range []string{"NAMESPACE", "LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"} {
+				if i := strings.Index(line, c); i >= 0 {
+					col[c] = i
+				}
+			}
+			continue
+		}
+		if len(col) == 0 || strings.TrimSpace(line) == "" {
+			continue
+		}
+		typ, reason, obj, msg := cell(line, "TYPE", "REASON"), cell(line, "REASON", "OBJECT"), cell(line, "OBJECT", "MESSAGE"), cell(line, "MESSAGE", "")
+		if msg == "" || !isPullFailure(typ, reason, "", msg) {
+			continue
+		}
+		count := 1
+		if c := reDescribeCount.FindStringSubmatch(cell(line, "LAST SEEN", "TYPE")); c != nil {
+			count, _ = strconv.Atoi(c[1])
+		}
+		src := fmt.Sprintf("line %d, event %s on %s", n, reason, obj)
+		if ns := cell(line, "NAMESPACE", "LAST SEEN"); ns != "" {
+			src = fmt.Sprintf("line %d, event %s on %s/%s", n, reason, ns, obj)
+		}
+		out = append(out, Message{Text: msg, Source: src, Count: max(count, 1)})
 	}
 	return out
 }
