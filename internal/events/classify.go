@@ -664,8 +664,8 @@ func orDash(s string) string {
 
 var (
 	reURLAll  = regexp.MustCompile(`https?://[^\s"'\\<>\x60]+`)
-	reAuthHdr = regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*\[?["']?)(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
-	reKV      = regexp.MustCompile(`(?i)\b(password|passwd|secret|access_token|refresh_token|token)=([^&\s"]+)`)
+	reAuthHdr = mustLit(`(?i)(authorization["']?\s*[:=]\s*\[?["']?)(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
+	reKV      = mustLit(`(?i)\b(password|passwd|secret|access_token|refresh_token|token)=([^&\s"]+)`)
 )
 
 // redactText removes credentials from a message before it is shown or stored: signed URL queries,
@@ -677,8 +677,14 @@ func redactText(s string) string {
 			return redactURLText(u) + tail
 		})
 	}
-	s = reAuthHdr.ReplaceAllString(s, "${1}${2} "+hoptrace.Redacted)
-	return reKV.ReplaceAllString(s, "${1}="+hoptrace.Redacted)
+	low := strings.ToLower(s)
+	if reAuthHdr.pf.mayMatch(low) {
+		s = reAuthHdr.ReplaceAllString(s, "${1}${2} "+hoptrace.Redacted)
+	}
+	if reKV.pf.mayMatch(low) {
+		s = reKV.ReplaceAllString(s, "${1}="+hoptrace.Redacted)
+	}
+	return s
 }
 
 // trimURL splits a URL found in prose from the punctuation that follows it ("…/v2/: dial",
