@@ -26,7 +26,6 @@ func BenchmarkClassify(b *testing.B) {
 	}
 }
 
-
 // BenchmarkExplainEvents parses and explains a 1,000-event JSON list with repeats, as
 // `kubectl get events -A -o json` gives on a busy cluster.
 func BenchmarkExplainEvents(b *testing.B) {
