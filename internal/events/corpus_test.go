@@ -192,8 +192,11 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// Floors the corpus must hold: the figures reached, below issue 11's goal (dev 98 %, held-out
-// 95 % and 99 % with alternatives) until the rules generalise.
+// Floors the corpus must hold: the honest figures reached (2026-12-02: dev 91.9 %, held-out
+// 86.1 % and 91.4 % with alternatives), below issue 11's goal (dev 98 %, held-out 95 % / 99 %).
+// Most of the gap is labels that follow the DESIGN rule "a certificate or DNS failure on a blob or
+// token host is tls/dns" while explain follows report.ClassFor, which files them under endpoint,
+// and texts that name no cause at all.
 const (
 	devFloor     = 91.5
 	testFloor    = 86.0
