@@ -152,7 +152,7 @@ func TestCorpus(t *testing.T) {
 			}
 			classOK, _, hostOK := dev.add(s, got)
 			if !classOK {
-				t.Logf("MISS %s: got %s (%s, host %q role %s, alt %v), want %s", s.source, got.Class, got.Code, got.Host, got.Role, got.Alternatives, s.class)
+				t.Logf("MISS %s: got %s (%s, host %q role %s, alt %v), want %s\n  %.400s", s.source, got.Class, got.Code, got.Host, got.Role, got.Alternatives, s.class, s.message)
 			}
 			if !hostOK {
 				t.Logf("HOST %s: got %q/%s, want %q/%s", s.source, got.Host, got.Role, s.host, s.role)
@@ -192,13 +192,16 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// Floors the corpus must hold: the figures reached, below issue 11's goal (dev 98 %, held-out
-// 95 % and 99 % with alternatives) until the rules generalise.
+// Floors the corpus must hold: the honest figures reached (2026-12-02: dev 91.9 %, held-out
+// 86.1 % and 91.4 % with alternatives), below issue 11's goal (dev 98 %, held-out 95 % / 99 %).
+// Most of the gap is labels that follow the DESIGN rule "a certificate or DNS failure on a blob or
+// token host is tls/dns" while explain follows report.ClassFor, which files them under endpoint,
+// and texts that name no cause at all.
 const (
-	devFloor     = 83.0
-	testFloor    = 82.0
-	testAltFloor = 90.0
-	hostFloor    = 0.85
+	devFloor     = 91.5
+	testFloor    = 86.0
+	testAltFloor = 91.0
+	hostFloor    = 0.9
 )
 
 // The lab's own containerd strings: every one must be read right.
