@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -123,7 +124,8 @@ type cluster struct {
 	ca           *registrytest.CA
 	nodes        []*node
 	procs        []*proc
-	sysctls      map[string]string
+	sysctls      map[string]string // the kernel settings from before the first running cluster
+	kernelHeldBy []string          // after Close: other clusters still holding them changed
 	cgroupMounts []string
 	progs        map[string]string // the static programs built from testdata/, by name
 	pauseLayer   v1.Layer          // /pause, the entrypoint of every image the tier makes
@@ -571,7 +573,9 @@ func (c *cluster) teardown() error {
 			}
 		}
 	}
-	c.restoreKernelSettings()
+	if err := c.restoreKernelSettings(); err != nil {
+		errs = append(errs, fmt.Errorf("kernel settings: %w", err))
+	}
 	errs = append(errs, c.leftovers()...)
 	if os.Getenv("PULLPATH_CLUSTER_KEEP") == "" {
 		if err := os.RemoveAll(c.dir); err != nil {
@@ -610,6 +614,9 @@ func (c *cluster) leftovers() []error {
 		}
 	}
 	for k, v := range c.sysctls {
+		if len(c.kernelHeldBy) > 0 {
+			break // another cluster still runs kubelets: the settings stay changed until it ends
+		}
 		if now := readSysctl(k); now != v {
 			errs = append(errs, fmt.Errorf("%s is %s, was %s", strings.ReplaceAll(k, "/", "."), now, v))
 		}
@@ -672,17 +679,89 @@ func readSysctl(key string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func (c *cluster) saveKernelSettings() {
-	c.sysctls = map[string]string{}
-	for _, k := range kernelSettings {
-		c.sysctls[k] = readSysctl(k)
-	}
-	b, _ := json.Marshal(c.sysctls)
-	c.write(c.path("sysctl.json"), b, 0o644) // for removeStale, should this process be killed
+// The kernel settings are global while clusters are not: several clusters (of this process or of
+// other test processes) may run at once. A state file under a lock records the settings from before
+// the first of them and who holds them; the last to leave restores them, and a run whose holders all
+// died (a killed test binary) restores them on the next start.
+const (
+	kernelStateFile = "/run/pullpath-cluster-kernel.json"
+	kernelLockFile  = "/run/pullpath-cluster-kernel.lock"
+)
+
+type kernelState struct {
+	Originals map[string]string `json:"originals"`
+	Holders   []string          `json:"holders"` // "<pid>/<cluster id>"
 }
 
-func (c *cluster) restoreKernelSettings() {
-	for k, v := range c.sysctls {
+// withKernelState runs f on the state under the machine-wide lock and writes back what f leaves
+// (nothing when f returns nil).
+func withKernelState(f func(st *kernelState) *kernelState) error {
+	lock, err := os.OpenFile(kernelLockFile, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	st := &kernelState{}
+	if b, err := os.ReadFile(kernelStateFile); err == nil {
+		_ = json.Unmarshal(b, st)
+	}
+	var live []string // holders whose process still runs
+	for _, h := range st.Holders {
+		var pid int
+		if _, err := fmt.Sscanf(h, "%d/", &pid); err == nil {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+				live = append(live, h)
+			}
+		}
+	}
+	st.Holders = live
+	if st = f(st); st == nil {
+		return os.Remove(kernelStateFile)
+	}
+	b, _ := json.Marshal(st)
+	return os.WriteFile(kernelStateFile, b, 0o644)
+}
+
+func (c *cluster) saveKernelSettings() {
+	holder := fmt.Sprintf("%d/%s", os.Getpid(), c.id)
+	c.check(withKernelState(func(st *kernelState) *kernelState {
+		if len(st.Holders) == 0 {
+			writeSysctls(st.Originals) // left changed by runs that were killed
+			st.Originals = map[string]string{}
+			for _, k := range kernelSettings {
+				st.Originals[k] = readSysctl(k)
+			}
+		}
+		st.Holders = append(st.Holders, holder)
+		c.sysctls = st.Originals
+		return st
+	}), "kernel settings")
+}
+
+// restoreKernelSettings gives up this cluster's hold; the last holder restores the settings, and
+// only then are they checked by leftovers.
+func (c *cluster) restoreKernelSettings() error {
+	if c.sysctls == nil {
+		return nil
+	}
+	holder := fmt.Sprintf("%d/%s", os.Getpid(), c.id)
+	return withKernelState(func(st *kernelState) *kernelState {
+		st.Holders = slices.DeleteFunc(st.Holders, func(h string) bool { return h == holder })
+		if len(st.Holders) > 0 {
+			c.kernelHeldBy = st.Holders
+			return st
+		}
+		writeSysctls(st.Originals)
+		c.kernelHeldBy = nil
+		return nil
+	})
+}
+
+func writeSysctls(values map[string]string) {
+	for k, v := range values {
 		if readSysctl(k) != v {
 			_ = os.WriteFile("/proc/sys/"+k, []byte(v), 0o644)
 		}
@@ -740,8 +819,8 @@ func removeCgroup(mounts []string, root string) error {
 }
 
 // removeStale removes what a killed earlier run left (t.Cleanup and TestMain do not run when the test
-// binary is killed; its processes die with it through Pdeathsig): namespaces, cgroups, kernel
-// settings, temp dirs of runs whose process is gone.
+// binary is killed; its processes die with it through Pdeathsig): namespaces, cgroups and temp dirs
+// of runs whose process is gone. saveKernelSettings restores the kernel settings such a run left.
 func removeStale() {
 	dead := func(name string) bool {
 		var pid, n int
@@ -768,17 +847,8 @@ func removeStale() {
 	}
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "ppk*"))
 	for _, d := range dirs {
-		if !dead(filepath.Base(d)) {
-			continue
+		if dead(filepath.Base(d)) {
+			_ = os.RemoveAll(d)
 		}
-		if b, err := os.ReadFile(filepath.Join(d, "sysctl.json")); err == nil {
-			saved := map[string]string{}
-			if json.Unmarshal(b, &saved) == nil {
-				for k, v := range saved {
-					_ = os.WriteFile("/proc/sys/"+k, []byte(v), 0o644)
-				}
-			}
-		}
-		_ = os.RemoveAll(d)
 	}
 }

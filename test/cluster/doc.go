@@ -19,9 +19,9 @@
 //
 // No namespace has a default route, a bridge to a real interface or NAT; the bridge lives inside
 // the hub. The test process reaches the apiserver by dialing inside the hub (client-go's Dial);
-// Run executes the pullpath binary inside the hub with the admin kubeconfig. There is no scheduler
-// and no controller-manager: pods are pinned with nodeName, the harness creates each namespace's
-// default ServiceAccount and kube-root-ca.crt, and removes the not-ready taint of Ready nodes.
+// Run executes the pullpath binary inside the hub with the admin kubeconfig. There is no scheduler:
+// pods are pinned with nodeName; the harness creates each namespace's default ServiceAccount and
+// kube-root-ca.crt, and removes the not-ready taint of Ready nodes.
 //
 // Each node gets a cgroupRoot of its own in every cgroup v1 hierarchy, a client certificate
 // (O=system:nodes, CN=system:node:<name>) and a pool label (kubernetes.azure.com/agentpool). The
@@ -29,6 +29,10 @@
 // never pulled; preloaded images are pushed to the registry and imported with their registry
 // digest, as if pulled. Teardown kills each node's PID namespace, deletes the namespaces, removes
 // the cgroups, restores the kernel settings the kubelet changed, and checks that nothing is left.
+// Those settings are global: /run/pullpath-cluster-kernel.json (under a lock) keeps the values from
+// before the first of the clusters running on the machine, and the last one to stop restores them.
+// kube-controller-manager runs when the cached binaries include it (garbage collector, namespace
+// and node lifecycle controllers, workload controllers); there is no scheduler.
 //
 // Binaries: scripts/kubebins.sh builds kube-apiserver, kubelet and etcd from the Go module proxy
 // (about 20 min cold on 2 cores) and caches them; the tier reads $PULLPATH_KUBEBINS or that cache.
