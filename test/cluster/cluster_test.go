@@ -71,9 +71,12 @@ type nodeSpec struct {
 	CanReachRegistry bool              // a route to registry.cluster.test (10.81.0.0/24)
 	CanReachBlobs    bool              // a route to the blob host the registry redirects to (10.82.0.0/24)
 	Resolver         string            // resolverZone or resolverNoZone
-	MaxImages        int               // nodeStatusMaxImages; 0 keeps the kubelet's default (50)
-	FillImages       int               // images imported before the kubelet starts, to fill status.images
-	PreloadImages    []string          // repo:tag under registry.cluster.test, pushed and imported before the kubelet starts
+	// PodOnlyRegistryRoute: the node's pods reach the registry and the blob host, the node itself
+	// does not (a route only pod traffic takes, as a VPN sidecar gives a pod)
+	PodOnlyRegistryRoute bool
+	MaxImages            int      // nodeStatusMaxImages; 0 keeps the kubelet's default (50)
+	FillImages           int      // images imported before the kubelet starts, to fill status.images
+	PreloadImages        []string // repo:tag under registry.cluster.test, pushed and imported before the kubelet starts
 }
 
 // scenario is the cluster the package's tests share (issues 9 and 10): pool A healthy, its newest
@@ -83,7 +86,7 @@ type nodeSpec struct {
 var scenario = clusterSpec{Nodes: []nodeSpec{
 	{Name: "poola-1", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true},
 	{Name: "poolb-1", Pool: "poolb", PreloadImages: []string{cachedImage}, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202510.01.0"}},
-	{Name: "poolb-2", Pool: "poolb", Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202511.15.0"}},
+	{Name: "poolb-2", Pool: "poolb", PodOnlyRegistryRoute: true, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202511.15.0"}},
 	{Name: "poolc-1", Pool: "poolc", CanReachRegistry: true},
 	{Name: "poold-1", Pool: "poold", CanReachRegistry: true, CanReachBlobs: true, Resolver: resolverNoZone},
 	// the newest node: its import takes longest, and overlaps the others' registration
@@ -269,7 +272,7 @@ func (c *cluster) logTail(name string) string {
 // buildPrograms compiles testdata/*.c statically: the pause program and the ConfigMap payload.
 func (c *cluster) buildPrograms() {
 	c.progs = map[string]string{}
-	for _, p := range []string{"pause", "exitwith"} {
+	for _, p := range []string{"pause", "exitwith", "tcpconnect"} {
 		out := filepath.Join(c.dir, "bin", p)
 		c.run("gcc", "-static", "-Os", "-s", "-o", out, filepath.Join("testdata", p+".c"))
 		c.progs[p] = out
@@ -360,7 +363,9 @@ current-context: pullpath-cluster-tier
 
 // network builds the hub (a bridge that is attached to nothing real; the registry's and the blob
 // host's addresses on its loopback) and one namespace per node on a veth into the hub's bridge. A
-// node reaches the registry or the blob host only if it has the route.
+// node reaches the registry or the blob host only if it has the route; its pods (on a bridge in the
+// node's namespace, forwarded by the node) reach what the node reaches, and the registry too when
+// PodOnlyRegistryRoute gives their source addresses a routing table of their own.
 func (c *cluster) network(spec clusterSpec) {
 	c.run("ip", "netns", "add", c.hub)
 	h := func(args ...string) { c.run(append([]string{"ip", "-n", c.hub}, args...)...) }
@@ -392,11 +397,21 @@ func (c *cluster) network(spec clusterSpec) {
 		if s.CanReachBlobs {
 			nn("route", "add", "10.82.0.0/24", "via", hubIP)
 		}
+		c.run("ip", "netns", "exec", n.netns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+		h("route", "add", podCIDR(i), "via", n.ip) // replies to the node's pods
+		if s.PodOnlyRegistryRoute {
+			nn("rule", "add", "from", podCIDR(i), "table", "100", "priority", "100")
+			nn("route", "add", "10.81.0.0/24", "via", hubIP, "table", "100")
+			nn("route", "add", "10.82.0.0/24", "via", hubIP, "table", "100")
+		}
 		if out := c.run("ip", "-n", n.netns, "route"); strings.Contains(out, "default") {
 			c.fail("node %s must have no default route:\n%s", s.Name, out)
 		}
 	}
 }
+
+// podCIDR is the pod subnet of the i-th node (the CNI bridge's range).
+func podCIDR(i int) string { return fmt.Sprintf("10.84.%d.0/24", i) }
 
 func (c *cluster) services() {
 	// etcd and the apiserver

@@ -17,6 +17,9 @@
 //	                                                      │   on a cni0 bridge (10.84.i.0/24)     │
 //	                                                      └──────────────────────────────────────┘
 //
+// A node's pods sit on a bridge inside the node's namespace and reach what the node reaches (the hub
+// routes their replies back); on a node with PodOnlyRegistryRoute, a routing rule for the pods'
+// source addresses also lets them reach the registry the node itself cannot (the VPN-sidecar case).
 // No namespace has a default route, a bridge to a real interface or NAT; the bridge lives inside
 // the hub. The test process reaches the apiserver by dialing inside the hub (client-go's Dial);
 // Run executes the pullpath binary inside the hub with the admin kubeconfig. There is no scheduler:

@@ -121,9 +121,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	// pods get a bridge inside the node's namespace, attached to nothing else
 	c.write(filepath.Join(n.dir, "cni", "10-pullpath.conflist"), fmt.Appendf(nil, `{"cniVersion": "0.4.0", "name": "pullpath", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.84.%d.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}}
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}}
 ]}
-`, i), 0o644)
+`, podCIDR(i)), 0o644)
 	resolver := hubIP
 	if s.Resolver == resolverNoZone {
 		resolver = noZoneDNSIP

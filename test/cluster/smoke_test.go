@@ -231,6 +231,48 @@ func TestConfigMapProgramRunsWithoutPull(t *testing.T) {
 	}
 }
 
+// TestPodOnlyRoute: on poolb-2 a pod reaches the registry while the node (and so the kubelet's pull,
+// and a hostNetwork probe) does not: the VPN-sidecar case, where the pod is not what pulls.
+func TestPodOnlyRoute(t *testing.T) {
+	c := sharedCluster(t)
+	ns := c.Namespace(t, "podroute")
+	prog, err := os.ReadFile(c.progs["tcpconnect"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Client.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "prog"}, BinaryData: map[string][]byte{"tcpconnect": prog}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name        string
+		hostNetwork bool
+		exit        int32
+		message     string
+	}{
+		{"from-pod", false, 0, "connected to " + registryIP + ":443"},
+		{"from-node", true, 1, "connect " + registryIP + ":443: Network is unreachable"},
+	} {
+		pod := PodOn(ns, tc.name, "poolb-2", pauseRef, corev1.PullNever)
+		mode := int32(0o755)
+		pod.Spec.HostNetwork = tc.hostNetwork
+		pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+		pod.Spec.Volumes = []corev1.Volume{{Name: "prog", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: "prog"}, DefaultMode: &mode}}}}
+		pod.Spec.Containers[0].Command = []string{"/prog/tcpconnect", registryIP, "443"}
+		pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "prog", MountPath: "/prog", ReadOnly: true}}
+		c.CreatePod(t, pod)
+		p := c.WaitPod(t, ns, tc.name, time.Minute, "finished", func(p *corev1.Pod) bool {
+			return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		})
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		if term == nil || term.ExitCode != tc.exit || term.Message != tc.message {
+			t.Errorf("%s: terminated %+v, want exit %d and %q", tc.name, term, tc.exit, tc.message)
+		}
+	}
+}
+
 // TestOwnerDeleteCascades: one delete of an owner pod removes the ConfigMaps it owns, which is how a
 // verify run cleans up (this needs the garbage collector of kube-controller-manager).
 func TestOwnerDeleteCascades(t *testing.T) {
