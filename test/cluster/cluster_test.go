@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -47,6 +48,7 @@ const (
 	poolLabel   = "kubernetes.azure.com/agentpool"
 	pauseRef    = "registry.k8s.io/pause:3.10" // the sandbox image: imported, never pulled
 	cniBin      = "/usr/lib/cni"
+	progCache   = "/var/cache/pullpath/cluster-programs"
 )
 
 // Resolvers a node's resolv.conf can point at.
@@ -269,15 +271,26 @@ func (c *cluster) logTail(name string) string {
 	return string(b)
 }
 
-// buildPrograms compiles testdata/*.c statically: the pause program and the ConfigMap payload.
+// buildPrograms compiles testdata/*.c statically (the pause program, the ConfigMap payloads), once
+// per source and compiler: the binaries are cached beside the kube binaries.
 func (c *cluster) buildPrograms() {
 	c.progs = map[string]string{}
+	gcc, err := exec.Command("gcc", "--version").Output()
+	c.check(err, "gcc")
+	gccVersion, _, _ := strings.Cut(string(gcc), "\n")
 	for _, p := range []string{"pause", "exitwith", "tcpconnect"} {
-		out := filepath.Join(c.dir, "bin", p)
-		c.run("gcc", "-static", "-Os", "-s", "-o", out, filepath.Join("testdata", p+".c"))
-		c.progs[p] = out
+		src, err := os.ReadFile(filepath.Join("testdata", p+".c"))
+		c.check(err, "source of %s", p)
+		sum := sha256.Sum256(append([]byte(gccVersion+"\n"), src...))
+		cached := filepath.Join(progCache, fmt.Sprintf("%s-%x", p, sum[:8]))
+		if _, err := os.Stat(cached); err != nil {
+			c.check(os.MkdirAll(progCache, 0o755), "cache")
+			tmp := fmt.Sprintf("%s.tmp.%d", cached, os.Getpid())
+			c.run("gcc", "-static", "-Os", "-s", "-o", tmp, filepath.Join("testdata", p+".c"))
+			c.check(os.Rename(tmp, cached), "cache %s", p)
+		}
+		c.progs[p] = cached
 	}
-	var err error
 	c.pauseLayer, err = fileLayer(c.progs["pause"], "/pause")
 	c.check(err, "pause layer")
 }
