@@ -40,7 +40,7 @@ const kubeVersion = "v1.37.2"
 const (
 	hubIP       = "10.78.0.1" // apiserver, the resolver with the private zone
 	noZoneDNSIP = "10.78.0.2" // a resolver without the private zone
-	registryIP  = "10.81.0.2" // registry.cluster.test: :443 redirects blobs, :5000 serves them (pushes)
+	registryIP  = "10.81.0.2" // registry.cluster.test: :443 redirects blobs, :5000 serves them (pushes), :5001 wants credentials
 	blobsIP     = "10.82.0.3" // blobs.cluster.test, the redirect target
 	serviceCIDR = "10.83.0.0/24"
 	zone        = "cluster.test"
@@ -49,6 +49,10 @@ const (
 	pauseRef    = "registry.k8s.io/pause:3.10" // the sandbox image: imported, never pulled
 	cniBin      = "/usr/lib/cni"
 	progCache   = "/var/cache/pullpath/cluster-programs"
+	// the credentials registry.cluster.test:5001 accepts (basic auth; blobs redirected like :443)
+	registryUser = "puller"
+	registryPass = "cluster-tier-not-secret"
+	authRegistry = registry + ":5001"
 )
 
 // Resolvers a node's resolv.conf can point at.
@@ -458,12 +462,22 @@ func (c *cluster) services() {
 
 	// the registry (blobs redirected to the blob host on :443; served directly on :5000, where the
 	// test pushes) and the blob host, sharing one storage
-	for _, r := range []struct{ name, addr, redirect string }{
-		{"registry", registryIP + ":443", "https://blobs." + zone + "/"},
-		{"registry-direct", registryIP + ":5000", ""},
+	htpasswd, err := exec.Command("htpasswd", "-Bbn", registryUser, registryPass).Output()
+	c.check(err, "htpasswd")
+	c.write(c.path("registry", "htpasswd"), htpasswd, 0o644)
+	for _, r := range []struct {
+		name, addr, redirect string
+		auth                 bool
+	}{
+		{"registry", registryIP + ":443", "https://blobs." + zone + "/", false},
+		{"registry-direct", registryIP + ":5000", "", false},
+		{"registry-auth", registryIP + ":5001", "https://blobs." + zone + "/", true},
 	} {
 		cfg := fmt.Sprintf("version: 0.1\nlog: {level: info, formatter: text}\nstorage:\n  filesystem: {rootdirectory: %s}\n  delete: {enabled: true}\nhttp:\n  addr: %s\n  secret: cluster-tier-not-secret\n  tls: {certificate: %s, key: %s}\n",
 			c.path("registry", "data"), r.addr, pki("registry.pem"), pki("registry.key"))
+		if r.auth {
+			cfg += fmt.Sprintf("auth:\n  htpasswd: {realm: cluster-tier, path: %s}\n", c.path("registry", "htpasswd"))
+		}
 		if r.redirect != "" {
 			cfg += fmt.Sprintf("middleware:\n  storage:\n    - name: redirect\n      options: {baseurl: %q}\n", r.redirect)
 		}
@@ -474,7 +488,7 @@ func (c *cluster) services() {
 	c.check(err, "test binary")
 	c.start("blobs", []string{"PULLPATH_CLUSTER_ROLE=blobs", "PULLPATH_CLUSTER_ADDR=" + blobsIP + ":443", "PULLPATH_CLUSTER_CERT=" + pki("blobs.pem"),
 		"PULLPATH_CLUSTER_KEY=" + pki("blobs.key"), "PULLPATH_CLUSTER_DIR=" + c.path("registry", "data")}, c.inHub(self)...)
-	for _, a := range []string{hubIP + ":53", noZoneDNSIP + ":53", registryIP + ":443", registryIP + ":5000", blobsIP + ":443"} {
+	for _, a := range []string{hubIP + ":53", noZoneDNSIP + ":53", registryIP + ":443", registryIP + ":5000", registryIP + ":5001", blobsIP + ":443"} {
 		c.waitTCP(a, a)
 	}
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
@@ -229,6 +230,30 @@ func TestConfigMapProgramRunsWithoutPull(t *testing.T) {
 	if err != nil || !strings.Contains(string(logs), "delivered without a pull") {
 		t.Errorf("logs through the apiserver and the kubelet: %q, %v", logs, err)
 	}
+}
+
+// TestPullSecret: the registry on :5001 wants credentials; the kubelet passes the pod's pull secret
+// to containerd, and without it the real pull fails with the registry's 401.
+func TestPullSecret(t *testing.T) {
+	c := sharedCluster(t)
+	ns := c.Namespace(t, "secret")
+	im := c.Push(t, fmt.Sprintf("smoke/auth-%d:v1", time.Now().UnixNano()))
+	ref := authRegistry + strings.TrimPrefix(im.Ref, registry)
+	auth := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPass))
+	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, authRegistry, auth)
+	_, err := c.Client.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "pull"},
+		Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(cfg)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := PodOn(ns, "with-secret", "poola-1", ref, corev1.PullAlways)
+	with.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "pull"}}
+	c.CreatePod(t, with)
+	c.CreatePod(t, PodOn(ns, "without-secret", "poola-1", ref, corev1.PullAlways))
+	c.WaitPod(t, ns, "with-secret", time.Minute, "Running", running)
+	c.WaitEvent(t, ns, "with-secret", "Pulled", 10*time.Second, "Successfully pulled image", ref)
+	e := c.WaitEvent(t, ns, "without-secret", "Failed", time.Minute, "Failed to pull image", ref, "401 Unauthorized")
+	t.Logf("without the secret: %s", e.Message)
 }
 
 // TestPodOnlyRoute: on poolb-2 a pod reaches the registry while the node (and so the kubelet's pull,
