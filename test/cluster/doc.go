@@ -11,11 +11,10 @@
 //	│     10.78.0.2  dnsmasq without the zone     │       │   hub, only if the node may reach them│
 //	│ 127.0.0.1      etcd :2379                   │       │ resolv.conf: 10.78.0.1 or 10.78.0.2   │
 //	│ lo   10.81.0.2 registry.cluster.test :443   │       │ private mount + PID namespace: tmpfs  │
-//	│                (blobs redirected), :5000,   │
-//	│                :5001 (basic auth)           │       │   /run, /var/lib, /var/log and        │
-//	│      10.82.0.3 blobs.cluster.test :443      │       │   /etc/containerd bound from the test │
-//	└────────────────────────────────────────────┘       │   dir; containerd 1.6 + kubelet; pods │
-//	                                                      │   on a cni0 bridge (10.84.i.0/24)     │
+//	│                (blobs redirected), :5000,   │       │   /run, /var/lib, /var/log and        │
+//	│                :5001 (basic auth)           │       │   /etc/containerd bound from the test │
+//	│      10.82.0.3 blobs.cluster.test :443      │       │   dir; containerd 1.6 + kubelet; pods │
+//	└────────────────────────────────────────────┘       │   on a cni0 bridge (10.84.i.0/24)     │
 //	                                                      └──────────────────────────────────────┘
 //
 // A node's pods sit on a bridge inside the node's namespace and reach what the node reaches (the hub
