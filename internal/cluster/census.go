@@ -317,7 +317,7 @@ func (c *census) split(nodes []report.NodeImage, ci *report.CachedImage) string 
 		parts = append(parts, fmt.Sprintf("absent on %s created from %s (%s)", plural(len(ci.AbsentOn), "node", "nodes"), stamp(absentOldest), poolsOf(byName, ci.AbsentOn)))
 	}
 	if len(ci.UnknownOn) > 0 {
-		parts = append(parts, fmt.Sprintf("unknown on %s whose image list is full (%s)", plural(len(ci.UnknownOn), "node", "nodes"), joinMax(ci.UnknownOn, 5)))
+		parts = append(parts, fmt.Sprintf("unknown on %s whose image list is full (%s)", plural(len(ci.UnknownOn), "node", "nodes"), report.JoinCut(ci.UnknownOn, 5)))
 	}
 	s := strings.Join(parts, "; ")
 	failing, onAbsent, onPresent := 0, 0, 0
@@ -358,7 +358,7 @@ func poolsOf(byName map[string]report.NodeImage, names []string) string {
 	sort.Strings(order)
 	var parts []string
 	for _, p := range order {
-		parts = append(parts, "pool "+p+": "+joinMax(pools[p], 4))
+		parts = append(parts, "pool "+p+": "+report.JoinCut(pools[p], 4))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -103,7 +103,7 @@ func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) r
 	}
 	ps.CoversRegistry = boolp(false)
 	ps.Entry = strings.Join(keys, ", ")
-	ps.Problem = "has no entry for this registry (it has: " + joinMax(keys, 5) + ")"
+	ps.Problem = "has no entry for this registry (it has: " + report.JoinCut(keys, 5) + ")"
 	return ps
 }
 

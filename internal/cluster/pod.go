@@ -277,13 +277,6 @@ func plural(n int, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
-func joinMax(s []string, n int) string {
-	if len(s) <= n {
-		return strings.Join(s, ", ")
-	}
-	return strings.Join(s[:n], ", ") + fmt.Sprintf(" and %d more", len(s)-n)
-}
-
 // about keeps the events about uid: the field selector asked for them, and a server (or a proxy
 // in front of it) that ignores selectors must not mix in other objects' failures.
 func about(evs []corev1.Event, uid types.UID) []corev1.Event {

@@ -322,7 +322,7 @@ func (r *run) choose(ctx context.Context) ([]target, error) {
 			out = append(out, target{node: fresh[0], result: res(fresh[0], "the newest Ready node without the image in its cache")})
 		case r.o.Fresh:
 			out = append(out, target{result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: "configmap",
-				Error: fmt.Sprintf("--fresh: every eligible node of pool %s has the image cached or a full image list (%s); get a fresh node: %s", p, joinMax(names(eligible), 5), freshNodeHint(p, eligible[0]))}})
+				Error: fmt.Sprintf("--fresh: every eligible node of pool %s has the image cached or a full image list (%s); get a fresh node: %s", p, report.JoinCut(names(eligible), 5), freshNodeHint(p, eligible[0]))}})
 		case len(unknown) > 0:
 			out = append(out, target{node: unknown[0], result: res(unknown[0], "the newest Ready node; its image list is full, so the cache may hold the image (the probe never uses it; a --runtime-pull could)")})
 		default:

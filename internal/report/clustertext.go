@@ -78,7 +78,7 @@ func WritePodText(w io.Writer, d *PodDiagnosis) error {
 		for _, r := range d.RunningElsewhere {
 			rs = append(rs, r.Namespace+"/"+r.Name+" on "+r.Node)
 		}
-		fmt.Fprintf(b, "\nrunning elsewhere  %s\n", joinCut(rs, 6))
+		fmt.Fprintf(b, "\nrunning elsewhere  %s\n", JoinCut(rs, 6))
 	}
 	if c := d.Credentials; c != nil {
 		fmt.Fprintf(b, "\ncredentials  %s\n", c.Summary)
@@ -134,8 +134,8 @@ func WritePullFailuresText(w io.Writer, l *PullFailures) error {
 		}
 		fmt.Fprintf(b, "[%d] %s · class %s · %s (%s) · %s · %s\n", i+1, g.Image, g.Class, orDash(g.Host), orDash(string(g.Role)), g.Code, pluralWord(len(g.Pods), "pod"))
 		fmt.Fprintf(b, "    %s\n", g.Reason)
-		fmt.Fprintf(b, "    pods   %s\n", joinCut(g.Pods, 8))
-		fmt.Fprintf(b, "    nodes  %s (pools %s)\n", joinCut(g.Nodes, 8), joinCut(g.Pools, 8))
+		fmt.Fprintf(b, "    pods   %s\n", JoinCut(g.Pods, 8))
+		fmt.Fprintf(b, "    nodes  %s (pools %s)\n", JoinCut(g.Nodes, 8), JoinCut(g.Pools, 8))
 		fmt.Fprintf(b, "    next   %s\n", g.Command)
 	}
 	_, err := io.WriteString(w, b.String())
@@ -163,8 +163,8 @@ func pluralWord(n int, w string) string {
 	return fmt.Sprintf("%d %ss", n, w)
 }
 
-// joinCut joins at most n items and says how many were left out.
-func joinCut(s []string, n int) string {
+// JoinCut joins at most n items with ", " and says how many were left out ("a, b (and 3 more)").
+func JoinCut(s []string, n int) string {
 	if len(s) <= n {
 		return strings.Join(s, ", ")
 	}
