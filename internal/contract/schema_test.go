@@ -3,6 +3,7 @@ package contract
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -77,23 +78,33 @@ func schemaFor(t testing.TB, def string) *jsonschema.Schema {
 // against the definition of the kind the command must write.
 func validate(t testing.TB, kind string, out []byte) map[string]any {
 	t.Helper()
+	doc, err := check(t, kind, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// check is validate returning the mismatch instead of stopping the test.
+func check(t testing.TB, kind string, out []byte) (map[string]any, error) {
+	t.Helper()
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(out))
 	if err != nil {
-		t.Fatalf("%s: output is not one JSON document: %v\n%s", kind, err, clip(out))
+		return nil, fmt.Errorf("%s: output is not one JSON document: %v\n%s", kind, err, clip(out))
 	}
 	doc, ok := inst.(map[string]any)
 	if !ok {
-		t.Fatalf("%s: output is not a JSON object:\n%s", kind, clip(out))
+		return nil, fmt.Errorf("%s: output is not a JSON object:\n%s", kind, clip(out))
 	}
 	if doc["kind"] != kind {
-		t.Fatalf("kind %v, want %s", doc["kind"], kind)
+		return nil, fmt.Errorf("kind %v, want %s", doc["kind"], kind)
 	}
 	for _, def := range []string{"", kind} {
 		if err := schemaFor(t, def).Validate(inst); err != nil {
-			t.Fatalf("%s does not match the schema (%s):\n%v\n%s", kind, orWhole(def), err, clip(out))
+			return nil, fmt.Errorf("%s does not match the schema (%s):\n%v\n%s", kind, orWhole(def), err, clip(out))
 		}
 	}
-	return doc
+	return doc, nil
 }
 
 // invalid reports whether the schema rejects a document.
@@ -134,3 +145,19 @@ func TestSchemaCompiles(t *testing.T) {
 
 // kinds are the documents pullpath writes: each has a $defs entry and is in the kind enum.
 var kinds = []string{"ProbeReport", "Allowlist", "ExplainReport", "RuntimeReport", "Version", "PodDiagnosis", "PullFailureList", "Verification"}
+
+// schemaEnum is the enum of $defs/name, as strings.
+func schemaEnum(t testing.TB, name string) []string {
+	t.Helper()
+	loadSchema(t)
+	def, _ := schemaRaw["$defs"].(map[string]any)[name].(map[string]any)
+	vals, ok := def["enum"].([]any)
+	if !ok {
+		t.Fatalf("$defs/%s has no enum", name)
+	}
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i], _ = v.(string)
+	}
+	return out
+}
