@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Static release builds: CGO_ENABLED=0, -trimpath, the version and build date in the ldflags (the
 # commit comes from the Go build info), one archive per platform with pullpath, kubectl-pullpath
-# (the kubectl plugin name), LICENSE and README.md, their sha256 sums, and the krew manifest with
+# (the kubectl plugin name), the probe-only linux builds verify ships to nodes, LICENSE and README.md, their sha256 sums, and the krew manifest with
 # the version and the sums filled in.
 #
 #   scripts/build.sh                    # every platform below
@@ -23,9 +23,19 @@ if [ -n "$commit" ] && [ -n "$(git status --porcelain 2>/dev/null)" ]; then comm
 pkg=github.com/pullpath/pullpath/internal/cli
 ldflags="-s -w -X $pkg.Version=$version -X $pkg.BuildDate=$date -X $pkg.Commit=$commit"
 
+# sha256sum on Linux, shasum on macOS
+if command -v sha256sum >/dev/null 2>&1; then sha=(sha256sum); else sha=(shasum -a 256); fi
+
 mkdir -p "$dist"
 sums="$dist/sha256sums.txt"
 : >"$sums"
+# the probe-only static builds (no client-go) that `pullpath verify` ships to linux nodes in
+# ConfigMaps; every archive carries them, so verify works from any laptop
+mkdir -p "$dist/probe"
+for arch in amd64 arm64; do
+  echo "build: probe-only linux/$arch" >&2
+  CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build -tags probeonly -buildvcs=auto -trimpath -ldflags "$ldflags" -o "$dist/probe/pullpath-probe-linux-$arch" ./cmd/pullpath
+done
 for p in "${platforms[@]}"; do
   os=${p%/*}; arch=${p#*/}
   ext=""; [ "$os" = windows ] && ext=.exe
@@ -36,9 +46,9 @@ for p in "${platforms[@]}"; do
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -buildvcs=auto -trimpath -ldflags "$ldflags" -o "$dir/pullpath$ext" ./cmd/pullpath
   # kubectl finds plugins by name: a copy, not a symlink, so the archive works on Windows too
   cp "$dir/pullpath$ext" "$dir/kubectl-pullpath$ext"
-  cp LICENSE README.md "$dir/"
+  cp LICENSE README.md "$dist"/probe/pullpath-probe-linux-* "$dir/"
   tar -C "$dir" -czf "$dist/$name.tar.gz" .
-  (cd "$dist" && sha256sum "$name.tar.gz") >>"$sums"
+  (cd "$dist" && "${sha[@]}" "$name.tar.gz") >>"$sums"
 done
 
 # the krew manifest with this version's URLs and sums (the checked-in one has placeholders)
@@ -47,7 +57,7 @@ sed "s/v0\.0\.0-VERSION/$version/g" deploy/krew/pullpath.yaml >"$manifest"
 while read -r sum file; do
   plat=${file#pullpath_"${version}"_}; plat=${plat%.tar.gz}   # os_arch
   key=$(echo "SHA256_${plat}" | tr '[:lower:]' '[:upper:]')
-  sed -i "s/$key/$sum/" "$manifest"
+  sed "s/$key/$sum/" "$manifest" >"$manifest.tmp" && mv "$manifest.tmp" "$manifest"   # no sed -i: BSD sed differs
 done <"$sums"
 
 echo "sha256 (also in $sums; krew manifest: $manifest):"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, vet, unit and in-process tests (race detector on), and the
-# network-namespace lab (test/lab). As root, the lab's components are installed when missing
-# (Debian packages, and crictl from the Go module proxy); without root the lab skips with one line.
-# -race needs a C compiler: as root, gcc is installed when missing (PULLPATH_LAB=0 or not).
+# The whole test suite: formatting, vet, unit and in-process tests (race detector on), the
+# network-namespace lab (test/lab) and the cluster tier (test/cluster: a real kube-apiserver, real
+# kubelets and containerd). As root, the components are installed when missing (Debian packages,
+# crictl from the Go module proxy, and kube-apiserver, kubelet and etcd built by scripts/kubebins.sh,
+# about 20 min cold); without root both tiers skip with one line. PULLPATH_LAB=0 and
+# PULLPATH_CLUSTER=0 skip one tier.
+# -race needs a C compiler: as root, gcc is installed when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +33,26 @@ if [ "$(id -u)" = 0 ] && [ "${PULLPATH_LAB:-1}" != 0 ]; then
   fi
 fi
 
+if [ "$(id -u)" = 0 ] && [ "${PULLPATH_CLUSTER:-1}" != 0 ]; then
+  missing=""
+  for b in containerd ctr runc docker-registry dnsmasq nsenter unshare ip gcc; do
+    command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
+  done
+  [ -x /usr/lib/cni/bridge ] || missing="$missing cni-plugins"
+  [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || missing="$missing libc6-dev"
+  if [ -n "$missing" ]; then
+    echo "cluster tier: installing containerd runc containernetworking-plugins docker-registry dnsmasq gcc libc6-dev (missing:$missing)"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq containerd runc containernetworking-plugins docker-registry dnsmasq gcc libc6-dev util-linux iproute2 >/dev/null
+  fi
+  if PULLPATH_KUBEBINS=$(bash scripts/kubebins.sh); then
+    export PULLPATH_KUBEBINS
+  else
+    echo "cluster tier: scripts/kubebins.sh failed; the tier will skip"
+  fi
+fi
+
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.git/*'))
 if [ -n "$unformatted" ]; then
   echo "gofmt needed on:"; echo "$unformatted"; exit 1
@@ -37,10 +60,16 @@ fi
 go vet ./...
 
 report=$(mktemp)
-trap 'rm -f "$report"' EXIT
-PULLPATH_LAB_REPORT="$report" go test -race -count=1 -timeout 15m ./...
+clusterReport=$(mktemp)
+trap 'rm -f "$report" "$clusterReport"' EXIT
+PULLPATH_LAB_REPORT="$report" PULLPATH_CLUSTER_REPORT="$clusterReport" go test -race -count=1 -timeout 15m ./...
 if [ -s "$report" ]; then
   echo
   echo "lab tier: real containerd, pullpath explain and pullpath probe, per case"
   cat "$report"
+fi
+if [ -s "$clusterReport" ]; then
+  echo
+  echo "cluster tier: real kube-apiserver, kubelets and containerd"
+  cat "$clusterReport"
 fi

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -42,12 +43,14 @@ type probeOptions struct {
 	anonymous     bool
 	output        string
 	allowlist     bool
+	summaryFile   string
 	verbose       bool
 	expectPrivate bool
 	node          string
 	hostRoot      string
 	runtime       string
 	quiet         bool
+	noDownload    bool
 
 	connectTimeout, tlsTimeout, headerTimeout, stallTimeout, timeout time.Duration
 	concurrency                                                      int
@@ -74,8 +77,14 @@ Run it on the node, or in a hostNetwork pod with dnsPolicy: Default, so that the
 network namespace and the resolver are the node's.
 
 Credentials, first found wins: --username with --password-stdin, --pull-secret
-(a kubernetes.io/dockerconfigjson Secret as YAML or JSON), the docker config
-($DOCKER_CONFIG, ~/.docker/config.json, credential helpers); else anonymous.
+(a kubernetes.io/dockerconfigjson Secret as YAML or JSON; - reads it from stdin),
+the docker config ($DOCKER_CONFIG, ~/.docker/config.json, credential helpers);
+else anonymous. --anonymous with any of these is a usage error.
+
+--no-download stops after the manifest and the first byte of each layer: every
+blob host is still reached through its redirects, but nothing is verified and
+the report says so (download.partial "no-download"). --quiet prints nothing:
+the exit code is the verdict.
 
 The defaults give a blackholed path its verdict in seconds. To wait as long as
 containerd does, use --connect-timeout 30s --tls-timeout 10s --header-timeout 30s.
@@ -83,10 +92,14 @@ containerd does, use --connect-timeout 30s --tls-timeout 10s --header-timeout 30
 Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		Example: `  pullpath probe myreg.azurecr.io/team/app:1.4
   pullpath probe --pull-secret secret.yaml -o json registry.example:5000/app@sha256:…
-  kubectl get secret regcred -o yaml | pullpath probe --pull-secret /dev/stdin myreg.io/app:1
+  kubectl get secret regcred -o yaml | pullpath probe --pull-secret - myreg.io/app:1
   pullpath probe --allowlist myreg.azurecr.io/team/app:1.4`,
 		Args: oneImage("pullpath probe myreg.azurecr.io/team/app:1.4"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// flag conflicts first: Complete reads stdin and files
+			if err := o.checkFlags(); err != nil {
+				return err
+			}
 			if err := o.Complete(args); err != nil {
 				return err
 			}
@@ -101,14 +114,15 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.StringVar(&o.platform, "platform", "", "platform to pull, os/arch[/variant] (default: this machine's)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration")
 	f.StringSliceVar(&o.dnsServers, "dns-server", nil, "use these nameservers (ip or ip:port) instead of the resolv.conf ones; repeatable")
-	f.StringVar(&o.hostsFile, "hosts-file", "/etc/hosts", "hosts file consulted before DNS, as the node does; empty to skip")
+	f.StringVar(&o.hostsFile, "hosts-file", "/etc/hosts", "hosts file consulted before DNS, as the node does; empty to skip (a missing default is skipped, a missing file given is an error)")
 	f.StringArrayVar(&o.caFiles, "ca-file", nil, "PEM CA trusted in addition to the system roots, like a hosts.toml ca; repeatable")
 	f.BoolVar(&o.insecure, "insecure", false, "do not verify certificates (the verdict then says loudly that TLS was not checked)")
 	f.StringVarP(&o.username, "username", "u", "", "registry user name; the password is read from stdin with --password-stdin")
 	f.BoolVar(&o.passwordStdin, "password-stdin", false, "read the password (or token) from stdin")
-	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json")
+	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json; - reads it from stdin")
 	f.BoolVar(&o.anonymous, "anonymous", false, "present no credentials, not even the docker config's")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&o.summaryFile, "summary-file", "", "also write the compact verdict (class, code, failing host, role, step, summary) as one JSON line to this file, e.g. /dev/termination-log in a probe pod")
 	f.BoolVar(&o.allowlist, "allowlist", false, "print only the host:port list the pull touched (for firewalls, proxies, private DNS)")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every step and hop")
 	f.BoolVar(&o.expectPrivate, "expect-private", false, "fail at dns when the registry resolves to a public address (it should use a private endpoint)")
@@ -121,6 +135,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.DurationVar(&o.stallTimeout, "stall-timeout", probe.DefaultStallTimeout, "a blob download with no bytes for this long is a stall")
 	f.DurationVar(&o.timeout, "timeout", probe.DefaultTimeout, "bound on the whole probe")
 	f.IntVar(&o.concurrency, "concurrency", probe.DefaultConcurrency, "parallel blob downloads")
+	f.BoolVar(&o.noDownload, "no-download", false, "stop after the manifest and the first byte of each layer (every blob host still reached): for very large images or a rate-limited registry; NOT a full pull, reported as such")
 	addQuiet(cmd, &o.quiet)
 	return cmd
 }
@@ -248,6 +263,15 @@ func (o *probeOptions) credential(reg string) (creds.Credential, error) {
 			return creds.Credential{}, errors.New("--password-stdin needs --username")
 		}
 		return creds.Credential{Username: o.username, Password: pw, Source: "--username/--password-stdin"}, nil
+	case o.pullSecret == "-":
+		if o.streams.In == nil {
+			return creds.Credential{}, errors.New("--pull-secret -: no stdin")
+		}
+		b, err := io.ReadAll(io.LimitReader(o.streams.In, 4<<20+1))
+		if err != nil {
+			return creds.Credential{}, fmt.Errorf("--pull-secret -: %w", err)
+		}
+		return creds.FromPullSecret(b, "from stdin", reg)
 	case o.pullSecret != "":
 		return creds.FromPullSecretFile(o.pullSecret, reg)
 	}
@@ -294,6 +318,8 @@ func (o *probeOptions) Validate() error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
+	o.probe.NoDownload = o.noDownload
+	o.skipMissingHostsFile()
 	if o.quiet {
 		// for scripts: the exit code is the verdict; no report, no progress line
 		o.streams.Out = io.Discard
@@ -314,6 +340,44 @@ func (o *probeOptions) Validate() error {
 	return nil
 }
 
+// checkFlags rejects flag combinations that cannot mean anything, before anything is read.
+func (o *probeOptions) checkFlags() error {
+	if o.anonymous {
+		for _, c := range []struct {
+			name string
+			set  bool
+		}{{"--username", o.username != ""}, {"--password-stdin", o.passwordStdin}, {"--pull-secret", o.pullSecret != ""}} {
+			if c.set {
+				return fmt.Errorf("--anonymous presents no credentials: it cannot be combined with %s", c.name)
+			}
+		}
+	}
+	if o.pullSecret == "-" && o.passwordStdin {
+		return errors.New("--pull-secret - and --password-stdin both read stdin: use one")
+	}
+	if f, ok := o.streams.In.(*os.File); ok && o.pullSecret == "-" && term.IsTerminal(int(f.Fd())) {
+		return errors.New("--pull-secret - reads the Secret from stdin: pipe it in (kubectl get secret NAME -o yaml | pullpath probe --pull-secret - IMAGE)")
+	}
+	if o.hostsFile != "" && o.flagChanged("hosts-file") {
+		if _, err := os.Stat(o.hostsFile); err != nil {
+			return fmt.Errorf("--hosts-file: %w", err)
+		}
+	}
+	return nil
+}
+
+// skipMissingHostsFile drops the default hosts file (/etc/hosts, or the host root's) when it does
+// not exist: a node without one resolves through DNS only.
+func (o *probeOptions) skipMissingHostsFile() {
+	if o.hostsFile == "" || o.flagChanged("hosts-file") {
+		return
+	}
+	if _, err := os.Stat(o.hostsFile); err != nil {
+		o.hostsFile = ""
+		o.probe.Resolver.HostsFile = ""
+	}
+}
+
 // Run probes and renders; a broken path returns ExitError{1} after the report is written.
 //
 // The run is bounded hard: probe.Run ends by itself when --timeout runs out or a signal arrives; if
@@ -330,6 +394,11 @@ func (o *probeOptions) Run(cmd *cobra.Command) error {
 		var se *SignalError
 		if errors.As(context.Cause(ctx), &se) {
 			i.Signal, exit = signalName(se.Signal), se.ExitCode()
+		}
+	}
+	if o.summaryFile != "" {
+		if err := writeSummary(o.summaryFile, rep); err != nil {
+			return err
 		}
 	}
 	switch {
@@ -426,4 +495,17 @@ func writeAllowlist(w io.Writer, a report.Allowlist, output string) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeSummary writes the compact verdict a probe pod leaves in its termination message (the
+// kubelet keeps at most 4 KiB of it).
+func writeSummary(path string, rep *report.Probe) error {
+	b, err := json.Marshal(report.Summarize(rep))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("--summary-file: %w", err)
+	}
+	return nil
 }

@@ -132,7 +132,10 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())
 	})
-	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newPodCmd(s), newDemoCmd(s), newVersionCmd(s))
+	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newDemoCmd(s), newVersionCmd(s))
+	if clusterCommands != nil {
+		root.AddCommand(clusterCommands(s)...)
+	}
 	root.CompletionOptions.HiddenDefaultCmd = false
 	registerCompletions(root)
 	return root
@@ -158,3 +161,7 @@ func oneImage(example string) cobra.PositionalArgs {
 		return nil
 	}
 }
+
+// clusterCommands are the commands that talk to a cluster (pod, verify, cleanup). They are left
+// out of the probe-only build (-tags probeonly) that verify ships to the nodes: no client-go there.
+var clusterCommands func(Streams) []*cobra.Command

@@ -63,6 +63,12 @@ func FromPullSecretFile(file, registry string) (Credential, error) {
 	if err != nil {
 		return Credential{}, fmt.Errorf("pull secret: %w", err)
 	}
+	return FromPullSecret(b, file, registry)
+}
+
+// FromPullSecret is FromPullSecretFile for a secret already read (from stdin: --pull-secret -);
+// name says where it came from in errors and in the credential's Source.
+func FromPullSecret(b []byte, file, registry string) (Credential, error) {
 	if len(b) > maxSecretFile {
 		return Credential{}, fmt.Errorf("pull secret %s: larger than %d bytes", file, maxSecretFile)
 	}

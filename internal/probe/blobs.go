@@ -36,6 +36,7 @@ type blobJob struct {
 type blobResult struct {
 	fail  *failure
 	bytes int64
+	done  bool // downloaded and verified, or with --no-download reached (first byte read)
 }
 
 // blobs downloads the config and every layer, bounded by Options.Concurrency, and returns the
@@ -80,7 +81,7 @@ func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
 				return
 			}
 			n, f := w.blob(ctx, reg, j, func(d int64) { done.Add(d); progress() })
-			results[i] = blobResult{fail: f, bytes: n}
+			results[i] = blobResult{fail: f, bytes: n, done: f == nil && (n == j.desc.Size || (w.opts.NoDownload && !j.config))}
 			if f != nil {
 				cancel() // the verdict is known; stop the other downloads
 				return
@@ -93,7 +94,7 @@ func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
 	secs := time.Since(start).Seconds()
 	for i, r := range results {
 		w.download.Bytes += r.bytes
-		if r.fail == nil && r.bytes == jobs[i].desc.Size {
+		if r.done {
 			w.download.Blobs++
 			if !jobs[i].config {
 				w.download.Layers++
@@ -113,6 +114,11 @@ func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
 		// cancelled before every blob ran: only the overall timeout does that
 		return &failure{ep: reg, step: report.StepBlob, code: report.CodeCanceled, cut: true,
 			summary: fmt.Sprintf("cut after %d of %d blobs", w.download.Blobs, len(jobs))}
+	}
+	if w.opts.NoDownload {
+		w.download.Partial = "no-download"
+		w.warn(report.CodeNotDownloaded, reg.hostport, fmt.Sprintf("--no-download: %d layers reached through every redirect and their first byte read, NOT downloaded: sizes and digests were not checked, and this is not a full pull", w.download.Layers))
+		return nil
 	}
 	w.download.Verified = true
 	return nil
@@ -139,6 +145,9 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	if resp.StatusCode != http.StatusOK {
 		body, _, _ := registry.ReadCapped(resp.Body, registry.MaxErrorBody)
 		return 0, w.statusFailure(ep, resp, body, report.StepBlob, "the download of "+what)
+	}
+	if w.opts.NoDownload && !j.config {
+		return w.firstByte(ep, resp, what, progress)
 	}
 	var h hash.Hash
 	switch {
@@ -212,6 +221,24 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	}
 	w.step(ep, report.StepBlob, report.Pass, "", fmt.Sprintf("%s: %s in %s (%.1f MB/s), digest verified; %s", what, report.HumanBytes(n), dur.Round(time.Millisecond), mbps, hopLine), report.Evidence{}, report.Duration(dur))
 	return n, nil
+}
+
+// firstByte reads one byte of a layer and closes the body (--no-download): the host that serves the
+// blob is proven to answer with data, and nothing more is transferred.
+func (w *walk) firstByte(ep *endpoint, resp *registry.Response, what string, progress func(int64)) (int64, *failure) {
+	start := time.Now()
+	one := make([]byte, 1)
+	n, err := io.ReadFull(resp.Body, one)
+	dur := time.Since(start)
+	hopLine := w.hopChain(resp)
+	if err != nil && !(err == io.EOF && n == 0) { // an empty blob has no first byte
+		summary := fmt.Sprintf("the first byte of %s from %s did not arrive: %v", what, ep.hostport, err)
+		w.step(ep, report.StepBlob, report.Fail, report.CodeBlobFailed, summary, report.Evidence{Lines: []string{hopLine}}, report.Duration(dur))
+		return int64(n), &failure{ep: ep, step: report.StepBlob, code: report.CodeBlobFailed, summary: summary, evidence: []string{hopLine}}
+	}
+	progress(int64(n))
+	w.step(ep, report.StepBlob, report.Pass, "", fmt.Sprintf("%s: first byte received (--no-download: not downloaded, digest not checked); %s", what, hopLine), report.Evidence{}, report.Duration(dur))
+	return int64(n), nil
 }
 
 func (w *walk) hopChain(resp *registry.Response) string {

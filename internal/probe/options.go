@@ -31,6 +31,10 @@ type Options struct {
 	// ExpectPrivate makes a registry name that resolves to a public address a dns failure
 	// (a private endpoint whose private zone this node cannot see).
 	ExpectPrivate bool
+	// NoDownload stops each layer download after its first byte: every blob host is still reached
+	// through its redirects, but nothing is verified (for very large images, or a rate-limited
+	// registry). The config blob is still read whole: the platform check needs it.
+	NoDownload bool
 	// Node names this machine in the report; default: the hostname.
 	Node string
 

@@ -113,6 +113,9 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		d := w.download
 		r.Summary = fmt.Sprintf("the pull path holds: %d blobs (%d layers + config), %s downloaded and digest-verified in %.2fs (%.1f MB/s) over %d endpoints",
 			d.Blobs, d.Layers, report.HumanBytes(d.Bytes), d.Duration.Std().Seconds(), d.MBps, len(w.order))
+		if d.Partial == "no-download" {
+			r.Summary = fmt.Sprintf("the pull path is reachable, not downloaded (--no-download): the manifest and the first byte of each of %d layers over %d endpoints; not a full pull, digests not checked", d.Layers, len(w.order))
+		}
 		if w.opts.Insecure {
 			r.Summary += "; but certificates were NOT verified (--insecure)"
 		}

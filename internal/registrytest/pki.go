@@ -78,15 +78,16 @@ func (ca *CA) Leaf(names []string, notBefore, notAfter time.Time) (tls.Certifica
 	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
 }
 
-// Client issues a client-authentication certificate for cn.
-func (ca *CA) Client(cn string) (tls.Certificate, error) {
+// Client issues a client-authentication certificate for cn, in the organizations orgs (Kubernetes
+// reads them as groups: system:nodes, system:masters).
+func (ca *CA) Client(cn string, orgs ...string) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: cn},
+		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
 		NotBefore:    time.Now().Add(-time.Hour),
 		NotAfter:     time.Now().Add(24 * time.Hour),
 		KeyUsage:     x509.KeyUsageDigitalSignature,

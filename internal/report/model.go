@@ -91,11 +91,14 @@ type Address struct {
 
 // Download is what the blob phase achieved.
 type Download struct {
-	Layers   int      `json:"layers"` // layer blobs fully downloaded (the config blob is counted in Blobs)
-	Blobs    int      `json:"blobs"`
-	Expected int      `json:"expected"` // blobs the manifest lists (config + layers)
-	Bytes    int64    `json:"bytes"`
-	Verified bool     `json:"verified"` // every blob downloaded and its digest and size checked
+	Layers   int   `json:"layers"` // layer blobs fully downloaded (the config blob is counted in Blobs); reached, with Partial
+	Blobs    int   `json:"blobs"`
+	Expected int   `json:"expected"` // blobs the manifest lists (config + layers)
+	Bytes    int64 `json:"bytes"`
+	Verified bool  `json:"verified"` // every blob downloaded and its digest and size checked
+	// Partial says the blob phase was cut short on purpose: "no-download" (--no-download) means each
+	// layer was reached through its redirects and its first byte read, not downloaded; never verified.
+	Partial  string   `json:"partial,omitempty"`
 	Duration Duration `json:"durationMs"`
 	MBps     float64  `json:"mbps"`
 }

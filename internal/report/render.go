@@ -93,7 +93,15 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	}
 	if p.Download.Expected > 0 {
 		d := p.Download
-		wrap(b, "download  ", "          ", fmt.Sprintf("%d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Duration.Std().Seconds(), d.MBps, d.Verified), width)
+		line := fmt.Sprintf("%d/%d blobs, %s, %.2fs, %.1f MB/s, verified=%t", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Duration.Std().Seconds(), d.MBps, d.Verified)
+		switch d.Partial {
+		case "":
+		case "no-download":
+			line = fmt.Sprintf("NOT a full pull (--no-download): %d/%d blobs reached, the first byte of each layer read, %s, verified=%t", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Verified)
+		default:
+			line += " (partial: " + d.Partial + ")"
+		}
+		wrap(b, "download  ", "          ", line, width)
 	}
 	b.WriteString("\n")
 	writeInventory(b, p.Endpoints, width, o.Color)

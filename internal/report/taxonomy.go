@@ -219,6 +219,7 @@ const (
 	CodeNeverPull             Code = "IMAGE_NEVER_PULL"
 	CodeInvalidReference      Code = "INVALID_REFERENCE"
 	CodeHostSkipped           Code = "HOST_SKIPPED"
+	CodeNotDownloaded         Code = "NOT_DOWNLOADED" // --no-download: layers reached, not downloaded
 	CodeCAFileMissing         Code = "CA_FILE_MISSING"
 	CodeCAFileUnparsable      Code = "CA_FILE_UNPARSABLE"
 	CodeClientCertMissing     Code = "CLIENT_CERT_MISSING"

@@ -2,6 +2,7 @@ package runtimeconfig
 
 import (
 	"fmt"
+	"net"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -52,8 +53,9 @@ type ctrdConfig struct {
 	tls        map[string]legacyTLS
 	auth       map[string]legacyAuth // registry.configs."host".auth: still honoured with config_path
 	legacySrc  string
-	images     map[string]any // the CRI image service's merged table (2.x: io.containerd.cri.v1.images)
-	table      string         // where a registry setting must be written to take effect
+	headers    map[string][]string // registry.headers: sent to every host
+	images     map[string]any      // the CRI image service's merged table (2.x: io.containerd.cri.v1.images)
+	table      string              // where a registry setting must be written to take effect
 }
 
 type legacyAuth struct {
@@ -71,6 +73,20 @@ type legacyTLS struct {
 func (l *loader) containerdHosts(c *ctrdConfig, reg string) []Host {
 	hosts := l.containerdHostList(c, reg)
 	for i := range hosts {
+		// the resolver's headers (ResolverOptions.Headers) go on every request, the host's are appended
+		if len(c.headers) > 0 {
+			raw := map[string][]string{}
+			for k, v := range c.headers {
+				raw[k] = append(raw[k], v...)
+			}
+			for k, v := range hosts[i].headerRaw {
+				raw[k] = append(raw[k], v...)
+			}
+			hosts[i].headerRaw, hosts[i].Header = raw, map[string][]string{}
+			for k, v := range raw {
+				hosts[i].Header[k] = redactHeader(k, v)
+			}
+		}
 		for _, key := range legacyKeys(hosts[i].Host, reg) {
 			a, ok := c.auth[key]
 			if !ok {
@@ -103,7 +119,7 @@ func (l *loader) containerdHostList(c *ctrdConfig, reg string) []Host {
 // none), plain HTTP on port 80, and on any other port HTTPS without verification falling back to
 // plain HTTP when the server answers in HTTP.
 func (l *loader) localhostDefault(h *Host, reg string) {
-	_, port, _ := strings.Cut(reg, ":")
+	_, port, _ := net.SplitHostPort(reg) // "" without a port
 	old := l.cfg.Version != "" && (l.versionBefore(1, 6) || (!l.versionBefore(1, 6) && l.versionBefore(1, 7) && l.patchBefore(25)) ||
 		(!l.versionBefore(1, 7) && l.versionBefore(1, 8) && l.patchBefore(8)))
 	scheme, skip := "https", true
@@ -146,9 +162,19 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 				return []Host{defaultHost(server)}
 			}
 		}
-		if len(c.mirrors) > 0 || len(c.tls) > 0 {
+		// 1.x refuses mirrors or configs.tls beside config_path; 2.x refuses mirrors only and
+		// ignores configs.tls (internal/cri/config ValidateImageConfig, v1.7.24 and v2.0.0)
+		switch {
+		case len(c.mirrors) > 0 || (c.major == 1 && len(c.tls) > 0):
 			l.warn(WarnLegacyWithPath, "config_path is set together with the legacy registry.mirrors/configs: containerd refuses this combination and its CRI plugin does not load, so no image can be pulled",
 				"move the mirrors and TLS settings into certs.d/<host>/hosts.toml and delete registry.mirrors/configs", c.legacySrc)
+		case len(c.tls) > 0:
+			why := "config_path is set"
+			if c.pathDflt {
+				why = "containerd " + l.cfg.Version + " sets its default config_path when none is given"
+			}
+			l.warn(WarnLegacyTLSIgnored, "registry.configs.*.tls is ignored: "+why+", and containerd 2.x then reads TLS settings from certs.d/<host>/hosts.toml only",
+				"write the ca, client and skip_verify settings into certs.d/<host>/hosts.toml", c.legacySrc)
 		}
 		// the first directory that exists decides (config.HostDirFromRoot); without a hosts.toml, or
 		// with one containerd rejects, its docker-style certificate files apply (loadCertFiles)
@@ -332,8 +358,8 @@ func (l *loader) versionBefore(major, minor int) bool {
 	return ma < major || (ma == major && mi < minor)
 }
 
-// packageVersion reads a package's version from the dpkg database (Debian, Ubuntu: AKS, kind images).
-func (l *loader) packageVersion(names ...string) string {
+// dpkgVersion reads a package's version from the dpkg database (Debian, Ubuntu: AKS, kind images).
+func (l *loader) dpkgVersion(names ...string) string {
 	b, err := l.root.ReadFile("/var/lib/dpkg/status")
 	if err != nil {
 		return ""

@@ -108,10 +108,6 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 		}
 		return l.crioCerts([]Host{h}), nil
 	}
-	if best.Blocked {
-		l.warn(WarnRegistryBlocked, fmt.Sprintf("%s is blocked in registries.conf: CRI-O refuses every pull from it", reg), "remove blocked = true for this prefix", best.source)
-		return []Host{}, nil
-	}
 	var hosts []Host
 	for _, m := range best.Mirror {
 		// containers/image PullSourcesFromReference: mirror-by-digest-only, else each pull-from-mirror
@@ -130,6 +126,16 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 		}
 		h.Role, h.Source, h.SkipVerify = "mirror", m.source, m.Insecure
 		hosts = append(hosts, h)
+	}
+	// blocked refuses the entry's own location only (containers/image newDockerClient looks the physical
+	// reference up): mirrors are still tried, which is how OpenShift's NeverContactSource works
+	if best.Blocked {
+		if len(hosts) == 0 {
+			l.warn(WarnRegistryBlocked, fmt.Sprintf("%s is blocked in registries.conf and no mirror serves this pull: CRI-O refuses it", reg), "remove blocked = true for this prefix, or add a mirror", best.source)
+			return []Host{}, nil
+		}
+		l.note(WarnRegistryBlocked, fmt.Sprintf("%s is blocked in registries.conf: CRI-O pulls from its mirrors only and never contacts it", reg), "", best.source)
+		return l.crioCerts(hosts), nil
 	}
 	h, err := crioSource(best.Location, best, full)
 	if err != nil {
@@ -164,8 +170,9 @@ func crioSource(location string, e *regEntry, full string) (Host, error) {
 	}
 	h := defaultHost(defaultServer(r.Registry))
 	h.Capabilities = []string{"pull", "resolve"}
-	orig, _ := registry.ParseReference(full)
-	if r.Repository != orig.Repository {
+	// a rewritten reference is asked as the mirror names it: its repository under the host's /v2
+	// root, shown with the location's path
+	if orig, _ := registry.ParseReference(full); r.Registry != orig.Registry || r.Repository != orig.Repository {
 		h.Repository = r.Repository
 		if _, p, ok := strings.Cut(location, "/"); ok {
 			h.URL += "/" + p
@@ -254,7 +261,8 @@ type daemonJSON struct {
 func (l *loader) dockerHosts(reg string) ([]Host, error) {
 	const f = dockerDaemonJSON
 	var dj daemonJSON
-	if b, err := l.root.ReadFile(f); err == nil {
+	b, err := l.root.ReadFile(f)
+	if err == nil {
 		l.read(f)
 		if err := json.Unmarshal(b, &dj); err != nil {
 			return nil, fmt.Errorf("%s: %v", l.root.show(f), err)
@@ -267,7 +275,7 @@ func (l *loader) dockerHosts(reg string) ([]Host, error) {
 	if reg == "docker.io" {
 		for _, m := range dj.Mirrors {
 			h := defaultHost(m)
-			h.Role, h.Capabilities, h.Source = "mirror", []string{"pull", "resolve"}, f
+			h.Role, h.Capabilities, h.Source = "mirror", []string{"pull", "resolve"}, jsonEntry(f, b, m)
 			hosts = append(hosts, h)
 		}
 	} else if len(dj.Mirrors) > 0 {
@@ -275,25 +283,38 @@ func (l *loader) dockerHosts(reg string) ([]Host, error) {
 	}
 	hosts = append(hosts, defaultHost(defaultServer(reg)))
 	for i := range hosts {
-		if insecureMatch(dj.Insecure, hosts[i].Host) {
+		if e, ok := insecureMatch(dj.Insecure, hosts[i].Host); ok {
 			hosts[i].SkipVerify = true
+			if hosts[i].Source == "default" {
+				hosts[i].Source = jsonEntry(f, b, e)
+			}
 		}
 		l.attachCertsDir(&hosts[i], path.Join("/etc/docker/certs.d", strings.TrimSuffix(hosts[i].Host, ":443")))
 	}
 	return hosts, nil
 }
 
-func insecureMatch(list []string, hostport string) bool {
+// jsonEntry is file:line of the first line holding the JSON string s.
+func jsonEntry(f string, b []byte, s string) string {
+	if n := lineOf(b, func(l string) bool { return strings.Contains(l, `"`+s+`"`) }); n > 0 {
+		return fmt.Sprintf("%s:%d", f, n)
+	}
+	return f
+}
+
+// insecureMatch returns the insecure-registries entry that covers hostport: the name, name:port, or
+// a CIDR holding its address.
+func insecureMatch(list []string, hostport string) (string, bool) {
 	host, _, _ := net.SplitHostPort(hostport)
 	for _, e := range list {
 		if e == hostport || e == host || strings.TrimSuffix(hostport, ":443") == e {
-			return true
+			return e, true
 		}
 		if _, n, err := net.ParseCIDR(e); err == nil {
 			if ip := net.ParseIP(host); ip != nil && n.Contains(ip) {
-				return true
+				return e, true
 			}
 		}
 	}
-	return false
+	return "", false
 }

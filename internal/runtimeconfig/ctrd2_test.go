@@ -152,3 +152,29 @@ func TestContainerdVersionSpecificPaths(t *testing.T) {
 		}
 	}
 }
+
+// registry.configs.*.tls beside config_path: containerd 1.7 refuses to load the CRI plugin; 2.x
+// loads it and ignores the TLS settings, also when config_path is 2.2+'s default.
+func TestLegacyTLSWithConfigPath(t *testing.T) {
+	tlsOnly := "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".tls]\n  ca_file = \"/etc/pki/r.pem\"\n"
+	for _, tc := range []struct {
+		ver, config, want string
+		ca                bool
+	}{
+		{"1.7.24-1", tlsOnly + "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n", WarnLegacyWithPath, false},
+		{"2.0.5-1", tlsOnly + "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n", WarnLegacyTLSIgnored, false},
+		{"2.2.2-1", tlsOnly, WarnLegacyTLSIgnored, false},
+		{"2.1.4-1", tlsOnly, "", true}, // no config_path: the legacy configs apply
+	} {
+		c := load(t, withResolv(fstest.MapFS{"var/lib/dpkg/status": dpkg("containerd", tc.ver), "etc/containerd/config.toml": file(tc.config), "etc/pki/r.pem": file(testCA)}), "r.example/a:1", "")
+		got := ""
+		for _, w := range c.Warnings {
+			if w.Severity == SeverityError {
+				got += w.Code
+			}
+		}
+		if got != tc.want || (len(c.Hosts[0].CA) > 0) != tc.ca {
+			t.Errorf("containerd %s: errors %q hosts %+v, want %q (ca applied %t)", tc.ver, got, c.Hosts, tc.want, tc.ca)
+		}
+	}
+}

@@ -162,6 +162,16 @@ func (l *loader) loadContainerd() (*ctrdConfig, error) {
 	if cp, ok := reg["config_path"].(string); ok {
 		c.configPath = cp
 	}
+	if hs, ok := reg["headers"].(map[string]any); ok {
+		c.headers = map[string][]string{}
+		for k, v := range hs {
+			vals, err := strings1(v)
+			if err != nil {
+				return nil, fmt.Errorf("%s: registry.headers.%s: %v", l.configFile(), k, err)
+			}
+			c.headers[k] = vals
+		}
+	}
 	if ms, ok := reg["mirrors"].(map[string]any); ok {
 		for host, v := range ms {
 			mt, _ := v.(map[string]any)

@@ -69,23 +69,21 @@ func Load(opts Options) (*Config, error) {
 		rt = l.detect()
 	}
 	l.cfg.Runtime = rt
+	l.cfg.Version, l.cfg.VersionSource = l.version(rt)
 	switch rt {
 	case Containerd:
-		l.cfg.Version = l.packageVersion("containerd", "containerd.io", "moby-containerd")
 		c, err := l.loadContainerd()
 		if err != nil {
 			return nil, err
 		}
 		l.cfg.Hosts = l.containerdHosts(c, ref.Registry)
 	case CRIO:
-		l.cfg.Version = l.packageVersion("cri-o", "crio")
 		hosts, err := l.crioHosts(ref)
 		if err != nil {
 			return nil, err
 		}
 		l.cfg.Hosts = hosts
 	case Docker:
-		l.cfg.Version = l.packageVersion("docker-ce", "docker.io", "moby-engine")
 		hosts, err := l.dockerHosts(ref.Registry)
 		if err != nil {
 			return nil, err
@@ -246,7 +244,7 @@ func (l *loader) warnInsecure(h *Host) {
 			"remove insecure = true and trust the registry's CA in /etc/containers/certs.d/"+certsDirName(h.Host)+"/ca.crt", h.Source)
 	case Docker:
 		l.warn(WarnInsecureRegistry, fmt.Sprintf("%s matches daemon.json insecure-registries: dockerd does not verify its certificate and falls back to plain HTTP", h.Host),
-			"remove it from insecure-registries and trust its CA in /etc/docker/certs.d/"+certsDirName(h.Host)+"/ca.crt", dockerDaemonJSON)
+			"remove it from insecure-registries and trust its CA in /etc/docker/certs.d/"+certsDirName(h.Host)+"/ca.crt", h.Source)
 	default:
 		l.warn(WarnSkipVerify, fmt.Sprintf("skip_verify is on for %s: any certificate is accepted, a man in the middle included", h.Host),
 			"trust the registry's CA with ca = \"…\" instead", h.Source)

@@ -21,20 +21,21 @@ const (
 // Config is the runtime's effective pull configuration for one image. Its JSON is the contract of
 // `pullpath runtime -o json` (DESIGN.md).
 type Config struct {
-	APIVersion string    `json:"apiVersion"` // report.APIVersion
-	Kind       string    `json:"kind"`       // "RuntimeReport"
-	Runtime    Runtime   `json:"runtime"`
-	Version    string    `json:"version,omitempty"` // from the package database, when readable
-	Image      string    `json:"image"`
-	Registry   string    `json:"registry"`
-	HostRoot   string    `json:"hostRoot"`
-	Detected   string    `json:"detected,omitempty"` // why it was read without --host-root: the file found
-	Files      []string  `json:"files"`              // configuration files read
-	Hosts      []Host    `json:"hosts"`
-	Proxy      Proxy     `json:"proxy"`
-	Auth       string    `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
-	Resolver   Resolver  `json:"resolver"`
-	Warnings   []Warning `json:"warnings"`
+	APIVersion    string    `json:"apiVersion"` // report.APIVersion
+	Kind          string    `json:"kind"`       // "RuntimeReport"
+	Runtime       Runtime   `json:"runtime"`
+	Version       string    `json:"version,omitempty"`       // "" when nothing on the node says it
+	VersionSource string    `json:"versionSource,omitempty"` // dpkg, the RPM database, a marker file or the binary
+	Image         string    `json:"image"`
+	Registry      string    `json:"registry"`
+	HostRoot      string    `json:"hostRoot"`
+	Detected      string    `json:"detected,omitempty"` // why it was read without --host-root: the file found
+	Files         []string  `json:"files"`              // configuration files read
+	Hosts         []Host    `json:"hosts"`
+	Proxy         Proxy     `json:"proxy"`
+	Auth          string    `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
+	Resolver      Resolver  `json:"resolver"`
+	Warnings      []Warning `json:"warnings"`
 
 	rawProxy Proxy // unredacted, for the probe; never serialised
 }
@@ -157,6 +158,7 @@ const (
 	WarnNoPullHost          = "NO_PULL_HOST"              // no host may resolve (or pull) this reference
 	WarnRegistryShadowed    = "REGISTRY_TABLE_SHADOWED"   // 2.x migration drops a file's cri.v1.images registry table
 	WarnTransferPathList    = "TRANSFER_CONFIG_PATH_LIST" // 2.1+ transfer service reads a ':' list as one directory
+	WarnLegacyTLSIgnored    = "LEGACY_TLS_IGNORED"        // 2.x with config_path (2.2+: by default) ignores registry.configs.*.tls
 	WarnRegistryBlocked     = "REGISTRY_BLOCKED"
 	WarnInsecureRegistry    = "INSECURE_REGISTRY"
 	WarnDockerMirrorHubOnly = "DOCKER_MIRRORS_HUB_ONLY" // info

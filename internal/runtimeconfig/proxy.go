@@ -1,6 +1,7 @@
 package runtimeconfig
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
@@ -150,12 +151,12 @@ func (l *loader) unitEnv(svc string) map[string]envVal {
 		l.read(f)
 	}
 	for _, a := range assigns {
-		for k, v := range parseEnvAssignments(a.text) {
+		for k, v := range parseEnvAssignments(specifiers(a.text, svc)) {
 			env[k] = envVal{v, a.origin}
 		}
 	}
 	for _, a := range envFiles {
-		ef := strings.TrimPrefix(a.text, "-")
+		ef := specifiers(strings.TrimPrefix(a.text, "-"), svc)
 		eb, err := l.root.ReadFile(ef)
 		if err != nil {
 			continue
@@ -203,6 +204,16 @@ func parseEnvAssignments(s string) map[string]string {
 	return out
 }
 
+// specifiers expands the unit-name specifiers of systemd.unit(5) in a setting of svc's unit
+// (k3s's and rke2's units read EnvironmentFile=-/etc/default/%N): %n the full name, %N and %p the
+// name without its type (no instances here), %i empty, %% a percent sign.
+func specifiers(s, svc string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	return strings.NewReplacer("%%", "%", "%n", svc+".service", "%N", svc, "%p", svc, "%i", "").Replace(s)
+}
+
 // proxyVars picks the proxy variables as Go's httpproxy.FromEnvironment does (upper case first).
 func proxyVars(env map[string]envVal) (httpP, httpsP, noP envVal) {
 	get := func(k string) envVal {
@@ -214,13 +225,44 @@ func proxyVars(env map[string]envVal) (httpP, httpsP, noP envVal) {
 	return get("HTTP_PROXY"), get("HTTPS_PROXY"), get("NO_PROXY")
 }
 
-// origins lists where the set variables came from, once each.
+// origins lists where the set variables came from: one entry per file and directive, its lines
+// joined ("/etc/systemd/system.conf.d/proxy.conf:2,4,6 (DefaultEnvironment=)").
 func origins(vs ...envVal) string {
-	var out []string
+	type key struct{ file, rest string }
+	var order []key
+	lines := map[key][]string{}
 	for _, v := range vs {
-		if v.value != "" && !slices.Contains(out, v.origin) {
-			out = append(out, v.origin)
+		if v.value == "" {
+			continue
 		}
+		// origin is "file:line (directive…)" or a bare name
+		loc, rest, _ := strings.Cut(v.origin, " ")
+		file, line, ok := strings.Cut(loc, ":")
+		if !ok {
+			file, line = loc, ""
+		}
+		k := key{file, rest}
+		if _, seen := lines[k]; !seen {
+			order = append(order, k)
+		}
+		if line != "" && !slices.Contains(lines[k], line) {
+			lines[k] = append(lines[k], line)
+		} else if lines[k] == nil {
+			lines[k] = []string{}
+		}
+	}
+	var out []string
+	for _, k := range order {
+		ls := lines[k]
+		slices.SortFunc(ls, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b)) }) // numeric order
+		s := k.file
+		if len(ls) > 0 {
+			s += ":" + strings.Join(ls, ",")
+		}
+		if k.rest != "" {
+			s += " " + k.rest
+		}
+		out = append(out, s)
 	}
 	return strings.Join(out, ", ")
 }

@@ -32,7 +32,7 @@ func TestProxyFromSystemdManager(t *testing.T) {
 	if c.Proxy.HTTPSProxy != "http://10.0.0.4:3128/" || !strings.Contains(c.Proxy.NoProxy, ".cluster.local") {
 		t.Fatalf("proxy %+v, want the manager's DefaultEnvironment", c.Proxy)
 	}
-	if c.Proxy.Source != "/etc/systemd/system.conf.d/proxy.conf:4 (DefaultEnvironment=), /etc/systemd/system.conf.d/proxy.conf:2 (DefaultEnvironment=), /etc/systemd/system.conf.d/proxy.conf:6 (DefaultEnvironment=)" {
+	if c.Proxy.Source != "/etc/systemd/system.conf.d/proxy.conf:2,4,6 (DefaultEnvironment=)" {
 		t.Errorf("source %q", c.Proxy.Source)
 	}
 	if hasCode(c, WarnProxyNotForRuntime) || c.Hosts[0].Proxy != "http://10.0.0.4:3128/" || c.Broken() {
@@ -67,6 +67,10 @@ func TestProxySystemdOrder(t *testing.T) {
 		{"EnvironmentFile= overrides Environment= whatever the line order", "http://from-file:3128", "/etc/default/containerd:1 (EnvironmentFile= in /etc/systemd/system/containerd.service.d/proxy.conf:2)", fstest.MapFS{
 			"etc/systemd/system/containerd.service.d/proxy.conf": file("[Service]\nEnvironmentFile=-/etc/default/containerd\nEnvironment=HTTPS_PROXY=http://after-the-file:3128\n"),
 			"etc/default/containerd":                             file("HTTPS_PROXY=\"http://from-file:3128\"\n"),
+		}},
+		{"unit-name specifiers in EnvironmentFile= (k3s's and rke2's units)", "http://from-default:3128", "/etc/default/containerd:1 (EnvironmentFile= in /etc/systemd/system/containerd.service.d/env.conf:2)", fstest.MapFS{
+			"etc/systemd/system/containerd.service.d/env.conf": file("[Service]\nEnvironmentFile=-/etc/default/%N\n"),
+			"etc/default/containerd":                           file("HTTPS_PROXY=http://from-default:3128\n"),
 		}},
 		{"an empty Environment= resets the list before it", "http://manager:3128", "/etc/systemd/system.conf:3 (DefaultEnvironment=)", fstest.MapFS{
 			"etc/systemd/system/containerd.service.d/reset.conf": file("[Service]\nEnvironment=\n"),

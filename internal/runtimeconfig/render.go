@@ -15,6 +15,8 @@ func WriteText(w io.Writer, c *Config) error {
 	ver := c.Version
 	if ver == "" {
 		ver = "version unknown"
+	} else if c.VersionSource != "" {
+		ver += " from " + c.VersionSource
 	}
 	fmt.Fprintf(b, "runtime   %s (%s) under %s\n", c.Runtime, ver, c.HostRoot)
 	fmt.Fprintf(b, "image     %s (registry %s)\n", c.Image, c.Registry)

@@ -338,6 +338,9 @@ func TestDocker(t *testing.T) {
 	if c.Runtime != Docker || strings.Join(urls(c), " ") != "https://hub-mirror.corp/v2 https://registry-1.docker.io/v2" {
 		t.Fatalf("%s %v", c.Runtime, urls(c))
 	}
+	if c.Hosts[0].Source != "/etc/docker/daemon.json:1" {
+		t.Errorf("mirror source %q, want the daemon.json line", c.Hosts[0].Source)
+	}
 	c = load(t, fsys, "10.1.2.3:5000/app:1", "")
 	if !hasCode(c, WarnDockerMirrorHubOnly) || !hasCode(c, WarnInsecureRegistry) || len(c.Hosts[0].CA) != 1 || len(c.Hosts[0].Client) != 1 {
 		t.Errorf("warnings %v hosts %+v", codes(c), c.Hosts)
@@ -492,6 +495,7 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 		{"q.example/x:1", fstest.MapFS{"etc/crio/crio.conf": file(""), "etc/containers/registries.conf": file("[[registry]]\nlocation = \"q.example\"\n[[registry.mirror]]\nlocation = \"m.example\"\npull-from-mirror = \"digest-only\"\n")}},
 		{"nginx", fstest.MapFS{"var/lib/dpkg/status": dpkg("containerd", "2.1.4"), "etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/a:/b\"\n[plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = \"/c\"\n"),
 			"b/docker.io/hosts.toml": file("[host.\"https://m.example\"]\n")}},
+		{"r.example/a:1", fstest.MapFS{"var/lib/dpkg/status": dpkg("containerd", "2.2.2"), "etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".tls]\n  insecure_skip_verify = true\n")}},
 	}
 	seen := map[string]bool{}
 	for _, f := range fixtures {
@@ -502,7 +506,7 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 	for _, code := range []string{WarnHostsTomlRejected, WarnHostsTomlInvalid, WarnConfigPathUnset, WarnLegacyWithPath, WarnLegacyRegistry,
 		WarnMirrorNoPull, WarnSkipVerify, WarnCAMissing, WarnCAUnparsable, WarnProxyNoNoProxy, WarnProxyNotForRuntime, WarnResolverStub,
 		WarnRegistryBlocked, WarnInsecureRegistry, WarnDockerMirrorHubOnly, WarnConfigInvalid, WarnPlainHTTP,
-		WarnProxyRoute, WarnMirrorNoResolve, WarnMirrorSkipped, WarnNoPullHost, WarnRegistryShadowed, WarnTransferPathList} {
+		WarnProxyRoute, WarnMirrorNoResolve, WarnMirrorSkipped, WarnNoPullHost, WarnRegistryShadowed, WarnTransferPathList, WarnLegacyTLSIgnored} {
 		if !seen[code] {
 			t.Errorf("no fixture produces %s (seen %v)", code, seen)
 		}

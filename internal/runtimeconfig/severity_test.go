@@ -134,7 +134,7 @@ func TestInsecureIsOneWarningInTheRuntimesWords(t *testing.T) {
 		name, image, want, source string
 		fsys                      fstest.MapFS
 	}{
-		{"docker", "10.1.2.3:5000/app:1", "dockerd", "/etc/docker/daemon.json", fstest.MapFS{
+		{"docker", "10.1.2.3:5000/app:1", "dockerd", "/etc/docker/daemon.json:1", fstest.MapFS{
 			"etc/docker/daemon.json": file(`{"insecure-registries": ["10.0.0.0/8"]}`),
 		}},
 		{"crio registry", "r.example/app:1", "CRI-O", "/etc/containers/registries.conf:1", fstest.MapFS{

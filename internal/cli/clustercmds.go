@@ -1,0 +1,11 @@
+//go:build !probeonly
+
+package cli
+
+import "github.com/spf13/cobra"
+
+func init() {
+	clusterCommands = func(s Streams) []*cobra.Command {
+		return []*cobra.Command{newPodCmd(s), newVerifyCmd(s), newCleanupCmd(s)}
+	}
+}

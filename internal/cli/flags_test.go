@@ -1,0 +1,101 @@
+package cli
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pullpath/pullpath/internal/demo"
+)
+
+// Flag combinations that cannot mean anything are usage errors (exit 2) that say why.
+func TestProbeFlagConflicts(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		stdin string
+		want  string
+	}{
+		{args: []string{"--anonymous", "-u", "me", "--password-stdin"}, stdin: "pw\n", want: "--anonymous presents no credentials: it cannot be combined with --username"},
+		{args: []string{"--anonymous", "--password-stdin"}, stdin: "pw\n", want: "cannot be combined with --password-stdin"},
+		{args: []string{"--anonymous", "--pull-secret", "/nonexistent/secret.yaml"}, want: "cannot be combined with --pull-secret"},
+		{args: []string{"--pull-secret", "-", "-u", "me", "--password-stdin"}, stdin: "pw\n", want: "both read stdin"},
+		{args: []string{"--anonymous", "--hosts-file", "/nonexistent/hosts"}, want: "--hosts-file: stat /nonexistent/hosts"},
+	} {
+		r := run(t, tc.stdin, append(append([]string{"probe"}, tc.args...), "registry.example/app:1")...)
+		if r.code != ExitUsage || !strings.Contains(r.errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.errOut, tc.want)
+		}
+	}
+}
+
+// The default hosts file (/etc/hosts, or the host root's) may be missing: then DNS only, quietly.
+func TestMissingDefaultHostsFileIsSkipped(t *testing.T) {
+	o := &probeOptions{hostsFile: filepath.Join(t.TempDir(), "etc/hosts")}
+	o.probe.Resolver.HostsFile = o.hostsFile
+	o.skipMissingHostsFile()
+	if o.hostsFile != "" || o.probe.Resolver.HostsFile != "" {
+		t.Errorf("a missing default hosts file should be dropped: %q %q", o.hostsFile, o.probe.Resolver.HostsFile)
+	}
+	existing := filepath.Join(t.TempDir(), "hosts")
+	if err := os.WriteFile(existing, []byte("127.0.0.1 localhost\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o = &probeOptions{hostsFile: existing}
+	o.probe.Resolver.HostsFile = existing
+	o.skipMissingHostsFile()
+	if o.probe.Resolver.HostsFile != existing {
+		t.Errorf("an existing hosts file was dropped")
+	}
+}
+
+// --pull-secret - reads the Secret from stdin, as `kubectl get secret -o yaml | pullpath probe` sends it.
+func TestPullSecretFromStdin(t *testing.T) {
+	e := lab(t)
+	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, e.Lab.RegistryAddr(), base64.StdEncoding.EncodeToString([]byte(demo.User+":"+demo.Password)))
+	y := "apiVersion: v1\nkind: Secret\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: " + base64.StdEncoding.EncodeToString([]byte(cfg)) + "\n"
+	r := run(t, y, labArgs(e, "--pull-secret", "-", "-o", "json", e.Lab.Ref("team/app:1.4"))...)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	if strings.Contains(r.out, demo.Password) {
+		t.Error("the password leaked")
+	}
+	r = run(t, "not a secret", labArgs(e, "--pull-secret", "-", e.Lab.Ref("team/app:1.4"))...)
+	if r.code != ExitUsage || !strings.Contains(r.errOut, "pull secret from stdin") {
+		t.Errorf("bad secret on stdin: exit %d %q", r.code, r.errOut)
+	}
+}
+
+// --no-download: exit 0 on a reachable path, and the JSON and text say it was not a full pull.
+func TestNoDownloadFlag(t *testing.T) {
+	e := lab(t)
+	r := run(t, demo.Password, labArgs(e, "-u", demo.User, "--password-stdin", "--no-download", "-o", "json", e.Lab.Ref("team/app:1.4"))...)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	var doc struct {
+		Class    string
+		Summary  string
+		Download struct {
+			Verified bool
+			Partial  string
+			Layers   int
+		}
+		Warnings []struct{ Code string }
+	}
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Class != "ok" || doc.Download.Verified || doc.Download.Partial != "no-download" || doc.Download.Layers != 3 ||
+		!strings.Contains(doc.Summary, "reachable, not downloaded") || len(doc.Warnings) == 0 || doc.Warnings[0].Code != "NOT_DOWNLOADED" {
+		t.Errorf("--no-download report: %+v", doc)
+	}
+	r = run(t, demo.Password, labArgs(e, "-u", demo.User, "--password-stdin", "--no-download", e.Lab.Ref("team/app:1.4"))...)
+	if !strings.Contains(r.out, "OK  the pull path is reachable, not downloaded") || !strings.Contains(r.out, "NOT a full pull") {
+		t.Errorf("text:\n%s", r.out)
+	}
+}

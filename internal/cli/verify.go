@@ -1,0 +1,432 @@
+//go:build !probeonly
+
+package cli
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+type verifyOptions struct {
+	streams        Streams
+	kube           *kubeFlags
+	image          string
+	pools          []string
+	allNodes       bool
+	fresh          bool
+	secret         string
+	pod            string
+	runNamespace   string
+	includeUnready bool
+	runtimePull    bool
+	probeBinary    string
+	timeout        time.Duration
+	probeTimeout   time.Duration
+	concurrency    int
+	output         string
+	junit          string
+	maxImages      int
+}
+
+func newVerifyCmd(s Streams) *cobra.Command {
+	o := &verifyOptions{streams: s, kube: newKubeFlags()}
+	cmd := &cobra.Command{
+		Use:   "verify IMAGE",
+		Short: "Prove the pull path with a fresh, complete probe on a node of every pool, run through Kubernetes",
+		Long: `Prove the pull path where it matters: on a node of every node pool, chosen among
+the nodes that do not have the image in their cache (the newest Ready one), with a
+complete probe of every layer, the node's resolver, routes and runtime configuration
+(hostNetwork, dnsPolicy: Default, the host's files read-only for --host-root).
+
+The probe reaches the node without any pull: the static pullpath binary travels in
+ConfigMaps, a tiny static loader (not Go: no Go binary fits in a ConfigMap) joins the
+parts in an emptyDir and runs it, on an image the node already has (the sandbox
+image first) with imagePullPolicy: Never. A probe pod that cannot start is itself a
+finding, explained from its events.
+
+With --runtime-pull, a canary pod beside each probe asks the kubelet for a real pull
+of the image (pull policy Always, the same credentials, a command that never runs):
+its result is explained and compared with the probe's verdict. A pull that succeeds
+because the layers were cached proves nothing about the network, and is said so.
+
+Everything a run creates carries the label pullpath.dev/run=<id> and an owner; it
+is deleted on every exit path (success, failure, Ctrl-C, timeout); 'pullpath
+cleanup' removes what an interrupted run left. Rights are checked first: a missing
+permission is named before anything is created (deploy/rbac.yaml has them all).
+
+Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
+		Example: `  pullpath verify myreg.azurecr.io/team/app:1.4
+  pullpath verify myreg.azurecr.io/team/app:1.4 --fresh --pool nodepool2 --pod shop/web-7d9f8b6c5-x2x7q --runtime-pull
+  kubectl pullpath verify registry.corp.example/app:1 --all-nodes -o json --junit verify.xml`,
+		Args: oneImage("pullpath verify myreg.azurecr.io/team/app:1.4"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.image = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd)
+		},
+	}
+	f := cmd.Flags()
+	o.kube.addFlags(f)
+	f.StringArrayVar(&o.pools, "pool", nil, "verify only this pool (repeatable); default every pool")
+	f.BoolVar(&o.allNodes, "all-nodes", false, "probe every eligible node, not one per pool")
+	f.BoolVar(&o.fresh, "fresh", false, "insist on a node without the image in its cache; a pool without one fails with how to get one")
+	f.StringVar(&o.secret, "secret", "", "pull with this kubernetes.io/dockerconfigjson Secret (in -n's namespace)")
+	f.StringVar(&o.pod, "pod", "", "pull with the credentials the kubelet uses for this pod (NAMESPACE/NAME, or NAME in -n's namespace)")
+	f.StringVar(&o.runNamespace, "run-namespace", "pullpath", "namespace for the run's pods and ConfigMaps (Pod Security level privileged: hostNetwork and hostPath); created when missing and allowed")
+	f.BoolVar(&o.includeUnready, "include-unready", false, "also probe NotReady and cordoned nodes")
+	f.BoolVar(&o.runtimePull, "runtime-pull", false, "beside each probe, a canary pod with the image: the kubelet's real pull, compared with the probe")
+	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else this program when it is linux/<arch>)")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
+	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
+	f.IntVar(&o.concurrency, "concurrency", 10, "pools probed at once")
+	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file (a test case per pool)")
+	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages: a node listing this many images is 'unknown', never 'without the image'")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *verifyOptions) Validate() error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	if _, err := registry.ParseReference(o.image); err != nil {
+		return err
+	}
+	switch {
+	case o.secret != "" && o.pod != "":
+		return errors.New("give --secret or --pod, not both")
+	case o.concurrency < 1 || o.concurrency > 100:
+		return fmt.Errorf("--concurrency %d: want 1 to 100", o.concurrency)
+	case o.timeout <= 0 || o.probeTimeout <= 0:
+		return errors.New("--timeout and --probe-timeout must be positive")
+	case o.fresh && o.allNodes:
+		return errors.New("--fresh chooses one fresh node per pool; --all-nodes probes every node: give one")
+	}
+	return nil
+}
+
+// binary returns the static linux binary for goarch that the nodes will run.
+func (o *verifyOptions) binary(goarch string) ([]byte, error) {
+	if o.probeBinary != "" {
+		return os.ReadFile(o.probeBinary)
+	}
+	self, err := os.Executable()
+	if err == nil {
+		near := filepath.Join(filepath.Dir(self), "pullpath-probe-linux-"+goarch)
+		if b, err := os.ReadFile(near); err == nil {
+			return b, nil
+		}
+		if runtime.GOOS == "linux" && runtime.GOARCH == goarch {
+			return os.ReadFile(self)
+		}
+	}
+	return nil, fmt.Errorf("no pullpath binary for linux/%s: give --probe-binary (scripts/build.sh writes dist/pullpath-probe-linux-%s)", goarch, goarch)
+}
+
+// Run verifies, renders, and maps the verdict to the exit code.
+func (o *verifyOptions) Run(cmd *cobra.Command) error {
+	cs, err := o.kube.client()
+	if err != nil {
+		return err
+	}
+	ns, err := o.kube.namespace()
+	if err != nil {
+		return err
+	}
+	podRef := o.pod
+	if podRef != "" && !strings.Contains(podRef, "/") {
+		podRef = ns + "/" + podRef
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	defer cancel()
+	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
+		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
+		Binary: o.binary, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
+		ProbeArgs: []string{"--timeout", (o.probeTimeout - 15*time.Second).String()}}
+	if isTerminal(o.streams.ErrOut) && o.output == "text" {
+		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }
+	}
+	v, err := cluster.Verify(ctx, cs, vo)
+	if v == nil {
+		return err
+	}
+	if err != nil {
+		v.Notes = append(v.Notes, "the run stopped early: "+err.Error())
+	}
+	if o.junit != "" {
+		if jerr := writeJUnit(o.junit, v); jerr != nil {
+			return jerr
+		}
+	}
+	if o.output == "json" {
+		err = report.WriteJSON(o.streams.Out, v)
+	} else {
+		err = writeVerifyText(o.streams.Out, v)
+	}
+	if err != nil {
+		return err
+	}
+	var se *SignalError
+	if errors.As(context.Cause(cmd.Context()), &se) {
+		return &ExitError{Code: se.ExitCode()}
+	}
+	if v.Class != report.ClassOK || len(v.LeftBehind) > 0 {
+		return &ExitError{Code: ExitBroken}
+	}
+	return nil
+}
+
+// verifySteps are the columns of the pool × step matrix.
+var verifySteps = []struct {
+	name  string
+	steps []report.StepName
+}{
+	{"DNS", []report.StepName{report.StepDNS}}, {"ROUTE", []report.StepName{report.StepRoute}}, {"TCP", []report.StepName{report.StepTCP}},
+	{"TLS", []report.StepName{report.StepTLS}}, {"AUTH", []report.StepName{report.StepHTTP, report.StepAuth}},
+	{"MANIFEST", []report.StepName{report.StepManifest}}, {"BLOBS", []report.StepName{report.StepBlob}},
+}
+
+// cell is one pool's verdict on a step, over every endpoint the pull touched.
+func cell(p *report.Probe, steps []report.StepName) string {
+	if p == nil {
+		return "·"
+	}
+	seen, fail, skip := false, false, false
+	for _, e := range p.Endpoints {
+		for _, s := range steps {
+			switch e.Steps[s] {
+			case report.Fail:
+				fail = true
+			case report.Pass, report.Warn:
+				seen = true
+			case report.Skip:
+				skip = true
+			}
+		}
+	}
+	switch {
+	case fail:
+		return "FAIL"
+	case seen:
+		return "pass"
+	case skip:
+		return "skip"
+	}
+	return "·"
+}
+
+func writeVerifyText(w io.Writer, v *report.Verification) error {
+	b := &strings.Builder{}
+	failing := 0
+	for _, p := range v.Pools {
+		if p.Class != report.ClassOK {
+			failing++
+		}
+	}
+	if v.Class == report.ClassOK {
+		fmt.Fprintf(b, "OK  %s pulls completely on a node of every pool (%d)\n\n", v.Image, len(v.Pools))
+	} else {
+		fmt.Fprintf(b, "BROKEN  %s: %d of %d pools fail (first: class %s)\n\n", v.Image, failing, len(v.Pools), v.Class)
+	}
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "POOL\tNODE")
+	for _, s := range verifySteps {
+		fmt.Fprint(tw, "\t"+s.name)
+	}
+	fmt.Fprintln(tw, "\tCLASS\tFAILING HOST (ROLE)")
+	for _, p := range v.Pools {
+		node := p.Node
+		if node == "" {
+			node = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s", p.Pool, node)
+		for _, s := range verifySteps {
+			fmt.Fprint(tw, "\t"+cell(p.Probe, s.steps))
+		}
+		host := "-"
+		if p.Probe != nil && p.Probe.Failing != nil {
+			host = p.Probe.Failing.Host + " (" + string(p.Probe.Failing.Role) + ")"
+		}
+		fmt.Fprintf(tw, "\t%s\t%s\n", p.Class, host)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, p := range v.Pools {
+		fmt.Fprintf(b, "\npool %s", p.Pool)
+		if p.Node != "" {
+			cache := "unknown (image list full)"
+			if p.ImagePresentBefore != nil {
+				cache = map[bool]string{true: "cached", false: "not cached"}[*p.ImagePresentBefore]
+			}
+			fmt.Fprintf(b, " · node %s (created %s, image %s before) · %s", p.Node, p.NodeCreated.Format("2006-01-02 15:04Z"), cache, p.Choice)
+		}
+		b.WriteString("\n")
+		switch {
+		case p.Probe != nil && p.Probe.Class == report.ClassOK:
+			fmt.Fprintf(b, "  OK      %s\n", p.Probe.Summary)
+		case p.Probe != nil:
+			f := p.Probe.Failing
+			where := ""
+			if f != nil {
+				where = fmt.Sprintf(" · %s (%s) · step %s", f.Host, f.Role, f.Step)
+			}
+			fmt.Fprintf(b, "  BROKEN  class %s%s · %s\n          %s\n", p.Probe.Class, where, p.Probe.Code, p.Probe.Summary)
+			if p.Probe.WhereToLook != "" {
+				fmt.Fprintf(b, "          look at: %s\n", p.Probe.WhereToLook)
+			}
+		default:
+			fmt.Fprintf(b, "  NO PROBE  %s\n", p.Error)
+			for _, f := range p.Findings {
+				fmt.Fprintf(b, "          %s %s: %s\n", f.Class, f.Code, f.Reason)
+			}
+		}
+		if rp := p.RuntimePull; rp != nil && rp.Result != "skipped" {
+			agree := "—"
+			if rp.Agrees != nil {
+				agree = map[bool]string{true: "agrees with the probe", false: "DISAGREES with the probe"}[*rp.Agrees]
+			}
+			line := rp.Result
+			if rp.Result == "failed" {
+				line = fmt.Sprintf("failed: class %s · %s (%s) · %s", rp.Class, rp.Host, rp.Role, rp.Code)
+			}
+			fmt.Fprintf(b, "  runtime pull (kubelet)  %s · %s · %s\n", line, rp.Took.Std().Round(time.Millisecond), agree)
+			if rp.Note != "" {
+				fmt.Fprintf(b, "          %s\n", rp.Note)
+			}
+		}
+	}
+	for _, n := range v.Notes {
+		fmt.Fprintf(b, "\nnote  %s", n)
+	}
+	if len(v.Notes) > 0 {
+		b.WriteString("\n")
+	}
+	if len(v.LeftBehind) > 0 {
+		fmt.Fprintf(b, "\nLEFT BEHIND (run 'pullpath cleanup --run %s'): %s\n", v.Run, strings.Join(v.LeftBehind, ", "))
+	} else {
+		fmt.Fprintf(b, "\nrun %s in namespace %s: every object it made is deleted (%s)\n", v.Run, v.Namespace, v.Duration.Std().Round(time.Millisecond))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// JUnit XML: a test suite per run, a test case per pool.
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Time     string      `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	Error     *junitFailure `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+func writeJUnit(path string, v *report.Verification) error {
+	s := junitSuite{Name: "pullpath verify " + v.Image, Time: fmt.Sprintf("%.3f", v.Duration.Std().Seconds())}
+	for _, p := range v.Pools {
+		c := junitCase{Name: "pool " + p.Pool + " node " + p.Node, Classname: "pullpath.verify", Time: "0"}
+		switch {
+		case p.Probe != nil:
+			c.Time = fmt.Sprintf("%.3f", p.Probe.Duration.Std().Seconds())
+			if p.Probe.Class != report.ClassOK {
+				msg := fmt.Sprintf("class %s %s", p.Probe.Class, p.Probe.Code)
+				if f := p.Probe.Failing; f != nil {
+					msg += fmt.Sprintf(" on %s (%s) at %s", f.Host, f.Role, f.Step)
+				}
+				c.Failure = &junitFailure{Message: msg, Type: string(p.Probe.Class), Text: p.Probe.Summary + "\n" + p.Probe.WhereToLook}
+				s.Failures++
+			} else {
+				c.SystemOut = p.Probe.Summary
+			}
+		default:
+			c.Error = &junitFailure{Message: p.Error, Type: "no-probe", Text: p.Error}
+			s.Errors++
+		}
+		s.Cases = append(s.Cases, c)
+	}
+	s.Tests = len(s.Cases)
+	out, err := xml.MarshalIndent(junitSuites{Suites: []junitSuite{s}}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append([]byte(xml.Header), append(out, '\n')...), 0o644); err != nil {
+		return fmt.Errorf("--junit: %w", err)
+	}
+	return nil
+}
+
+type cleanupOptions struct {
+	streams      Streams
+	kube         *kubeFlags
+	run          string
+	runNamespace string
+}
+
+func newCleanupCmd(s Streams) *cobra.Command {
+	o := &cleanupOptions{streams: s, kube: newKubeFlags()}
+	cmd := &cobra.Command{
+		Use:   "cleanup",
+		Short: "Delete what verify runs left behind (pods, ConfigMaps, Secrets labelled app.kubernetes.io/managed-by=pullpath)",
+		Long: `Delete every object pullpath verify made in the run namespace — of one run (--run ID)
+or of all — and wait until they are gone. verify cleans up after itself on every exit
+path; this is for a run that was killed (SIGKILL, a lost connection).
+
+Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not run.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cs, err := o.kube.client()
+			if err != nil {
+				return err
+			}
+			left := cluster.Cleanup(cmd.Context(), cs, o.runNamespace, o.run, false)
+			if len(left) > 0 {
+				fmt.Fprintf(o.streams.Out, "left behind: %s\n", strings.Join(left, ", "))
+				return &ExitError{Code: ExitBroken}
+			}
+			fmt.Fprintf(o.streams.Out, "nothing of pullpath is left in namespace %s\n", o.runNamespace)
+			return nil
+		},
+	}
+	o.kube.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.run, "run", "", "only this run's objects (the id verify prints); default every run")
+	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", "pullpath", "the namespace verify ran in")
+	return cmd
+}

@@ -1,0 +1,134 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// allowing answers access reviews: everything allowed except what deny names ("verb resource ns").
+func allowing(fc *fake.Clientset, deny ...string) {
+	fc.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview)
+		ra := r.Spec.ResourceAttributes
+		key := strings.TrimSpace(ra.Verb + " " + ra.Resource + " " + ra.Namespace)
+		r.Status.Allowed = true
+		for _, d := range deny {
+			if d == key {
+				r.Status.Allowed = false
+			}
+		}
+		return true, r, nil
+	})
+}
+
+func TestVerifyChecksRightsFirst(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc, "create pods pullpath", "list nodes")
+	_, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, VerifyOptions{Image: img, Namespace: "pullpath"})
+	if err == nil || !strings.Contains(err.Error(), "lacks 2 permission(s)") || !strings.Contains(err.Error(), "create pods in namespace pullpath (the probe pods)") ||
+		!strings.Contains(err.Error(), "list nodes cluster-wide") {
+		t.Fatalf("err = %v", err)
+	}
+	if l, _ := fc.CoreV1().ConfigMaps("pullpath").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Error("nothing may be created before the rights are known")
+	}
+}
+
+func TestVerifyChoosesTheNewestNodeWithoutTheImage(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc)
+	r := &run{cs: &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o: VerifyOptions{Image: img, Namespace: "pullpath", MaxImages: 50}}
+	ts, err := r.choose(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]report.PoolResult{}
+	for _, tg := range ts {
+		got[tg.result.Pool] = tg.result
+	}
+	if p := got["poolb"]; p.Node != "b2" || p.ImagePresentBefore == nil || *p.ImagePresentBefore || !strings.Contains(p.Choice, "without the image") {
+		t.Errorf("pool b: %+v (the cached old node b1 must not be chosen)", p)
+	}
+	if p := got["poola"]; p.Node != "a1" || p.ImagePresentBefore == nil || !*p.ImagePresentBefore {
+		t.Errorf("pool a (only cached nodes): %+v", p)
+	}
+	if p := got["poolc"]; p.Node != "c1" || p.ImagePresentBefore != nil {
+		t.Errorf("pool c (full image list): %+v", p)
+	}
+	// --fresh: a pool without a fresh node fails with how to get one
+	r.o.Fresh = true
+	ts, _ = r.choose(context.Background())
+	for _, tg := range ts {
+		if tg.result.Pool == "poola" && (tg.node != nil || !strings.Contains(tg.result.Error, "az aks nodepool scale") || !strings.Contains(tg.result.Error, "--name poola")) {
+			t.Errorf("--fresh pool a: %+v", tg.result)
+		}
+	}
+	// cordoned and NotReady nodes are not chosen unless asked
+	b2, _ := fc.CoreV1().Nodes().Get(context.Background(), "b2", metav1.GetOptions{})
+	b2.Spec.Unschedulable = true
+	_, _ = fc.CoreV1().Nodes().Update(context.Background(), b2, metav1.UpdateOptions{})
+	r.o.Fresh = false
+	ts, _ = r.choose(context.Background())
+	for _, tg := range ts {
+		if tg.result.Pool == "poolb" && tg.result.Node != "b1" {
+			t.Errorf("cordoned b2 chosen: %+v", tg.result)
+		}
+	}
+	r.o.Pools = []string{"nope"}
+	if _, err := r.choose(context.Background()); err == nil || !strings.Contains(err.Error(), `no node in pool "nope" (pools: poola, poolb, poolc)`) {
+		t.Errorf("unknown pool: %v", err)
+	}
+}
+
+func TestProbePodSpec(t *testing.T) {
+	fc := fake.NewClientset()
+	r := &run{cs: &Client{Core: fc.CoreV1()}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute}, secret: "pullpath-abcd1234-pull",
+		owner: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-abcd1234", UID: "u1"}}}
+	n := node("b2", "poolb", t0, "v")
+	p := r.probeSpec("pullpath-abcd1234-probe-b2", n, &delivery{parts: []string{"p0", "p1"}, loader: "l", size: 1500000}, "registry.k8s.io/pause:3.10")
+	s := p.Spec
+	c := s.Containers[0]
+	switch {
+	case s.NodeName != "b2" || !s.HostNetwork || s.DNSPolicy != corev1.DNSDefault || s.RestartPolicy != corev1.RestartPolicyNever:
+		t.Errorf("placement: %+v", s)
+	case len(s.Tolerations) != 1 || s.Tolerations[0].Operator != corev1.TolerationOpExists || s.ActiveDeadlineSeconds == nil:
+		t.Errorf("tolerations/deadline: %+v", s)
+	case c.ImagePullPolicy != corev1.PullNever || c.Image != "registry.k8s.io/pause:3.10":
+		t.Errorf("image: %s %s", c.Image, c.ImagePullPolicy)
+	case *c.SecurityContext.AllowPrivilegeEscalation || !*c.SecurityContext.ReadOnlyRootFilesystem || *c.SecurityContext.Privileged || c.SecurityContext.Capabilities.Drop[0] != "ALL":
+		t.Errorf("security: %+v", c.SecurityContext)
+	case c.Resources.Limits.Memory().IsZero() || c.Resources.Limits.Cpu().IsZero():
+		t.Errorf("limits: %+v", c.Resources)
+	case p.Labels[LabelRun] != "abcd1234" || len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Name != "pullpath-run-abcd1234":
+		t.Errorf("labels/owner: %+v %+v", p.Labels, p.OwnerReferences)
+	}
+	for _, m := range c.VolumeMounts {
+		if m.Name != "run" && !m.ReadOnly {
+			t.Errorf("mount %s is writable", m.Name)
+		}
+	}
+	cmd := strings.Join(c.Command, " ")
+	for _, w := range []string{"/pp/parts/loader /pp/parts /pp/run/pullpath 1500000 -- probe " + img, "--host-root /host", "--summary-file /dev/termination-log", "--pull-secret /pp/secret/.dockerconfigjson"} {
+		if !strings.Contains(cmd, w) {
+			t.Errorf("command %q lacks %q", cmd, w)
+		}
+	}
+}
+
+func TestHostImagesPutTheSandboxFirst(t *testing.T) {
+	n := node("x", "p", t0, "v", "docker.io/library/nginx:1.25", "registry.k8s.io/pause:3.10")
+	if got := hostImages(n); len(got) != 2 || got[0] != "registry.k8s.io/pause:3.10" {
+		t.Errorf("hostImages = %v", got)
+	}
+}

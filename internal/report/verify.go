@@ -1,0 +1,70 @@
+package report
+
+import "time"
+
+// Verification is the JSON contract of `pullpath verify -o json`: a fresh, complete probe on a node
+// of every pool, run through Kubernetes, with the runtime's own pull beside it when asked.
+type Verification struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"` // "Verification"
+	Image      string       `json:"image"`
+	Class      Class        `json:"class"` // ok when every pool passes, else the first failing pool's class
+	Run        string       `json:"run"`   // the run's id: every object it made carries the label pullpath.dev/run=<run>
+	Namespace  string       `json:"namespace"`
+	Pools      []PoolResult `json:"pools"`
+	LeftBehind []string     `json:"leftBehind"` // objects not cleaned up (kind/namespace/name)
+	Notes      []string     `json:"notes,omitempty"`
+	Started    time.Time    `json:"started"`
+	Duration   Duration     `json:"durationMs"`
+}
+
+// PoolResult is the proof for one pool: the node chosen, how the probe reached it, its verdict.
+type PoolResult struct {
+	Pool               string       `json:"pool"`
+	Node               string       `json:"node"` // "" when no eligible node exists
+	NodeCreated        time.Time    `json:"nodeCreated"`
+	Choice             string       `json:"choice"`             // why this node
+	ImagePresentBefore *bool        `json:"imagePresentBefore"` // null: the node's image list is full
+	Delivery           string       `json:"delivery"`           // "configmap" or "image"
+	Class              Class        `json:"class"`              // the probe's class; other when the probe could not run
+	Probe              *Probe       `json:"probe"`              // the probe's full report (null when it could not run)
+	Error              string       `json:"error,omitempty"`    // why there is no probe report
+	Findings           []Finding    `json:"findings,omitempty"` // explain's reading of a probe pod that could not start
+	RuntimePull        *RuntimePull `json:"runtimePull"`
+}
+
+// RuntimePull is the kubelet's real pull of the image on the same node (a canary pod).
+type RuntimePull struct {
+	Result  string   `json:"result"` // "ok", "failed" or "skipped"
+	Class   Class    `json:"class,omitempty"`
+	Code    Code     `json:"code,omitempty"`
+	Host    string   `json:"host,omitempty"`
+	Role    Role     `json:"role,omitempty"`
+	Message string   `json:"message,omitempty"`
+	Cached  bool     `json:"cached"` // the image was in the node's cache before: a success proves nothing about the network
+	Agrees  *bool    `json:"agrees"` // the runtime's result and the probe's verdict say the same
+	Note    string   `json:"note,omitempty"`
+	Took    Duration `json:"durationMs"`
+}
+
+// ProbeSummary is the compact verdict a probe writes to its termination message (at most 4 KiB).
+type ProbeSummary struct {
+	Class   Class    `json:"class"`
+	Code    Code     `json:"code"`
+	Host    string   `json:"host,omitempty"`
+	Role    Role     `json:"role,omitempty"`
+	Step    StepName `json:"step,omitempty"`
+	Summary string   `json:"summary"`
+}
+
+// Summarize cuts a probe report to the compact verdict.
+func Summarize(p *Probe) ProbeSummary {
+	s := ProbeSummary{Class: p.Class, Code: p.Code, Summary: p.Summary}
+	if f := p.Failing; f != nil {
+		s.Host, s.Role, s.Step = f.Host, f.Role, f.Step
+	}
+	if len(s.Summary) > 3000 {
+		s.Summary = s.Summary[:3000] + "…"
+	}
+	return s
+}

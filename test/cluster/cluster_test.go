@@ -1,0 +1,784 @@
+package cluster
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/vishvananda/netns"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/pullpath/pullpath/internal/registrytest"
+)
+
+const kubeVersion = "v1.37.2"
+
+// Addresses. The lab tier uses 10.77/10.79/10.80; this tier 10.78 and 10.81 up. Nothing outside the
+// tier's namespaces is ever a target: no namespace has a default route, a bridge to a real
+// interface or NAT.
+const (
+	hubIP       = "10.78.0.1" // apiserver, the resolver with the private zone
+	noZoneDNSIP = "10.78.0.2" // a resolver without the private zone
+	registryIP  = "10.81.0.2" // registry.cluster.test: :443 redirects blobs, :5000 serves them (pushes)
+	blobsIP     = "10.82.0.3" // blobs.cluster.test, the redirect target
+	serviceCIDR = "10.83.0.0/24"
+	zone        = "cluster.test"
+	registry    = "registry." + zone
+	poolLabel   = "kubernetes.azure.com/agentpool"
+	pauseRef    = "registry.k8s.io/pause:3.10" // the sandbox image: imported, never pulled
+	cniBin      = "/usr/lib/cni"
+)
+
+// Resolvers a node's resolv.conf can point at.
+const (
+	resolverZone   = ""       // the hub's dnsmasq, which knows cluster.test
+	resolverNoZone = "nozone" // a dnsmasq that answers NXDOMAIN for cluster.test
+)
+
+// kernelSettings are the global sysctls the kubelet changes at start (container_manager_linux's
+// kernel tunables): saved before the first kubelet and restored after the last.
+var kernelSettings = []string{"kernel/panic", "kernel/panic_on_oops", "vm/overcommit_memory", "vm/panic_on_oom",
+	"kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
+
+type clusterSpec struct {
+	Nodes []nodeSpec
+}
+
+type nodeSpec struct {
+	Name             string
+	Pool             string            // the value of kubernetes.azure.com/agentpool
+	Labels           map[string]string // more node labels
+	CanReachRegistry bool              // a route to registry.cluster.test (10.81.0.0/24)
+	CanReachBlobs    bool              // a route to the blob host the registry redirects to (10.82.0.0/24)
+	Resolver         string            // resolverZone or resolverNoZone
+	MaxImages        int               // nodeStatusMaxImages; 0 keeps the kubelet's default (50)
+	FillImages       int               // images imported before the kubelet starts, to fill status.images
+	PreloadImages    []string          // repo:tag under registry.cluster.test, pushed and imported before the kubelet starts
+}
+
+// scenario is the cluster the package's tests share (issues 9 and 10): pool A healthy, its newest
+// node's image list full (status.images at the kubelet's cap of 50); pool B's old node has the image cached and its newer node cannot reach
+// the registry (neither can the old one: its pods run from cache); pool C cannot reach the blob
+// host; pool D's resolver lacks the private zone.
+var scenario = clusterSpec{Nodes: []nodeSpec{
+	{Name: "poola-1", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true},
+	{Name: "poolb-1", Pool: "poolb", PreloadImages: []string{cachedImage}, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202510.01.0"}},
+	{Name: "poolb-2", Pool: "poolb", Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202511.15.0"}},
+	{Name: "poolc-1", Pool: "poolc", CanReachRegistry: true},
+	{Name: "poold-1", Pool: "poold", CanReachRegistry: true, CanReachBlobs: true, Resolver: resolverNoZone},
+	// the newest node: its import takes longest, and overlaps the others' registration
+	{Name: "poola-2", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true, FillImages: 52},
+}}
+
+const (
+	cachedImage    = "cached/app:v1"
+	nodeImageLabel = "kubernetes.azure.com/node-image-version"
+)
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+type node struct {
+	spec      nodeSpec
+	ip        string
+	netns     string
+	dir       string
+	sock      string // containerd's socket, reachable from the test's namespace
+	cgroup    string // cgroupRoot, as the kubelet is given it
+	proc      *proc
+	pidNS     string // the node's PID namespace ("pid:[inode]"): every process of the node lives in it
+	started   time.Time
+	ready     time.Duration // kubelet start → Ready
+	readyDone chan struct{}
+	prepared  chan struct{} // containerd answers and the node's images are imported
+	prepErr   error
+}
+
+// cluster is a running cluster and the handles tests use.
+type cluster struct {
+	id, dir, hub string
+	bins         string
+	ca           *registrytest.CA
+	nodes        []*node
+	procs        []*proc
+	sysctls      map[string]string
+	cgroupMounts []string
+	progs        map[string]string // the static programs built from testdata/, by name
+	pauseLayer   v1.Layer          // /pause, the entrypoint of every image the tier makes
+
+	Client     *kubernetes.Clientset
+	Config     *rest.Config
+	Kubeconfig string // admin kubeconfig for the CLI under test; its server is only reachable from the hub
+	Images     map[string]pushedImage
+	// Controllers says kube-controller-manager runs (controllerSet): owner references cascade,
+	// namespaces can be deleted, NotReady nodes are tainted.
+	Controllers bool
+
+	buildOnce sync.Once
+	pullpath  string
+	buildErr  error
+
+	closeOnce sync.Once
+	closeErr  error
+
+	mu      sync.Mutex // guards Images and figures
+	upTime  time.Duration
+	figures []string
+}
+
+var seq int
+
+// setupError carries a bring-up failure out of the nested steps to startCluster.
+type setupError struct{ err error }
+
+func (c *cluster) check(err error, format string, args ...any) {
+	if err != nil {
+		panic(setupError{fmt.Errorf(format+": %w", append(args, err)...)})
+	}
+}
+
+func (c *cluster) fail(format string, args ...any) {
+	panic(setupError{fmt.Errorf(format, args...)})
+}
+
+// startCluster brings up the hub (etcd, kube-apiserver, resolvers, registry, blob host) and the
+// nodes (containerd + kubelet each), and returns once every node is Ready.
+func startCluster(spec clusterSpec) (c *cluster, err error) {
+	begin := time.Now()
+	seq++
+	id := fmt.Sprintf("ppk%dc%d", os.Getpid(), seq)
+	removeStale()
+	bins, err := kubeBins()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", id+"-")
+	if err != nil {
+		return nil, err
+	}
+	c = &cluster{id: id, dir: dir, hub: id + "-hub", bins: bins, Images: map[string]pushedImage{}}
+	defer func() {
+		if r := recover(); r != nil {
+			se, ok := r.(setupError)
+			if !ok {
+				panic(r)
+			}
+			if cerr := c.Close(); cerr != nil {
+				se.err = fmt.Errorf("%w (and teardown: %v)", se.err, cerr)
+			}
+			c, err = nil, fmt.Errorf("%w; logs were in %s (PULLPATH_CLUSTER_KEEP=1 keeps them)", se.err, dir)
+		}
+	}()
+	for _, d := range []string{"logs", "pki", "bin", "registry/data", "dns", "nodes"} {
+		c.check(os.MkdirAll(filepath.Join(dir, d), 0o755), "mkdir")
+	}
+	var phases []string
+	mark := time.Now()
+	phase := func(name string) {
+		phases = append(phases, fmt.Sprintf("%s %s", name, time.Since(mark).Round(100*time.Millisecond)))
+		mark = time.Now()
+	}
+	c.buildPrograms()
+	c.pki()
+	c.network(spec)
+	phase("programs, PKI, namespaces")
+	c.services()
+	phase("hub services")
+	c.prepareNodes(spec)
+	c.waitAPI()
+	c.controllers()
+	phase("apiserver ready")
+	c.saveKernelSettings()
+	c.startKubelets()
+	phase("nodes prepared (containerd, image imports) and registered one by one")
+	c.waitReady()
+	phase("last Ready")
+	c.upTime = time.Since(begin)
+	c.figures = append(c.figures, fmt.Sprintf("bring-up (%d nodes, from nothing to every node Ready): %s (%s)", len(c.nodes),
+		c.upTime.Round(100*time.Millisecond), strings.Join(phases, ", ")))
+	for _, n := range c.nodes {
+		c.figures = append(c.figures, fmt.Sprintf("  %s Ready %s after its kubelet started", n.spec.Name, n.ready.Round(100*time.Millisecond)))
+	}
+	return c, nil
+}
+
+func (c *cluster) run(args ...string) string {
+	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
+	c.check(err, "%s: %s", strings.Join(args, " "), strings.TrimSpace(string(out)))
+	return string(out)
+}
+
+func (c *cluster) inHub(args ...string) []string {
+	return append([]string{"nsenter", "--net=/run/netns/" + c.hub, "--"}, args...)
+}
+
+func (c *cluster) write(path string, body []byte, mode os.FileMode) {
+	c.check(os.MkdirAll(filepath.Dir(path), 0o755), "mkdir")
+	c.check(os.WriteFile(path, body, mode), "write %s", path)
+}
+
+// start runs a long-lived process, its output in logs/<name>.log; teardown kills it by PID.
+func (c *cluster) start(name string, env []string, args ...string) *proc {
+	logf, err := os.Create(filepath.Join(c.dir, "logs", name+".log"))
+	c.check(err, "log file")
+	defer logf.Close()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	c.check(cmd.Start(), "start %s", name)
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.done) }()
+	c.procs = append(c.procs, p)
+	return p
+}
+
+// logTail is the end of a process's log, for error messages.
+func (c *cluster) logTail(name string) string {
+	b, _ := os.ReadFile(filepath.Join(c.dir, "logs", name+".log"))
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+// buildPrograms compiles testdata/*.c statically: the pause program and the ConfigMap payload.
+func (c *cluster) buildPrograms() {
+	c.progs = map[string]string{}
+	for _, p := range []string{"pause", "exitwith"} {
+		out := filepath.Join(c.dir, "bin", p)
+		c.run("gcc", "-static", "-Os", "-s", "-o", out, filepath.Join("testdata", p+".c"))
+		c.progs[p] = out
+	}
+	var err error
+	c.pauseLayer, err = fileLayer(c.progs["pause"], "/pause")
+	c.check(err, "pause layer")
+}
+
+func (c *cluster) pki() {
+	var err error
+	c.ca, err = registrytest.NewCA("pullpath cluster tier CA")
+	c.check(err, "CA")
+	c.write(c.path("pki", "ca.pem"), c.ca.PEM, 0o644)
+	c.leaf("apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc", hubIP, "127.0.0.1", "10.83.0.1")
+	c.leaf("registry", registry)
+	c.leaf("blobs", "blobs."+zone)
+	c.client("apiserver-kubelet", "kube-apiserver-kubelet-client", "system:masters")
+	certPEM, keyPEM := c.client("admin", "pullpath-admin", "system:masters")
+	c.Kubeconfig = c.path("admin.kubeconfig")
+	c.write(c.Kubeconfig, kubeconfig("https://"+hubIP+":6443", c.ca.PEM, certPEM, keyPEM, "pullpath-admin"), 0o600)
+	c.Config = &rest.Config{Host: "https://" + hubIP + ":6443", QPS: 100, Burst: 200, Timeout: 30 * time.Second,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.ca.PEM, CertData: certPEM, KeyData: keyPEM},
+		Dial:            dialIn(c.hub)}
+	c.Client, err = kubernetes.NewForConfig(c.Config)
+	c.check(err, "client")
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	c.check(err, "service account key")
+	der, err := x509.MarshalECPrivateKey(key)
+	c.check(err, "service account key")
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	c.check(err, "service account key")
+	c.write(c.path("pki", "sa.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600)
+	c.write(c.path("pki", "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
+}
+
+func (c *cluster) path(elem ...string) string {
+	return filepath.Join(append([]string{c.dir}, elem...)...)
+}
+
+func (c *cluster) leaf(base string, names ...string) {
+	cert, err := c.ca.Leaf(names, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	c.check(err, "certificate %s", base)
+	c.pair(base, cert)
+}
+
+func (c *cluster) client(base, cn string, orgs ...string) (certPEM, keyPEM []byte) {
+	cert, err := c.ca.Client(cn, orgs...)
+	c.check(err, "client certificate %s", base)
+	return c.pair(base, cert)
+}
+
+func (c *cluster) pair(base string, cert tls.Certificate) (certPEM, keyPEM []byte) {
+	return c.pairIn(c.path("pki"), base, cert)
+}
+
+func (c *cluster) pairIn(dir, base string, cert tls.Certificate) (certPEM, keyPEM []byte) {
+	certPEM, keyPEM, err := registrytest.PEM(cert)
+	c.check(err, "PEM %s", base)
+	c.write(filepath.Join(dir, base+".pem"), certPEM, 0o644)
+	c.write(filepath.Join(dir, base+".key"), keyPEM, 0o600)
+	return certPEM, keyPEM
+}
+
+func kubeconfig(server string, ca, cert, key []byte, user string) []byte {
+	b64 := base64.StdEncoding.EncodeToString
+	return fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: pullpath-cluster-tier
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: %s
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+contexts:
+- name: pullpath-cluster-tier
+  context:
+    cluster: pullpath-cluster-tier
+    user: %s
+current-context: pullpath-cluster-tier
+`, server, b64(ca), user, b64(cert), b64(key), user)
+}
+
+// network builds the hub (a bridge that is attached to nothing real; the registry's and the blob
+// host's addresses on its loopback) and one namespace per node on a veth into the hub's bridge. A
+// node reaches the registry or the blob host only if it has the route.
+func (c *cluster) network(spec clusterSpec) {
+	c.run("ip", "netns", "add", c.hub)
+	h := func(args ...string) { c.run(append([]string{"ip", "-n", c.hub}, args...)...) }
+	h("link", "set", "lo", "up")
+	h("link", "add", "br0", "type", "bridge")
+	h("addr", "add", hubIP+"/24", "dev", "br0")
+	h("addr", "add", noZoneDNSIP+"/24", "dev", "br0")
+	h("link", "set", "br0", "up")
+	// the registry's and the blob host's addresses are the hub's own (no dummy links in this kernel)
+	h("addr", "add", registryIP+"/32", "dev", "lo")
+	h("addr", "add", blobsIP+"/32", "dev", "lo")
+	for i, s := range spec.Nodes {
+		n := &node{spec: s, ip: fmt.Sprintf("10.78.0.%d", 10+i), netns: c.id + "-" + s.Name, dir: c.path("nodes", s.Name)}
+		c.nodes = append(c.nodes, n)
+		c.run("ip", "netns", "add", n.netns)
+		hubEnd, nodeEnd := fmt.Sprintf("%sh%d", c.id, i), fmt.Sprintf("%sn%d", c.id, i)
+		c.run("ip", "link", "add", "name", nodeEnd, "type", "veth", "peer", "name", hubEnd)
+		c.run("ip", "link", "set", nodeEnd, "netns", n.netns)
+		c.run("ip", "link", "set", hubEnd, "netns", c.hub)
+		h("link", "set", hubEnd, "master", "br0", "up")
+		nn := func(args ...string) { c.run(append([]string{"ip", "-n", n.netns}, args...)...) }
+		nn("link", "set", nodeEnd, "name", "eth0")
+		nn("addr", "add", n.ip+"/24", "dev", "eth0")
+		nn("link", "set", "eth0", "up")
+		nn("link", "set", "lo", "up")
+		if s.CanReachRegistry {
+			nn("route", "add", "10.81.0.0/24", "via", hubIP)
+		}
+		if s.CanReachBlobs {
+			nn("route", "add", "10.82.0.0/24", "via", hubIP)
+		}
+		if out := c.run("ip", "-n", n.netns, "route"); strings.Contains(out, "default") {
+			c.fail("node %s must have no default route:\n%s", s.Name, out)
+		}
+	}
+}
+
+func (c *cluster) services() {
+	// etcd and the apiserver
+	c.start("etcd", nil, c.inHub(filepath.Join(c.bins, "etcd"), "--name=hub", "--data-dir="+c.path("etcd"),
+		"--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
+		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+		"--initial-cluster=hub=http://127.0.0.1:2380", "--unsafe-no-fsync", "--log-level=warn")...)
+	c.waitTCP("etcd", "127.0.0.1:2379")
+	pki := func(f string) string { return c.path("pki", f) }
+	c.start("kube-apiserver", nil, c.inHub(filepath.Join(c.bins, "kube-apiserver"),
+		"--etcd-servers=http://127.0.0.1:2379", "--bind-address=0.0.0.0", "--secure-port=6443",
+		"--advertise-address="+hubIP, "--endpoint-reconciler-type=none",
+		"--tls-cert-file="+pki("apiserver.pem"), "--tls-private-key-file="+pki("apiserver.key"),
+		"--client-ca-file="+pki("ca.pem"), "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+pki("sa.pub"),
+		"--service-account-signing-key-file="+pki("sa.key"), "--service-cluster-ip-range="+serviceCIDR,
+		"--kubelet-client-certificate="+pki("apiserver-kubelet.pem"), "--kubelet-client-key="+pki("apiserver-kubelet.key"),
+		"--kubelet-certificate-authority="+pki("ca.pem"), "--kubelet-preferred-address-types=InternalIP",
+		"--allow-privileged=true", "--profiling=false", "--cert-dir="+c.path("apiserver"))...)
+
+	// resolvers: one with the private zone, one without
+	hosts := fmt.Sprintf("%s %s\n%s blobs.%s\n", registryIP, registry, blobsIP, zone)
+	c.write(c.path("dns", "hosts"), []byte(hosts), 0o644)
+	dnsmasq := func(listen, local string, extra ...string) []string {
+		return c.inHub(append([]string{"dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
+			"--no-poll", "--local=/" + local + "/", "--listen-address=" + listen, "--bind-interfaces", "--user=root", "--pid-file=",
+			"--log-queries", "--log-facility=-"}, extra...)...)
+	}
+	c.start("dnsmasq", nil, dnsmasq(hubIP, zone, "--addn-hosts="+c.path("dns", "hosts"))...)
+	c.start("dnsmasq-nozone", nil, dnsmasq(noZoneDNSIP, "test")...)
+
+	// the registry (blobs redirected to the blob host on :443; served directly on :5000, where the
+	// test pushes) and the blob host, sharing one storage
+	for _, r := range []struct{ name, addr, redirect string }{
+		{"registry", registryIP + ":443", "https://blobs." + zone + "/"},
+		{"registry-direct", registryIP + ":5000", ""},
+	} {
+		cfg := fmt.Sprintf("version: 0.1\nlog: {level: info, formatter: text}\nstorage:\n  filesystem: {rootdirectory: %s}\n  delete: {enabled: true}\nhttp:\n  addr: %s\n  secret: cluster-tier-not-secret\n  tls: {certificate: %s, key: %s}\n",
+			c.path("registry", "data"), r.addr, pki("registry.pem"), pki("registry.key"))
+		if r.redirect != "" {
+			cfg += fmt.Sprintf("middleware:\n  storage:\n    - name: redirect\n      options: {baseurl: %q}\n", r.redirect)
+		}
+		c.write(c.path("registry", r.name+".yml"), []byte(cfg), 0o644)
+		c.start(r.name, nil, c.inHub("docker-registry", "serve", c.path("registry", r.name+".yml"))...)
+	}
+	self, err := os.Executable()
+	c.check(err, "test binary")
+	c.start("blobs", []string{"PULLPATH_CLUSTER_ROLE=blobs", "PULLPATH_CLUSTER_ADDR=" + blobsIP + ":443", "PULLPATH_CLUSTER_CERT=" + pki("blobs.pem"),
+		"PULLPATH_CLUSTER_KEY=" + pki("blobs.key"), "PULLPATH_CLUSTER_DIR=" + c.path("registry", "data")}, c.inHub(self)...)
+	for _, a := range []string{hubIP + ":53", noZoneDNSIP + ":53", registryIP + ":443", registryIP + ":5000", blobsIP + ":443"} {
+		c.waitTCP(a, a)
+	}
+}
+
+// waitTCP polls until addr accepts connections inside the hub.
+func (c *cluster) waitTCP(what, addr string) {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		conn, err := dialIn(c.hub)(context.Background(), "tcp", addr)
+		if err == nil {
+			conn.Close()
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.fail("%s (%s) did not start listening in the hub", what, addr)
+}
+
+// waitAPI waits for the apiserver's /readyz, then creates what a controller-manager would have
+// made and this cluster has not: the default ServiceAccount.
+func (c *cluster) waitAPI() {
+	var apiserver *proc
+	for _, p := range c.procs {
+		if p.name == "kube-apiserver" {
+			apiserver = p
+		}
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := c.Client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case <-apiserver.done:
+			c.fail("kube-apiserver exited:\n%s", c.logTail("kube-apiserver"))
+		default:
+		}
+		if time.Now().After(deadline) {
+			c.fail("kube-apiserver not ready: %v\n%s", err, c.logTail("kube-apiserver"))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.check(c.prepareNamespace(context.Background(), "default"), "default namespace")
+}
+
+// controllerSet is what kube-controller-manager runs here: owners' garbage collection, namespace
+// deletion, the not-ready taints and node conditions, and the workload controllers whose pods a
+// template pins with nodeName (there is no scheduler). Namespaces get their ServiceAccount and CA
+// from Namespace, so that every pod is built the same way with or without the controllers.
+var controllerSet = []string{"garbage-collector-controller", "namespace-controller", "node-lifecycle-controller",
+	"replicaset-controller", "deployment-controller", "job-controller", "daemonset-controller"}
+
+// controllers starts kube-controller-manager when scripts/kubebins.sh built it (older caches lack it).
+func (c *cluster) controllers() {
+	bin := filepath.Join(c.bins, "kube-controller-manager")
+	if _, err := os.Stat(bin); err != nil {
+		return
+	}
+	c.Controllers = true
+	c.start("kube-controller-manager", nil, c.inHub(bin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
+		"--secure-port=0", "--use-service-account-credentials=false", "--root-ca-file="+c.path("pki", "ca.pem"),
+		"--controllers="+strings.Join(controllerSet, ","))...)
+}
+
+// dialIn dials from inside a named network namespace: the socket keeps its namespace after the
+// thread switches back.
+func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			return nil, err
+		}
+		defer orig.Close()
+		h, err := netns.GetFromName(ns)
+		if err != nil {
+			return nil, err
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			return nil, err
+		}
+		defer func() { _ = netns.Set(orig) }()
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// Close stops everything of the cluster and says what, if anything, it could not remove.
+func (c *cluster) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.teardown() })
+	return c.closeErr
+}
+
+func (c *cluster) teardown() error {
+	var errs []error
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) // its process group: nsenter/unshare + the daemon
+		_ = p.cmd.Process.Kill()
+		select {
+		case <-p.done:
+		case <-time.After(15 * time.Second):
+			errs = append(errs, fmt.Errorf("%s (pid %d) did not exit", p.name, p.cmd.Process.Pid))
+		}
+	}
+	// a node's processes die with its PID namespace's init, asynchronously
+	deadline := time.Now().Add(15 * time.Second)
+	for len(c.nodeProcesses()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, n := range c.nodes {
+		_ = exec.Command("ip", "netns", "del", n.netns).Run()
+	}
+	_ = exec.Command("ip", "netns", "del", c.hub).Run()
+	for _, n := range c.nodes {
+		if n.cgroup != "" {
+			if err := removeCgroup(c.cgroupMounts, n.cgroup); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	c.restoreKernelSettings()
+	errs = append(errs, c.leftovers()...)
+	if os.Getenv("PULLPATH_CLUSTER_KEEP") == "" {
+		if err := os.RemoveAll(c.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// leftovers lists what of the cluster still exists: processes, namespaces, mounts, cgroups, and
+// kernel settings that differ from before.
+func (c *cluster) leftovers() []error {
+	var errs []error
+	for _, p := range c.nodeProcesses() {
+		errs = append(errs, fmt.Errorf("process %s is still running", p))
+	}
+	for _, p := range processesMentioning(c.dir) {
+		errs = append(errs, fmt.Errorf("process %s is still running", p))
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, c.id+"-") {
+			errs = append(errs, fmt.Errorf("network namespace %s is still there", strings.Fields(line)[0]))
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, c.dir) || strings.Contains(line, "/run/netns/"+c.id+"-") {
+			errs = append(errs, fmt.Errorf("mount still there: %s", line))
+		}
+	}
+	for _, m := range cgroupMounts() {
+		matches, _ := filepath.Glob(filepath.Join(m, c.id+"-*"))
+		for _, d := range matches {
+			errs = append(errs, fmt.Errorf("cgroup %s is still there", d))
+		}
+	}
+	for k, v := range c.sysctls {
+		if now := readSysctl(k); now != v {
+			errs = append(errs, fmt.Errorf("%s is %s, was %s", strings.ReplaceAll(k, "/", "."), now, v))
+		}
+	}
+	return errs
+}
+
+// nodeProcesses lists the live processes in the nodes' PID namespaces, as "pid (comm)".
+func (c *cluster) nodeProcesses() []string {
+	want := map[string]bool{}
+	for _, n := range c.nodes {
+		if n.pidNS != "" {
+			want[n.pidNS] = true
+		}
+	}
+	if len(want) == 0 {
+		return nil
+	}
+	var out []string
+	for _, pid := range pids() {
+		if ns, err := os.Readlink("/proc/" + pid + "/ns/pid"); err == nil && want[ns] {
+			out = append(out, describe(pid))
+		}
+	}
+	return out
+}
+
+func processesMentioning(s string) []string {
+	var out []string
+	self := fmt.Sprint(os.Getpid())
+	for _, pid := range pids() {
+		if pid == self {
+			continue
+		}
+		if cmdline, err := os.ReadFile("/proc/" + pid + "/cmdline"); err == nil && strings.Contains(string(cmdline), s) {
+			out = append(out, describe(pid))
+		}
+	}
+	return out
+}
+
+func pids() []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range ents {
+		if e.Name()[0] >= '0' && e.Name()[0] <= '9' {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func describe(pid string) string {
+	comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+	return pid + " (" + strings.TrimSpace(string(comm)) + ")"
+}
+
+func readSysctl(key string) string {
+	b, _ := os.ReadFile("/proc/sys/" + key)
+	return strings.TrimSpace(string(b))
+}
+
+func (c *cluster) saveKernelSettings() {
+	c.sysctls = map[string]string{}
+	for _, k := range kernelSettings {
+		c.sysctls[k] = readSysctl(k)
+	}
+	b, _ := json.Marshal(c.sysctls)
+	c.write(c.path("sysctl.json"), b, 0o644) // for removeStale, should this process be killed
+}
+
+func (c *cluster) restoreKernelSettings() {
+	for k, v := range c.sysctls {
+		if readSysctl(k) != v {
+			_ = os.WriteFile("/proc/sys/"+k, []byte(v), 0o644)
+		}
+	}
+}
+
+// cgroupMounts lists the mount points of every cgroup hierarchy (v1 and the hybrid unified one).
+func cgroupMounts() []string {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		parts := strings.SplitN(line, " - ", 2)
+		f := strings.Fields(parts[0])
+		if len(parts) == 2 && len(f) > 4 && (strings.HasPrefix(parts[1], "cgroup ") || strings.HasPrefix(parts[1], "cgroup2 ")) {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// removeCgroup removes the cgroup root of a node, children first, in every hierarchy.
+func removeCgroup(mounts []string, root string) error {
+	var errs []error
+	for _, m := range mounts {
+		top := filepath.Join(m, root)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var dirs []string
+			_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+				if err == nil && d.IsDir() {
+					dirs = append(dirs, p)
+				}
+				return nil
+			})
+			if len(dirs) == 0 {
+				break
+			}
+			var last error
+			for i := len(dirs) - 1; i >= 0; i-- {
+				if err := syscall.Rmdir(dirs[i]); err != nil && !errors.Is(err, syscall.ENOENT) {
+					last = fmt.Errorf("rmdir %s: %w", dirs[i], err)
+				}
+			}
+			if last == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				errs = append(errs, last)
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeStale removes what a killed earlier run left (t.Cleanup and TestMain do not run when the test
+// binary is killed; its processes die with it through Pdeathsig): namespaces, cgroups, kernel
+// settings, temp dirs of runs whose process is gone.
+func removeStale() {
+	dead := func(name string) bool {
+		var pid, n int
+		if _, err := fmt.Sscanf(name, "ppk%dc%d", &pid, &n); err != nil || pid == os.Getpid() {
+			return false
+		}
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return err != nil
+	}
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && strings.HasPrefix(f[0], "ppk") && dead(f[0]) {
+			_ = exec.Command("ip", "netns", "del", f[0]).Run()
+		}
+	}
+	mounts := cgroupMounts()
+	for _, m := range mounts {
+		matches, _ := filepath.Glob(filepath.Join(m, "ppk*"))
+		for _, d := range matches {
+			if dead(filepath.Base(d)) {
+				_ = removeCgroup([]string{m}, filepath.Base(d))
+			}
+		}
+	}
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "ppk*"))
+	for _, d := range dirs {
+		if !dead(filepath.Base(d)) {
+			continue
+		}
+		if b, err := os.ReadFile(filepath.Join(d, "sysctl.json")); err == nil {
+			saved := map[string]string{}
+			if json.Unmarshal(b, &saved) == nil {
+				for k, v := range saved {
+					_ = os.WriteFile("/proc/sys/"+k, []byte(v), 0o644)
+				}
+			}
+		}
+		_ = os.RemoveAll(d)
+	}
+}

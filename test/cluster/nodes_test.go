@@ -1,0 +1,335 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// prepareNodes writes each node's files, starts its containerd in the node's own namespaces and
+// imports the images it must already have (the sandbox image, preloads, fillers), all nodes at once
+// in the background. startKubelets starts each kubelet, in order, once its node is prepared.
+func (c *cluster) prepareNodes(spec clusterSpec) {
+	c.cgroupMounts = cgroupMounts()
+	pause := c.pauseImage()
+	preloads := map[string]pushedImage{}
+	for _, s := range spec.Nodes {
+		for _, repoTag := range s.PreloadImages {
+			if _, ok := preloads[repoTag]; !ok {
+				preloads[repoTag] = c.push(repoTag)
+			}
+		}
+	}
+	for i, n := range c.nodes {
+		c.nodeFiles(i, n)
+		c.startNode(n)
+	}
+	for _, n := range c.nodes {
+		n.prepared = make(chan struct{})
+		go func() {
+			defer close(n.prepared)
+			n.prepErr = catch(func() {
+				c.waitContainerd(n)
+				imgs := []namedImage{{pause.Image, []string{pauseRef}}}
+				for _, repoTag := range n.spec.PreloadImages {
+					im := preloads[repoTag]
+					imgs = append(imgs, namedImage{im.Image, []string{im.Ref, im.DigestRef}})
+				}
+				if n.spec.FillImages > 0 {
+					imgs = append(imgs, c.fillers(n)...)
+				}
+				c.importImages(n, imgs)
+			})
+		}()
+	}
+}
+
+// fillers are distinct images (one config each) that share one small layer, so that importing
+// dozens costs one unpack: they only fill status.images.
+func (c *cluster) fillers(n *node) []namedImage {
+	base, err := random.Image(2<<10, 1)
+	c.check(err, "filler image")
+	var out []namedImage
+	for j := 0; j < n.spec.FillImages; j++ {
+		img, err := withConfig(base, "")
+		c.check(err, "filler image")
+		cf, err := img.ConfigFile()
+		c.check(err, "filler image")
+		cf = cf.DeepCopy()
+		cf.Config.Labels = map[string]string{"pullpath.test/filler": fmt.Sprint(j)}
+		img, err = mutate.ConfigFile(img, cf)
+		c.check(err, "filler image")
+		out = append(out, namedImage{img, []string{fmt.Sprintf("%s/filler/%s-%02d:v1", registry, n.spec.Name, j)}})
+	}
+	return out
+}
+
+func (c *cluster) nodeFiles(i int, n *node) {
+	s := n.spec
+	pki := filepath.Join(n.dir, "pki")
+	n.sock = filepath.Join(n.dir, "containerd.sock")
+	n.cgroup = "/" + c.id + "-" + s.Name
+
+	cert, err := c.ca.Client("system:node:"+s.Name, "system:nodes")
+	c.check(err, "node certificate")
+	certPEM, keyPEM := c.pairIn(pki, "client", cert)
+	c.write(filepath.Join(n.dir, "kubelet.kubeconfig"), kubeconfig("https://"+hubIP+":6443", c.ca.PEM, certPEM, keyPEM, "system:node:"+s.Name), 0o600)
+	serving, err := c.ca.Leaf([]string{s.Name, n.ip}, time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour))
+	c.check(err, "kubelet serving certificate")
+	c.pairIn(pki, "serving", serving)
+	c.write(filepath.Join(pki, "ca.pem"), c.ca.PEM, 0o644)
+
+	// /etc/containerd, /var/lib, /var/log and /etc/resolv.conf of the node: bound over the machine's in
+	// the node's mount namespace, so the files containerd runs with are where pullpath --host-root
+	// looks, and nothing lands on the machine
+	etc := filepath.Join(n.dir, "etc-containerd")
+	c.write(filepath.Join(etc, "config.toml"), fmt.Appendf(nil, `version = 2
+root = "/var/lib/containerd"
+state = "/run/containerd"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
+[grpc]
+  address = %q
+[plugins."io.containerd.internal.v1.opt"]
+  path = "/var/lib/containerd-opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %q
+  # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails (shared/notes/kubelet.md)
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = %q
+    conf_dir = %q
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "/etc/containerd/certs.d"
+`, n.sock, pauseRef, cniBin, filepath.Join(n.dir, "cni")), 0o644)
+	c.write(filepath.Join(etc, "ca.pem"), c.ca.PEM, 0o644)
+	c.write(filepath.Join(etc, "certs.d", registry, "hosts.toml"),
+		fmt.Appendf(nil, "server = \"https://%s\"\nca = \"/etc/containerd/ca.pem\"\n\n[host]\n", registry), 0o644)
+	// pods get a bridge inside the node's namespace, attached to nothing else
+	c.write(filepath.Join(n.dir, "cni", "10-pullpath.conflist"), fmt.Appendf(nil, `{"cniVersion": "0.4.0", "name": "pullpath", "plugins": [
+  {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.84.%d.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}}
+]}
+`, i), 0o644)
+	resolver := hubIP
+	if s.Resolver == resolverNoZone {
+		resolver = noZoneDNSIP
+	}
+	c.write(filepath.Join(n.dir, "resolv.conf"), []byte("nameserver "+resolver+"\n"), 0o644)
+	for _, d := range []string{"var-lib", "var-log"} {
+		c.check(os.MkdirAll(filepath.Join(n.dir, d), 0o755), "mkdir")
+	}
+	if st, err := os.ReadFile("/var/lib/dpkg/status"); err == nil { // the installed containerd's version, for --host-root
+		c.write(filepath.Join(n.dir, "var-lib", "dpkg", "status"), st, 0o644)
+	}
+
+	maxImages := ""
+	if s.MaxImages != 0 {
+		maxImages = fmt.Sprintf("nodeStatusMaxImages: %d\n", s.MaxImages)
+	}
+	c.write(filepath.Join(n.dir, "kubelet.yaml"), fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: %s
+port: 10250
+readOnlyPort: 0
+healthzPort: 0
+tlsCertFile: %s
+tlsPrivateKeyFile: %s
+rotateCertificates: false
+serverTLSBootstrap: false
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: %s}
+authorization: {mode: AlwaysAllow}
+containerRuntimeEndpoint: unix://%s
+imageServiceEndpoint: unix://%s
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupsPerQOS: true
+cgroupRoot: %s
+failSwapOn: false
+protectKernelDefaults: false
+resolvConf: /etc/resolv.conf
+serializeImagePulls: false
+maxPods: 30
+nodeStatusUpdateFrequency: 4s
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard: {memory.available: "100Mi"}
+%s`, n.ip, filepath.Join(pki, "serving.pem"), filepath.Join(pki, "serving.key"), filepath.Join(pki, "ca.pem"),
+		n.sock, n.sock, n.cgroup, maxImages), 0o644)
+
+	// the kubelet checks that cgroupRoot exists in every hierarchy; cpuset needs its CPUs and memory
+	// nodes before anything can join it
+	for _, m := range c.cgroupMounts {
+		if strings.HasSuffix(m, "/unified") {
+			continue
+		}
+		d := filepath.Join(m, n.cgroup)
+		c.check(os.MkdirAll(d, 0o755), "cgroup %s", d)
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if v, err := os.ReadFile(filepath.Join(m, f)); err == nil {
+				c.check(os.WriteFile(filepath.Join(d, f), v, 0o644), "cgroup %s", f)
+			}
+		}
+	}
+}
+
+// startNode runs the node: its network namespace, a private mount and PID namespace (one kill ends
+// every process of the node), a tmpfs on /run, the node's files bound over the machine's, containerd,
+// and the kubelet once the file kubelet.go appears.
+func (c *cluster) startNode(n *node) {
+	s := n.spec
+	labels := []string{poolLabel + "=" + s.Pool}
+	for k, v := range s.Labels {
+		labels = append(labels, k+"="+v)
+	}
+	kubelet := strings.Join([]string{filepath.Join(c.bins, "kubelet"), "--config=" + filepath.Join(n.dir, "kubelet.yaml"),
+		"--kubeconfig=" + filepath.Join(n.dir, "kubelet.kubeconfig"), "--hostname-override=" + s.Name, "--node-ip=" + n.ip,
+		"--node-labels=" + strings.Join(labels, ","), "--v=2"}, " ")
+	script := fmt.Sprintf(`set -e
+readlink /proc/self/ns/pid > %[1]s/pidns
+mount -t tmpfs -o mode=0755 pullpath-run /run
+mount --bind %[1]s/var-lib /var/lib
+mount --bind %[1]s/var-log /var/log
+mount --bind %[1]s/etc-containerd /etc/containerd
+mount --bind %[1]s/resolv.conf /etc/resolv.conf
+containerd --config /etc/containerd/config.toml >%[2]s-containerd.log 2>&1 &
+while [ ! -e %[1]s/kubelet.go ]; do sleep 0.05; done
+%[3]s >%[2]s-kubelet.log 2>&1 &
+wait
+`, n.dir, c.path("logs", s.Name), kubelet)
+	n.proc = c.start(s.Name, nil, "nsenter", "--net=/run/netns/"+n.netns, "--", "unshare", "--mount", "--propagation", "slave",
+		"--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script)
+}
+
+// waitContainerd waits for the node's containerd to answer on its socket.
+func (c *cluster) waitContainerd(n *node) {
+	s := n.spec
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := exec.Command("ctr", "--address", n.sock, "--timeout", "2s", "version").Run()
+		if err == nil {
+			break
+		}
+		select {
+		case <-n.proc.done:
+			c.fail("node %s exited:\n%s\n%s", s.Name, c.logTail(s.Name), c.logTail(s.Name+"-containerd"))
+		default:
+		}
+		if time.Now().After(deadline) {
+			c.fail("containerd of %s did not answer: %v\n%s", s.Name, err, c.logTail(s.Name+"-containerd"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b, err := os.ReadFile(filepath.Join(n.dir, "pidns"))
+	c.check(err, "PID namespace of %s", s.Name)
+	n.pidNS = strings.TrimSpace(string(b))
+}
+
+// startKubelets starts the kubelets one after the other; each node registers at least a second after
+// the previous one, so creation timestamps order them. Each node's Ready time is measured from its
+// kubelet's start.
+func (c *cluster) startKubelets() {
+	ctx := context.Background()
+	for _, n := range c.nodes {
+		<-n.prepared
+		c.check(n.prepErr, "node %s", n.spec.Name)
+		n.started = time.Now()
+		n.readyDone = make(chan struct{})
+		c.write(filepath.Join(n.dir, "kubelet.go"), nil, 0o644)
+		go func() {
+			defer close(n.readyDone)
+			for time.Since(n.started) < 3*time.Minute {
+				if no, err := c.Client.CoreV1().Nodes().Get(ctx, n.spec.Name, metav1.GetOptions{}); err == nil && nodeReady(no) {
+					n.ready = time.Since(n.started)
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			no, err := c.Client.CoreV1().Nodes().Get(ctx, n.spec.Name, metav1.GetOptions{})
+			if err == nil {
+				if wait := time.Until(no.CreationTimestamp.Add(time.Second)); wait > 0 {
+					time.Sleep(wait)
+				}
+				break
+			}
+			select {
+			case <-n.proc.done:
+				c.fail("node %s exited:\n%s", n.spec.Name, c.logTail(n.spec.Name+"-kubelet"))
+			default:
+			}
+			if time.Now().After(deadline) {
+				c.fail("node %s did not register: %v\n%s", n.spec.Name, err, c.logTail(n.spec.Name+"-kubelet"))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// waitReady waits until every node is Ready, then removes the not-ready taint that admission put on
+// each new node, as the node lifecycle controller (which this cluster does not run) would.
+func (c *cluster) waitReady() {
+	var late []string
+	for _, n := range c.nodes {
+		<-n.readyDone
+		if n.ready == 0 {
+			late = append(late, n.spec.Name+":\n"+c.logTail(n.spec.Name+"-kubelet"))
+		}
+	}
+	if len(late) > 0 {
+		c.fail("nodes not Ready: %s", strings.Join(late, "\n"))
+	}
+	for _, n := range c.nodes {
+		c.check(c.untaint(context.Background(), n.spec.Name), "untaint %s", n.spec.Name)
+	}
+}
+
+func (c *cluster) untaint(ctx context.Context, name string) error {
+	for attempt := 0; ; attempt++ {
+		no, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		var keep []corev1.Taint
+		for _, t := range no.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				keep = append(keep, t)
+			}
+		}
+		if len(keep) == len(no.Spec.Taints) {
+			return nil
+		}
+		no.Spec.Taints = keep
+		_, err = c.Client.CoreV1().Nodes().Update(ctx, no, metav1.UpdateOptions{})
+		if err == nil || attempt == 5 {
+			return err
+		}
+	}
+}
+
+func nodeReady(no *corev1.Node) bool {
+	for _, cond := range no.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
