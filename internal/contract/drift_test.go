@@ -167,7 +167,9 @@ func enumAt(t *testing.T, def, prop string) []string {
 	return out
 }
 
-var kindLiteral = regexp.MustCompile(`\bKind:\s*"([A-Z][A-Za-z]+)"`)
+// kindLiteral finds the kind of a pullpath document where one is made ({APIVersion: report.APIVersion,
+// Kind: "…"}), not the Kinds of Kubernetes objects.
+var kindLiteral = regexp.MustCompile(`APIVersion:\s*(?:report\.)?APIVersion,\s*Kind:\s*"([A-Z][A-Za-z]+)"`)
 
 // Every document kind the code writes has its definition in the schema, and the schema lists no
 // kind the code does not write (Verification excepted while it is a TODO).

@@ -38,7 +38,10 @@ var fieldValues = map[string]any{
 	"report.TimelineEntry.Kind":       "scale-up",
 	"report.NextStep.Command":         "pullpath verify registry.corp.example/shop/web:1.4 --fresh --pool poolb",
 	"report.PullFailureGroup.Command": "pullpath pod web-new -n shop",
-	"report.HTTP.Status":              403, "report.Hop.Status": 200, "report.Hop.Seq": 1,
+	"report.Download.Partial":         "no-download", "report.Download.Verified": false,
+	"report.Verification.APIVersion": report.APIVersion, "report.Verification.Kind": "Verification",
+	"report.PoolResult.Delivery": "image", "report.RuntimePull.Result": "failed",
+	"report.HTTP.Status": 403, "report.Hop.Status": 200, "report.Hop.Seq": 1,
 }
 
 func fill(v reflect.Value, owner string, field string) {
@@ -150,6 +153,9 @@ func fullDocuments() map[string]any {
 		"PodDiagnosis":  filled[report.PodDiagnosis](nil),
 		"PullFailureList": filled(func(l *report.PullFailures) {
 			l.Class = l.Groups[0].Class
+		}),
+		"Verification": filled(func(v *report.Verification) {
+			v.Pools[0].Probe.Class, v.Pools[0].Probe.Code = report.ClassOther, report.CodeTimeout
 		}),
 	}
 }

@@ -66,6 +66,8 @@ func TestRuntimeReportFixtures(t *testing.T) {
 			"var/lib/rancher/k3s/agent/etc/containerd/certs.d/docker.io/hosts.toml": "server = \"https://registry-1.docker.io/v2\"\ncapabilities = [\"pull\", \"resolve\"]\n\n[host.\"https://registry.corp.example:5000/v2\"]\n  capabilities = [\"pull\", \"resolve\"]\n  override_path = true\n",
 			"etc/systemd/system/k3s.service":                                        "[Service]\nEnvironmentFile=-/etc/systemd/system/k3s.service.env\nExecStart=/usr/local/bin/k3s server\n",
 			"etc/systemd/system/k3s.service.env":                                    "CONTAINERD_HTTPS_PROXY=http://ctrd-proxy.corp:3128\nCONTAINERD_NO_PROXY=.corp.example\n"}},
+		{"containerd 2.2 ignores registry.configs tls", "r.example/a:1", map[string]string{"var/lib/dpkg/status": dpkgStatus("2.2.0"),
+			"etc/containerd/config.toml": "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".tls]\n  ca_file = \"/etc/pki/r.pem\"\n"}},
 		{"legacy auth", "r.example/a:1", map[string]string{"etc/containerd/config.toml": kindConfig + "  [plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".auth]\n    username = \"puller\"\n    password = \"s3cret-in-config\"\n"}},
 		{"empty root", "registry.example/app:1", map[string]string{"etc/hostname": "node\n"}},
 	}
