@@ -248,7 +248,15 @@ func (e *RBACError) Error() string {
 	if e.Namespace != "" {
 		scope = "in namespace " + e.Namespace
 	}
-	return fmt.Sprintf("not allowed to %s %s %s: the identity needs RBAC verb %q on %q %s (see deploy/rbac.yaml)", e.Verb, e.Resource, scope, e.Verb, e.Resource, scope)
+	msg := fmt.Sprintf("not allowed to %s %s %s: the identity needs RBAC verb %q on %q %s (see deploy/rbac.yaml)", e.Verb, e.Resource, scope, e.Verb, e.Resource, scope)
+	var se apierrors.APIStatus
+	if errors.As(e.Err, &se) {
+		if m := se.Status().Message; m != "" && !strings.Contains(m, "cannot "+e.Verb+" resource") {
+			// refused by admission, not by RBAC: the server's words say why
+			return fmt.Sprintf("the API server refused to %s %s %s: %s", e.Verb, e.Resource, scope, m)
+		}
+	}
+	return msg
 }
 
 func (e *RBACError) Unwrap() error { return e.Err }

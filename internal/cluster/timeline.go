@@ -55,8 +55,11 @@ func (c *census) timeline(ctx context.Context, pod *corev1.Pod, evs []corev1.Eve
 		for k, n := range ns {
 			v := imageVersion(n)
 			has := "without the image"
-			if c.inNodeList(imageNames(n)) {
+			switch {
+			case c.inNodeList(imageNames(n)):
 				has = "with the image in its cache now"
+			case len(n.Status.Images) >= c.o.MaxImages:
+				has = "its image list is full: the image may be cached"
 			}
 			add(n.CreationTimestamp.Time, "node-created", "node %s created in pool %s (%s)", n.Name, p, has)
 			if k > 0 && v != "" && prev != "" && v != prev {

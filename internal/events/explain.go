@@ -59,6 +59,11 @@ func Explain(msgs []Message) []report.Finding {
 			continue
 		}
 		key := string(fd.Class) + "|" + string(fd.Code) + "|" + fd.Host + "|" + normalise(fd.Message)
+		if fd.URL != "" && fd.Address != "" {
+			// the same request failing the same way at the same address is one failure, however
+			// the kubelet wrapped it (a Failed event, and the waiting state's "Back-off pulling image …: ErrImagePull: …")
+			key = string(fd.Class) + "|" + string(fd.Code) + "|" + fd.Host + "|" + fd.URL + "|" + fd.Address
+		}
 		if i, ok := index[key]; ok {
 			out[i].Count += fd.Count
 			if len(out[i].Sources) < maxSources {

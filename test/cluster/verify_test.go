@@ -108,7 +108,7 @@ func TestVerifyEveryPool(t *testing.T) {
 	c.figure("verify: %d pools with --runtime-pull in %s (probe pods delivered by ConfigMap, canaries beside them)", len(v.Pools), took.Round(100*time.Millisecond))
 
 	// text, as an operator reads it
-	text, _, _ := c.Run(t, "verify", im.Ref, "--run-namespace", runNS, "--probe-timeout", "90s")
+	text, _, _ := c.Run(t, "verify", im.Ref, "--runtime-pull", "--run-namespace", runNS, "--probe-timeout", "90s")
 	t.Logf("pullpath verify:\n%s", text)
 	c.figure("pullpath verify on the tier:\n%s", text)
 	if !strings.Contains(text, "BROKEN") || !strings.Contains(text, "poolc") {
@@ -235,6 +235,9 @@ func runNamespace(t *testing.T, c *cluster) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: runNS, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "privileged"}}}
 	if _, err := c.Client.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	if err := c.prepareNamespace(context.Background(), runNS); err != nil {
 		t.Fatal(err)
 	}
 }
