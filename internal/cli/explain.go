@@ -30,11 +30,14 @@ wrapper chains of the kubelet, containerd, CRI-O and docker.
 
 Input, detected automatically, from FILE or stdin:
   raw error messages (one per line or block), kubectl describe pod output,
-  kubectl get events|pod -o json|yaml (lists and events.k8s.io too).
+  kubectl get events [-A] tables, kubectl get events|pod -o json|yaml (lists and
+  events.k8s.io too). Only pull failures count: crash loops, probes, mounts and
+  scheduling events are not. Input that is not text is refused.
 
-When the text cannot decide (Docker Hub's "pull access denied", a 401 that may mean
-a missing repository), the most likely class comes with the alternatives and the
-one command that decides between them.
+Each finding says whether the text decides it. When it cannot (Docker Hub's
+"pull access denied", a 401 that may mean a missing repository, a bare deadline),
+it is marked undecided, the most likely class comes with the alternatives, most
+likely first, and the one probe command that decides between them.
 
 Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not run.`,
 		Example: `  kubectl describe pod web-1 | pullpath explain

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/pullpath/pullpath/internal/hoptrace"
@@ -24,16 +25,21 @@ type rule struct {
 var rules = []rule{
 	// the kubelet's follow-up events name only the waiting reason; the cause is in an earlier event
 	{regexp.MustCompile(`^Error: (?:ErrImagePull|ImagePullBackOff|InvalidImageName|ErrImageNeverPull|ImageInspectError|RegistryUnavailable)$`), report.CodeBackoffNoCause, report.StepConfig},
-	{regexp.MustCompile(`proxyconnect tcp|Proxy Authentication Required|\b407\b`), report.CodeProxyFailed, report.StepTCP},
+	{regexp.MustCompile(`proxyconnect tcp|Proxy Authentication Required|\b407\b|error connecting to proxy`), report.CodeProxyFailed, report.StepTCP},
+	{regexp.MustCompile(`via (?:proxy|HTTPS? proxy) \S+: connecting to \S+: (?:dial tcp|proxyconnect)`), report.CodeProxyFailed, report.StepTCP},
 	// containerd wraps only transport errors in "failed to do request"; a bare status text there
 	// ("…": Forbidden) is a CONNECT the proxy refused. A registry's own status comes with its number.
 	{reProxyConnectRefused, report.CodeProxyFailed, report.StepHTTP},
 	{regexp.MustCompile("failed to decode hosts\\.toml|invalid `host` tree"), report.CodeHostsTomlInvalid, report.StepConfig},
-	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided`), report.CodeDNSNXDomain, report.StepDNS},
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided|Failed to lookup host: |Could not resolve host`), report.CodeDNSNXDomain, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: connection refused|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: (?:read udp \S+ )?i/o timeout|lookup \S+: Try again|Temporary failure in name resolution|lookup \S+: device or resource busy|getaddrinfow`), report.CodeDNSTimeout, report.StepDNS},
+	// Go before 1.x printed a resolver timeout as a dial without an address
+	{regexp.MustCompile(`dial tcp: i/o timeout`), report.CodeDNSTimeout, report.StepDNS},
 	{regexp.MustCompile(`server gave HTTP response to HTTPS client|first record does not look like a TLS handshake`), report.CodeTLSPlainHTTP, report.StepTLS},
+	// a plain-HTTP client got a TLS alert back: the server speaks HTTPS (0x15 0x03 is a TLS alert record)
+	{regexp.MustCompile(`malformed HTTP response "\\x15\\x03`), report.CodeTLSHandshake, report.StepTLS},
 	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field`), report.CodeTLSNameMismatch, report.StepTLS},
 	{regexp.MustCompile(`certificate has expired or is not yet valid`), report.CodeTLSExpired, report.StepTLS},
 	{regexp.MustCompile(`certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate`), report.CodeTLSUnknownAuthority, report.StepTLS},
@@ -43,20 +49,29 @@ var rules = []rule{
 	// a read that timed out mid-stream is a stall when a blob was being copied (fixed up in Classify)
 	{regexp.MustCompile(`read tcp \S+->\S+: (?:read: )?(?:i/o timeout|connection timed out)`), report.CodeBlobStalled, report.StepBlob},
 	{regexp.MustCompile(`connection refused|actively refused`), report.CodeTCPRefused, report.StepTCP},
-	{regexp.MustCompile(`no route to host`), report.CodeTCPHostUnreachable, report.StepTCP},
-	{regexp.MustCompile(`network is unreachable`), report.CodeTCPNetUnreachable, report.StepTCP},
+	{regexp.MustCompile(`no route to host|host is unreachable|host unreachable|operation was attempted to an unreachable host`), report.CodeTCPHostUnreachable, report.StepTCP},
+	// no source address for the destination's family: an IPv6 literal on a node without IPv6, or a
+	// socket source the kernel refuses
+	{regexp.MustCompile(`network is unreachable|cannot assign requested address|network unreachable|operation was attempted to an unreachable network|requested address is not valid in its context`), report.CodeTCPNetUnreachable, report.StepTCP},
 	{regexp.MustCompile(`connection reset by peer|forcibly closed by the remote host|": EOF\b|: EOF$`), report.CodeTCPReset, report.StepTCP},
-	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers`), report.CodeTCPTimeout, report.StepTCP},
+	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers|\b408 Request Time-?out|wsarecv: A connection attempt failed`), report.CodeTCPTimeout, report.StepTCP},
+	// the AWS SDK's wording when the ECR auth API could not be reached at all
+	{regexp.MustCompile(`RequestError: send request failed`), report.CodeTCPFailed, report.StepTCP},
 	{regexp.MustCompile(`(?i)toomanyrequests|429 Too Many Requests|Status 429|Error 429|pull rate limit`), report.CodeRateLimited, report.StepManifest},
-	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform`), report.CodePlatformMismatch, report.StepManifest},
-	{regexp.MustCompile(`no basic auth credentials`), report.CodeAuth401, report.StepAuth},
+	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in manifest list for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32`), report.CodePlatformMismatch, report.StepManifest},
+	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|invalid username/password|incorrect username or password|unable to retrieve auth token`), report.CodeAuth401, report.StepAuth},
+	// Harbor answers a user or robot without pull rights so (the text says unauthorized, the cause is rights)
+	{regexp.MustCompile(`unauthorized to access repository`), report.CodeAuth403, report.StepAuth},
 	{regexp.MustCompile(`pull access denied|repository does not exist or may require`), codeAmbiguousDenied, report.StepAuth},
 	{regexp.MustCompile(`does not match bearer token resource|insufficient_scope`), report.CodeAuthInsufficientScope, report.StepAuth},
+	// a credential that expired (ECR's 12-hour tokens, a node clock ahead of the issuer)
+	{regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`denied: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
-	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|not authorized to perform this operation|\bdenied:`), report.CodeAuth403, report.StepAuth},
-	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized`), report.CodeAuth401, report.StepAuth},
+	// 451: the registry refuses this client's location (Docker Hub's export-control block)
+	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied|"DENIED"|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
+	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized|"UNAUTHORIZED"`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.StepBlob},
-	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found`), report.CodeManifestUnknown, report.StepManifest},
+	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b`), report.CodeManifestUnknown, report.StepManifest},
 	{regexp.MustCompile(`unexpected commit digest|verification failed for digest|[Dd]igest did not match|does not match (?:the )?(?:expected )?digest|digest mismatch`), report.CodeDigestMismatch, report.StepBlob},
 	{regexp.MustCompile(`unexpected commit size|failed size validation|size mismatch`), report.CodeSizeMismatch, report.StepBlob},
 	{regexp.MustCompile(`no space left on device`), report.CodeDiskFull, report.StepBlob},
@@ -70,6 +85,15 @@ var rules = []rule{
 	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.StepConfig},
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
+
+// rulePrefilters hold each rule's literal precondition, in the order of rules.
+var rulePrefilters = func() []prefilter {
+	out := make([]prefilter, len(rules))
+	for i, r := range rules {
+		out[i] = newPrefilter(r.re)
+	}
+	return out
+}()
 
 // maxMessage bounds the text one finding is read from.
 const maxMessage = 64 << 10
@@ -85,18 +109,108 @@ const (
 var resolverFailure = map[report.Code]bool{report.CodeDNSServFail: true, report.CodeDNSUnreachable: true, report.CodeDNSTimeout: true}
 
 // Classify reads one failure message and returns its finding. Unknown text is class other with the
-// message kept; it never fails.
+// message kept; it never fails. A message that joins several errors (one per credential the
+// kubelet tried, mirrors then upstream) is read error by error: the most decisive one gives the
+// class and host, the others' classes follow as alternatives.
 func Classify(msg string) report.Finding {
 	if len(msg) > maxMessage {
 		// real messages are a few KiB; a hostile or runaway line must not cost seconds of regexps
 		msg = msg[:maxMessage]
 	}
 	msg = cleanText(msg)
+	if parts := splitErrors(msg); len(parts) > 1 {
+		return classifyMany(msg, parts)
+	}
+	fd, _ := classifyOne(msg)
+	return fd
+}
+
+// errPart is one error of a joined message; mirror says it came from a mirror the runtime tried first.
+type errPart struct {
+	text   string
+	mirror bool
+}
+
+var (
+	// the kubelet joins the error of each credential it tried: "[rpc error: …, rpc error: …]"
+	reRPCList = regexp.MustCompile(`\[(rpc error: .*)\]\s*$`)
+	reRPCSep  = regexp.MustCompile(`, rpc error: `)
+	// containers/image (CRI-O, podman): "(Mirrors also failed: [m: err]): upstream: err"
+	reMirrors = regexp.MustCompile(`\(Mirrors also failed: \[(.*)\]\): (.*)$`)
+)
+
+// splitErrors returns the errors a message joins, each with the wrapper that names the image.
+func splitErrors(msg string) []errPart {
+	if !strings.Contains(msg, "rpc error: ") && !strings.Contains(msg, "Mirrors also failed") {
+		return nil
+	}
+	if loc := reMirrors.FindStringSubmatchIndex(msg); loc != nil {
+		prefix := msg[:loc[0]]
+		return []errPart{{text: prefix + msg[loc[2]:loc[3]], mirror: true}, {text: prefix + msg[loc[4]:loc[5]]}}
+	}
+	if loc := reRPCList.FindStringSubmatchIndex(msg); loc != nil {
+		prefix := msg[:loc[0]]
+		var out []errPart
+		for _, p := range reRPCSep.Split(msg[loc[2]:loc[3]], -1) {
+			if !strings.HasPrefix(p, "rpc error: ") {
+				p = "rpc error: " + p
+			}
+			out = append(out, errPart{text: prefix + p})
+		}
+		return out
+	}
+	return nil
+}
+
+// decisiveness ranks classes when one message carries several errors: a platform mismatch, a
+// missing tag or a certificate error says more than the generic 401 of an anonymous retry or a 5xx.
+var decisiveness = map[report.Class]int{report.ClassPlatform: 0, report.ClassNotFound: 1, report.ClassTLS: 2, report.ClassProxy: 3,
+	report.ClassDNS: 4, report.ClassRoute: 5, report.ClassEndpoint: 6, report.ClassForbidden: 7, report.ClassRateLimit: 8,
+	report.ClassAuth: 9, report.ClassOther: 10}
+
+func classifyMany(msg string, parts []errPart) report.Finding {
+	var best report.Finding
+	var bestMatched string
+	bestRank := 99
+	var all []report.Finding
+	for _, p := range parts {
+		fd, matched := classifyOne(p.text)
+		if p.mirror && fd.Role == report.RoleRegistry {
+			fd.Role = report.RoleMirror
+		}
+		rank := decisiveness[fd.Class]
+		if p.mirror && fd.Code != report.CodeUnknown {
+			rank = -1 // the runtime was configured to pull from the mirror: its error is the one meant
+		}
+		if rank < bestRank {
+			best, bestMatched, bestRank = fd, matched, rank
+		}
+		all = append(all, fd)
+	}
+	for _, fd := range all {
+		if fd.Class != best.Class && !slices.Contains(best.Alternatives, fd.Class) && fd.Code != report.CodeUnknown {
+			best.Alternatives = append(best.Alternatives, fd.Class)
+		}
+	}
+	best.Message = redactText(msg)
+	best.Decided, best.DecidedBecause = decided(best, bestMatched)
+	if len(parts) > 1 && best.Decided {
+		best.DecidedBecause += fmt.Sprintf(" (the most decisive of %d errors in the message)", len(parts))
+	}
+	return best
+}
+
+// classifyOne reads one error and returns its finding and the text of the cause it matched.
+func classifyOne(msg string) (report.Finding, string) {
 	f := readFacts(msg)
 	host, role := f.failingHost()
 	code, layer := report.CodeUnknown, report.StepConfig
 	matched := ""
-	for _, r := range rules {
+	lower := strings.ToLower(f.text)
+	for i, r := range rules {
+		if !rulePrefilters[i].mayMatch(lower) {
+			continue
+		}
 		if loc := r.re.FindStringIndex(f.text); loc != nil {
 			code, layer = r.code, r.layer
 			matched = f.text[loc[0]:loc[1]]
@@ -178,22 +292,65 @@ func Classify(msg string) report.Finding {
 			fd.Alternatives = []report.Class{report.ClassNotFound}
 		}
 		if fd.Code == report.CodeAuth403 && fd.Class == report.ClassForbidden {
-			// registries also answer 403 to stale or foreign credentials (ghcr.io "denied: denied")
+			// registries also answer 403 to stale or foreign credentials
 			fd.Alternatives = []report.Class{report.ClassAuth}
 		}
 		fd.Reason = reason(fd, f)
+		if v := vendorMeaning(f, fd); v != nil {
+			fd.Class, fd.Alternatives = v.classes[0], slices.Clone(v.classes[1:])
+			fd.Reason += "; " + v.why
+		}
 	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
 	fd.Decided, fd.DecidedBecause = decided(fd, matched)
 	fd.NextSteps = nextSteps(fd, f)
 	fd.Decide = decide(fd, f)
-	return fd
+	return fd, matched
 }
+
+// vendorPhrase is what a registry's own words meant in the threads of the dev corpus: the causes
+// behind the phrase, most frequent first.
+type vendorPhrase struct {
+	registry, phrase *regexp.Regexp
+	classes          []report.Class
+	why              string
+}
+
+var vendorPhrases = []vendorPhrase{
+	{regexp.MustCompile(`(^|\.)ghcr\.io$`), regexp.MustCompile(`denied: denied|\bdenied$`), []report.Class{report.ClassAuth, report.ClassForbidden, report.ClassNotFound},
+		"ghcr.io answers \"denied\" to missing or stale credentials (a PAT without read:packages) more often than to a package the identity may not read"},
+	{regexp.MustCompile(`(^|\.)gitlab\.`), regexp.MustCompile(`access forbidden`), []report.Class{report.ClassNotFound, report.ClassForbidden, report.ClassAuth},
+		"GitLab's registry answers 403 \"access forbidden\" for a project or image path that does not exist as for one the identity may not read"},
+}
+
+// vendorMeaning finds the registry-specific reading of an ambiguous denial.
+func vendorMeaning(f facts, fd report.Finding) *vendorPhrase {
+	if fd.Code != report.CodeAuth401 && fd.Code != report.CodeAuth403 {
+		return nil
+	}
+	reg := f.registry
+	if reg == "" {
+		reg = hostName(fd.Host)
+	}
+	for i := range vendorPhrases {
+		v := &vendorPhrases[i]
+		if v.registry.MatchString(hostName(reg)) && v.phrase.MatchString(f.text) {
+			return v
+		}
+	}
+	return nil
+}
+
+// reTruncated is a message cut before its end: a trailing colon, an ellipsis, an open quote.
+var reTruncated = regexp.MustCompile(`(?:[:(\[,"]|…|\.\.\.|\[\.\.\.\])\s*$`)
 
 // decided says whether the text settles the class, and why in one line.
 func decided(fd report.Finding, matched string) (bool, string) {
 	switch fd.Code {
 	case report.CodeUnknown:
+		if reTruncated.MatchString(fd.Message) {
+			return false, "the message is cut off before its cause"
+		}
 		return false, "no cause pullpath knows is named in the text"
 	case report.CodeBackoffNoCause:
 		return false, "a back-off or follow-up event that carries no cause; the cause is in an earlier event, or in the probe"
@@ -201,6 +358,9 @@ func decided(fd report.Finding, matched string) (bool, string) {
 		return false, "a deadline or cancellation with no cause underneath: the text does not say which step was slow"
 	case report.CodeBlobFailed:
 		return false, "the download broke off without saying why"
+	}
+	if strings.HasSuffix(matched, "EOF") {
+		return false, "an EOF says the connection was closed, not who closed it (a firewall, a proxy, the server)"
 	}
 	if len(fd.Alternatives) > 0 {
 		alts := make([]string, len(fd.Alternatives))
@@ -476,11 +636,12 @@ func decide(fd report.Finding, f facts) string {
 	if img == "" {
 		img = "IMAGE"
 	}
-	cmd := "pullpath probe " + img
+	cmd := "pullpath probe " + img + decideWhere
 	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth) {
-		cmd = "pullpath probe --pull-secret SECRET.yaml " + img
+		// anonymous first: then again with the pod's own secret tells a missing repository from a private one
+		cmd += "; then again with --pull-secret and the pod's pull secret (kubectl get secret -o yaml)"
 	}
-	return cmd + decideWhere
+	return cmd
 }
 
 // decideWhere says where the probe pulls the way the runtime does: on the node it reads the
@@ -503,8 +664,8 @@ func orDash(s string) string {
 
 var (
 	reURLAll  = regexp.MustCompile(`https?://[^\s"'\\<>\x60]+`)
-	reAuthHdr = regexp.MustCompile(`(?i)(authorization["']?\s*[:=]\s*\[?["']?)(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
-	reKV      = regexp.MustCompile(`(?i)\b(password|passwd|secret|access_token|refresh_token|token)=([^&\s"]+)`)
+	reAuthHdr = mustLit(`(?i)(authorization["']?\s*[:=]\s*\[?["']?)(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
+	reKV      = mustLit(`(?i)\b(password|passwd|secret|access_token|refresh_token|token)=([^&\s"]+)`)
 )
 
 // redactText removes credentials from a message before it is shown or stored: signed URL queries,
@@ -516,8 +677,14 @@ func redactText(s string) string {
 			return redactURLText(u) + tail
 		})
 	}
-	s = reAuthHdr.ReplaceAllString(s, "${1}${2} "+hoptrace.Redacted)
-	return reKV.ReplaceAllString(s, "${1}="+hoptrace.Redacted)
+	low := strings.ToLower(s)
+	if reAuthHdr.pf.mayMatch(low) {
+		s = reAuthHdr.ReplaceAllString(s, "${1}${2} "+hoptrace.Redacted)
+	}
+	if reKV.pf.mayMatch(low) {
+		s = reKV.ReplaceAllString(s, "${1}="+hoptrace.Redacted)
+	}
+	return s
 }
 
 // trimURL splits a URL found in prose from the punctuation that follows it ("…/v2/: dial",

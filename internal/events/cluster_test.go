@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -370,5 +371,28 @@ func TestIsPullFailure(t *testing.T) {
 		if got := isPullFailure(tc.typ, tc.reason, tc.field, tc.msg); got != tc.want {
 			t.Errorf("isPullFailure(%s, %s, %q, %.60q) = %v, want %v", tc.typ, tc.reason, tc.field, tc.msg, got, tc.want)
 		}
+	}
+}
+
+// `kubectl get events -A` as a table: the same rule, row by row.
+func TestEventsTable(t *testing.T) {
+	in := `NAMESPACE     LAST SEEN             TYPE      REASON              OBJECT                           MESSAGE
+shop          2m                    Warning   BackOff             pod/web-5d8f9c7b6d-abcde         Back-off restarting failed container web in pod web-5d8f9c7b6d-abcde_shop(3f1c9a2e)
+shop          3m                    Warning   Unhealthy           pod/web-5d8f9c7b6d-abcde         Readiness probe failed: Get "http://10.244.1.5:8080/healthz": dial tcp 10.244.1.5:8080: connect: connection refused
+shop          4m                    Normal    Pulling             pod/cart-7c9-x2x9k               Pulling image "corpacr.azurecr.io/shop/cart:1.9.3"
+shop          5m (x4 over 9m)       Warning   Failed              pod/checkout-6b7f9c-x2x9k        Failed to pull image "registry.corp.example:5000/shop/checkout:2.3.1": failed to resolve reference "registry.corp.example:5000/shop/checkout:2.3.1": failed to do request: Head "https://registry.corp.example:5000/v2/shop/checkout/manifests/2.3.1": dial tcp 10.20.30.40:5000: connect: connection refused
+kube-system   6m                    Warning   FailedScheduling    pod/pending-abcde                0/5 nodes are available: 5 Insufficient memory.
+`
+	msgs, format, err := Parse(strings.NewReader(in))
+	if err != nil || format != FormatTable {
+		t.Fatalf("format %s, %v", format, err)
+	}
+	fs := Explain(msgs)
+	if len(fs) != 1 || fs[0].Class != report.ClassRoute || fs[0].Count != 4 || !strings.Contains(fs[0].Sources[0], "shop/pod/checkout") {
+		t.Fatalf("findings = %+v", fs)
+	}
+	healthy := strings.Join(slices.Delete(strings.Split(in, "\n"), 4, 5), "\n")
+	if msgs, _, _ := Parse(strings.NewReader(healthy)); len(msgs) != 0 {
+		t.Errorf("a healthy table counted %d pull failures: %+v", len(msgs), msgs)
 	}
 }

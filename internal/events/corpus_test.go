@@ -152,7 +152,7 @@ func TestCorpus(t *testing.T) {
 			}
 			classOK, _, hostOK := dev.add(s, got)
 			if !classOK {
-				t.Logf("MISS %s: got %s (%s, host %q role %s, alt %v), want %s", s.source, got.Class, got.Code, got.Host, got.Role, got.Alternatives, s.class)
+				t.Logf("MISS %s: got %s (%s, host %q role %s, alt %v), want %s\n  %.400s", s.source, got.Class, got.Code, got.Host, got.Role, got.Alternatives, s.class, s.message)
 			}
 			if !hostOK {
 				t.Logf("HOST %s: got %q/%s, want %q/%s", s.source, got.Host, got.Role, s.host, s.role)
@@ -192,13 +192,17 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// Floors the corpus must hold: the figures reached, below issue 11's goal (dev 98 %, held-out
-// 95 % and 99 % with alternatives) until the rules generalise.
+// Floors the corpus must hold: the honest figures reached (2026-12-02: dev 95.1 %, held-out
+// 87.4 % and 91.4 % with alternatives), below issue 11's goal (dev 98 %, held-out 95 % / 99 %).
+// report.ClassFor now follows DESIGN (a certificate failure is tls on any host; a blob, token or
+// mirror host that cannot be resolved or reached is endpoint) and thirteen labels were brought in
+// line with it (corpus.txt's header says which rule); what remains is mostly texts whose 401/403/
+// not-found wording means different things on different registries, and texts that name no cause.
 const (
-	devFloor     = 83.0
-	testFloor    = 82.0
-	testAltFloor = 90.0
-	hostFloor    = 0.85
+	devFloor     = 95.0
+	testFloor    = 87.0
+	testAltFloor = 91.0
+	hostFloor    = 0.9
 )
 
 // The lab's own containerd strings: every one must be read right.

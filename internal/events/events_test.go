@@ -366,3 +366,105 @@ func TestDetails(t *testing.T) {
 		t.Errorf("decide = %q", refused.Decide)
 	}
 }
+
+// The mechanisms that generalise beyond the corpus, each on a message written for the test.
+func TestGeneralMechanisms(t *testing.T) {
+	cases := []struct {
+		name, msg string
+		class     report.Class
+		host      string
+		role      report.Role
+		alt       report.Class // must be among the alternatives ("" = none required)
+		image     string
+		decided   bool
+	}{
+		{name: "kubelet joins one error per credential: the missing tag outranks the anonymous 401",
+			msg:   `Failed to pull image "acr1.azurecr.io/app": [rpc error: code = Unknown desc = Error response from daemon: Get https://acr1.azurecr.io/v2/app/manifests/latest: unauthorized: authentication required, rpc error: code = Unknown desc = Error response from daemon: manifest for acr1.azurecr.io/app:latest not found: manifest unknown: manifest unknown]`,
+			class: report.ClassNotFound, alt: report.ClassAuth, image: "acr1.azurecr.io/app"},
+		{name: "mirror error first, the upstream's as alternative",
+			msg:   `Error initializing source docker://quay.io/org/img:1: (Mirrors also failed: [mirror.corp:5000/org/img:1: Error reading manifest 1 in mirror.corp:5000/org/img: unauthorized: authentication required]): quay.io/org/img:1: error pinging docker registry quay.io: Get "https://quay.io/v2/": dial tcp 10.1.1.1:443: connect: connection refused`,
+			class: report.ClassAuth, host: "mirror.corp:5000", role: report.RoleMirror, alt: report.ClassRoute, image: "quay.io/org/img:1"},
+		{name: "IPv6 literal without an IPv6 route",
+			msg:   `Error response from daemon: Get "https://r.example/v2/": dial tcp [2001:db8::5]:443: connect: cannot assign requested address`,
+			class: report.ClassRoute, host: "r.example:443", decided: true},
+		{name: "Windows socket wording",
+			msg:   `Error response from daemon: Get "https://r.example/v2/": dial tcp 10.2.2.2:443: connectex: A socket operation was attempted to an unreachable network.`,
+			class: report.ClassRoute, host: "r.example:443", decided: true},
+		{name: "docker dials its desktop proxy",
+			msg:   `Error response from daemon: Get "https://registry-1.docker.io/v2/": dialing registry-1.docker.io:443 container via proxy http://127.0.0.1:3128: connecting to 127.0.0.1:3128: dial tcp 127.0.0.1:3128: connect: connection refused`,
+			class: report.ClassProxy, host: "127.0.0.1:3128", role: report.RoleProxy, decided: true},
+		{name: "image taken from the manifest URL when no wrapper names it",
+			msg:   `failed to do request: Head "https://r.example:5000/v2/team/app/manifests/1.2": x509: certificate signed by unknown authority`,
+			class: report.ClassTLS, host: "r.example:5000", image: "r.example:5000/team/app:1.2", decided: true},
+		{name: "image from containers/image's reading manifest",
+			msg:   `reading manifest v3 in registry.example.org/ns/tool: manifest unknown`,
+			class: report.ClassNotFound, image: "registry.example.org/ns/tool:v3", decided: true},
+		{name: "a bare deadline cannot decide",
+			msg:   `rpc error: code = DeadlineExceeded desc = context deadline exceeded`,
+			class: report.ClassRoute, alt: report.ClassEndpoint},
+		{name: "ghcr.io's denied: denied is credentials first",
+			msg:   `Error response from daemon: Head "https://ghcr.io/v2/o/p/manifests/1": denied: denied`,
+			class: report.ClassAuth, alt: report.ClassForbidden, image: "ghcr.io/o/p:1"},
+		{name: "Docker Hub's Tag not found",
+			msg:   `Tag v9 not found in repository docker.io/someone/thing`,
+			class: report.ClassNotFound, image: "docker.io/someone/thing:v9", decided: true},
+	}
+	for _, tc := range cases {
+		f := Classify(tc.msg)
+		if f.Class != tc.class || tc.host != "" && f.Host != tc.host || tc.role != "" && f.Role != tc.role ||
+			tc.alt != "" && !slices.Contains(f.Alternatives, tc.alt) || tc.image != "" && f.Image != tc.image || f.Decided != tc.decided {
+			t.Errorf("%s:\n got class %s host %q role %s alt %v image %q decided %v (%s)\nwant class %s host %q role %s alt %s image %q decided %v",
+				tc.name, f.Class, f.Host, f.Role, f.Alternatives, f.Image, f.Decided, f.DecidedBecause, tc.class, tc.host, tc.role, tc.alt, tc.image, tc.decided)
+		}
+		if tc.image != "" && !strings.Contains(f.Decide, "pullpath probe ") || strings.Contains(f.Decide, " IMAGE ") && tc.image != "" {
+			t.Errorf("%s: decide %q must be runnable", tc.name, f.Decide)
+		}
+	}
+}
+
+// The literal prefilters are necessary conditions: wherever a rule's regexp matches a corpus
+// message, its prefilter lets it through, so skipping rules never changes a result.
+func TestPrefiltersNeverHideAMatch(t *testing.T) {
+	var texts []string
+	for _, f := range append(slices.Clone(corpusFiles), "testdata/lab.txt") {
+		for _, s := range loadCorpus(t, f) {
+			texts = append(texts, readFacts(s.message).text)
+		}
+	}
+	texts = append(texts, "FAILED TO PULL IMAGE \"A\": TOOMANYREQUESTS", "Back-Off Pulling Image \"x\"")
+	for i, r := range rules {
+		for _, x := range texts {
+			if r.re.MatchString(x) && !rulePrefilters[i].mayMatch(strings.ToLower(x)) {
+				t.Errorf("rule %q matches %.80q but its prefilter %q rejects it", r.re, x, rulePrefilters[i].lits)
+			}
+		}
+	}
+	if p := newPrefilter(regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|(?i)TooManyRequests`)); len(p.lits) != 2 {
+		t.Errorf("literals = %q", p.lits)
+	}
+}
+
+func TestTruncatedIsUndecided(t *testing.T) {
+	f := Classify(`docker: error pulling image configuration: download failed after attempts=6:`)
+	if f.Decided || !strings.Contains(f.DecidedBecause, "cut off") {
+		t.Errorf("truncated: decided %v (%s)", f.Decided, f.DecidedBecause)
+	}
+}
+
+// JSON that is not a Kubernetes object is an error body pasted as it came (docker's
+// {"message": …}, a registry's {"errors": […]}): it is read as text, not skipped.
+func TestErrorBodiesAreText(t *testing.T) {
+	for in, want := range map[string]report.Class{
+		`{"message":"Get https://registry-1.docker.io/v2/: dial tcp: lookup registry-1.docker.io on 10.0.0.2:53: no such host"}`: report.ClassDNS,
+		`{"errors":[{"code":"UNAUTHORIZED","message":"authentication required","detail":null}]}`:                                 report.ClassAuth,
+		`{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}`:                                  report.ClassForbidden,
+	} {
+		msgs, _, err := Parse(strings.NewReader(in))
+		if err != nil || len(msgs) != 1 {
+			t.Fatalf("%s: %v %d messages", in, err, len(msgs))
+		}
+		if fs := Explain(msgs); fs[0].Class != want {
+			t.Errorf("%s: class %s, want %s", in, fs[0].Class, want)
+		}
+	}
+}

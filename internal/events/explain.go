@@ -50,6 +50,9 @@ func Explain(msgs []Message) []report.Finding {
 				fd.NextSteps[i] = strings.Replace(s, " IMAGE", " "+m.Image, 1)
 			}
 		}
+		if strings.Contains(fd.Decide, " IMAGE ") {
+			fd.Decide = "" // the input names no image: a command with a placeholder is not one to run
+		}
 		fd.Count = max(m.Count, 1)
 		if m.Source != "" {
 			fd.Sources = []string{m.Source}

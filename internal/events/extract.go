@@ -23,36 +23,46 @@ type facts struct {
 	addr      string // ip:port in "dial tcp IP:PORT"
 	proxy     string // proxy host in "proxyconnect tcp: dial tcp HOST"
 	namedHost string // "pulling from host X", "error pinging docker registry X", "reading manifest .. in X/repo"
+	certHost  string // "x509: … wanted to match X", "certificate is valid for A, not X"
 	method    string
 	blobPhase bool // containerd's copy phase or docker's config download: the manifest already worked
 }
 
 var (
-	reImage = []*regexp.Regexp{
-		regexp.MustCompile(`(?i)(?:failed to pull (?:and unpack )?image|pulling image|back-off pulling image|failed to resolve reference|pullimage|failed pulling image|failed to get sandbox image) \\?"([^"\\\s]+)\\?"`),
-		regexp.MustCompile(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?):`),
-		regexp.MustCompile(`(?i)pull access denied for ([^\s,]+),`),
-		regexp.MustCompile(`(?i)manifest for (\S+) not found`),
-		regexp.MustCompile(`(?i)for image (\S+?)$|for image (\S+)\s`),
-		regexp.MustCompile(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+	reImage = []litRegexp{
+		mustLit(`(?i)(?:failed to pull (?:and unpack )?image|pulling image|back-off pulling image|failed to resolve reference|pullimage|failed pulling image|failed to get sandbox image) \\?"([^"\\\s]+)\\?"`),
+		mustLit(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?):`),
+		mustLit(`(?i)pull access denied for ([^\s,]+),`),
+		mustLit(`(?i)manifest for (\S+) not found`),
+		mustLit(`(?i)for image (\S+?)$|for image (\S+)\s`),
+		mustLit(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
+		mustLit(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 	}
-	reURL      = regexp.MustCompile(`https?://[^\s"'\\<>\x60)\]]+`)
-	reMethod   = regexp.MustCompile(`\b(Get|Head|Post|GET|HEAD|POST)\s+"?https?://`)
-	reLookup   = regexp.MustCompile(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+))?: `)
-	reDial     = regexp.MustCompile(`dial tcp (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+)`)
-	reProxy    = regexp.MustCompile(`proxyconnect tcp: dial tcp(?: (\[[0-9a-fA-F:.]+\]:\d+|[^\s:]+:\d+)|: lookup ([^\s:]+))`)
-	reNamed    = regexp.MustCompile(`(?:pulling from host|error pinging docker registry|pinging container registry) ([^\s:]+(?::\d+)?)`)
-	reInRepo   = regexp.MustCompile(`(?:reading manifest|Error reading manifest) \S+ in ([a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/`)
-	reEscapes  = strings.NewReplacer(`\\\"`, `"`, `\"`, `"`, `\\n`, " ", `\n`, " ", `\t`, " ")
-	reSpaces   = regexp.MustCompile(`\s+`)
-	reBlobPath = regexp.MustCompile(`/blobs/|registry-v2/|/containers/images/|/data\?|/data$`)
+	// without a wrapper that names the image, the registry API path and the client's words name it
+	// docker's dialer: "dialing H:443 container via direct connection …: connecting to X:P: dial tcp …"
+	reViaProxy     = mustLit(`via (?:HTTPS? )?proxy (?:https?://)?(\[[0-9a-fA-F:.]+\]:\d+|[^\s:/\[\]]+:\d+)`)
+	reCertFor      = mustLit(`(?:but wanted to match|certificate is valid for [^\n]*?, not) ([a-zA-Z0-9*][a-zA-Z0-9.*\[\]-]*\.[a-zA-Z\]]{2,})`)
+	reConnectingTo = mustLit(`: connecting to (\[[0-9a-fA-F:.]+\]:\d+|[^\s:\[\]]+:\d+): `)
+	reManifestPath = regexp.MustCompile(`^/v2/(.+)/manifests/([^/?#]+)$`)
+	reRefIn        = mustLit(`(?:[Rr]eading manifest|Tag) (\S+?) (?:in|not found in repository) ((?:[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/[a-z0-9._/-]+)`)
+	reURL          = mustLit(`https?://[^\s"'\\<>\x60)\]]+`)
+	reMethod       = mustLit(`\b(Get|Head|Post|GET|HEAD|POST)\s+"?https?://`)
+	reLookup       = mustLit(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+))?: |Failed to lookup host: ([^\s:]+?)\.?$|Could not resolve host: ([^\s:]+)`)
+	reDial         = mustLit(`dial tcp (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+)`)
+	reProxy        = mustLit(`(?:proxyconnect tcp: dial tcp|error connecting to proxy https?://\S+: dial tcp)(?: (\[[0-9a-fA-F:.]+\]:\d+|[^\s:]+:\d+)|: lookup ([^\s:]+))`)
+	reNamed        = mustLit(`(?:pulling from host|error pinging docker registry|pinging container registry) ([^\s:]+(?::\d+)?)`)
+	reInRepo       = mustLit(`(?:reading manifest|Error reading manifest) \S+ in ([a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/`)
+	reEscapes      = strings.NewReplacer(`\\\"`, `"`, `\"`, `"`, `\\n`, " ", `\n`, " ", `\t`, " ")
+	reBlobPath     = regexp.MustCompile(`/blobs/|registry-v2/|/containers/images/|/data\?|/data$`)
 )
 
 func readFacts(msg string) facts {
-	f := facts{text: strings.TrimSpace(reSpaces.ReplaceAllString(reEscapes.Replace(msg), " "))}
+	f := facts{text: strings.Join(strings.Fields(reEscapes.Replace(msg)), " ")}
 	t := f.text
+	low := strings.ToLower(t)
 	for _, re := range reImage {
-		if m := re.FindStringSubmatch(t); m != nil {
+		if m := re.find(t, low); m != nil {
 			for _, g := range m[1:] {
 				if g != "" {
 					f.image = strings.TrimRight(g, ".,;")
@@ -64,13 +74,16 @@ func readFacts(msg string) facts {
 			}
 		}
 	}
+	if f.image == "" {
+		f.image = f.imageFromPaths()
+	}
 	if f.image != "" {
 		if ref, err := registry.ParseReference(f.image); err == nil {
 			f.registry = hubAlias(ref.Registry)
 		}
 	}
 	var last *url.URL
-	for _, u := range reURL.FindAllString(t, -1) {
+	for _, u := range reURL.findAllString(t, low) {
 		u = strings.TrimRight(u, ".,;:")
 		pu, err := url.Parse(u)
 		if err != nil || pu.Host == "" || isDocLink(pu) {
@@ -82,25 +95,32 @@ func readFacts(msg string) facts {
 		f.url = last
 		f.urlText = hoptrace.RedactURL(last)
 	}
-	if ms := reMethod.FindAllStringSubmatch(t, -1); len(ms) > 0 {
+	if ms := reMethod.findAll(t, low); len(ms) > 0 {
 		f.method = strings.ToUpper(ms[len(ms)-1][1])
 	}
-	if m := reLookup.FindStringSubmatch(t); m != nil {
-		f.lookup, f.resolver = m[1], m[2]
+	if m := reLookup.find(t, low); m != nil {
+		f.lookup, f.resolver = m[1]+m[3]+m[4], m[2]
 	}
-	if ms := reDial.FindAllStringSubmatch(t, -1); len(ms) > 0 {
+	if ms := reDial.findAll(t, low); len(ms) > 0 {
 		f.addr = ms[len(ms)-1][1]
 	}
-	if m := reProxy.FindStringSubmatch(t); m != nil {
+	if m := reProxy.find(t, low); m != nil {
 		f.proxy = m[1]
 		if f.proxy == "" {
 			f.proxy = m[2]
 		}
+	} else if m := reViaProxy.find(t, low); m != nil {
+		f.proxy = m[1]
+	} else if m := reConnectingTo.find(t, low); m != nil && f.url != nil && !strings.EqualFold(hostName(m[1]), f.url.Hostname()) {
+		// the daemon dialed another host than the request's: its (desktop or corporate) proxy
+		f.proxy = m[1]
 	}
-	if m := reNamed.FindStringSubmatch(t); m != nil {
+	if m := reNamed.find(t, low); m != nil {
 		f.namedHost = m[1]
-	} else if m := reInRepo.FindStringSubmatch(t); m != nil {
+	} else if m := reInRepo.find(t, low); m != nil {
 		f.namedHost = m[1]
+	} else if m := reCertFor.find(t, low); m != nil && f.url == nil {
+		f.certHost = m[1] // the name the client wanted the certificate to carry: the host it dialed
 	}
 	if f.registry == "" && f.namedHost != "" {
 		f.registry = hubAlias(f.namedHost)
@@ -112,7 +132,7 @@ func readFacts(msg string) facts {
 
 func isDocLink(u *url.URL) bool {
 	h := strings.ToLower(u.Hostname())
-	return h == "www.docker.com" || h == "docs.docker.com" || h == "cloud.google.com" || h == "learn.microsoft.com" || h == "docs.aws.amazon.com" ||
+	return h == "www.docker.com" || h == "docs.docker.com" || h == "aka.ms" || strings.HasPrefix(h, "docs.") || h == "cloud.google.com" || h == "learn.microsoft.com" || h == "docs.aws.amazon.com" ||
 		strings.Contains(u.Path, "increase-rate-limit") || h == "github.com"
 }
 
@@ -137,7 +157,10 @@ func tokenURL(u *url.URL) bool {
 }
 
 // isTokenHost reports a host that serves only tokens (Docker Hub's and its regional auth hosts).
-func isTokenHost(h string) bool { return h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") }
+// ECR's auth API (api.ecr.<region>.amazonaws.com, ecr-fips) hands out the registry's credentials.
+func isTokenHost(h string) bool {
+	return h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") || strings.HasPrefix(h, "api.ecr") || strings.HasPrefix(h, "ecr-fips.")
+}
 
 // failingHost names the host the failure happened on, and its role in the pull.
 func (f facts) failingHost() (string, report.Role) {
@@ -150,6 +173,8 @@ func (f facts) failingHost() (string, report.Role) {
 		return f.url.Host, f.roleOf(f.url.Hostname(), f.url)
 	case f.namedHost != "":
 		return f.namedHost, report.RoleRegistry
+	case f.certHost != "":
+		return f.certHost, f.roleOf(f.certHost, nil)
 	case f.registry != "":
 		if f.blobPhase {
 			return "", report.RoleBlob
@@ -169,6 +194,9 @@ func (f facts) roleOf(host string, u *url.URL) report.Role {
 		}
 		if u.Query().Get("ns") != "" {
 			return report.RoleMirror // containerd tags mirror requests with ?ns=<upstream>
+		}
+		if u.Path == "/v2/" || u.Path == "/v2" || u.Path == "/v1/_ping" {
+			return report.RoleRegistry // only a registry API is pinged, whatever its name
 		}
 	}
 	if isTokenHost(host) {
@@ -276,4 +304,35 @@ func (f facts) port(host string) string {
 		return p
 	}
 	return "443"
+}
+
+// imageFromPaths reads the image off a registry API URL (/v2/<repo>/manifests/<ref>) or the
+// client's "reading manifest <ref> in <host>/<repo>", so the decide line can name it.
+func (f facts) imageFromPaths() string {
+	if m := reRefIn.FindStringSubmatch(f.text); m != nil {
+		return joinRef(m[2], m[1])
+	}
+	for _, u := range reURL.FindAllString(f.text, -1) {
+		pu, err := url.Parse(strings.TrimRight(u, ".,;:"))
+		if err != nil || pu.Host == "" {
+			continue
+		}
+		if m := reManifestPath.FindStringSubmatch(pu.Path); m != nil {
+			host := pu.Host
+			if hubAlias(pu.Hostname()) == "docker.io" {
+				host = "docker.io"
+			} else if strings.HasSuffix(host, ":443") {
+				host = strings.TrimSuffix(host, ":443")
+			}
+			return joinRef(host+"/"+m[1], m[2])
+		}
+	}
+	return ""
+}
+
+func joinRef(repo, ref string) string {
+	if strings.Contains(ref, ":") {
+		return repo + "@" + ref // a digest
+	}
+	return repo + ":" + ref
 }

@@ -31,6 +31,7 @@ const (
 	FormatDescribe Format = "kubectl describe"
 	FormatJSON     Format = "json"
 	FormatYAML     Format = "yaml"
+	FormatTable    Format = "kubectl get events"
 )
 
 // MaxInput caps what is read: a describe of a whole namespace is a few MB.
@@ -70,6 +71,10 @@ func parse(b []byte) ([]Message, Format, error) {
 	case trimmed[0] == '{' || trimmed[0] == '[':
 		var v any
 		if err := json.Unmarshal(trimmed, &v); err == nil {
+			if m, ok := v.(map[string]any); ok && !isKubeObject(m) {
+				// docker's {"message":"…"} and a registry's {"errors":[…]} bodies: read as text
+				return fromText(string(b)), FormatText, nil
+			}
 			return fromObjects(v), FormatJSON, nil
 		} else if !bytes.Contains(trimmed, []byte("\n")) && trimmed[0] == '[' {
 			break // "[ERROR ImagePull]: …" is text, not JSON
@@ -84,6 +89,8 @@ func parse(b []byte) ([]Message, Format, error) {
 		return msgs, FormatYAML, nil
 	case reEventsHeader.Match(trimmed):
 		return fromDescribe(string(b)), FormatDescribe, nil
+	case reTableHeader.Match(trimmed):
+		return fromTable(string(b)), FormatTable, nil
 	}
 	return fromText(string(b)), FormatText, nil
 }
@@ -95,6 +102,16 @@ var (
 	reYAMLSeparator = regexp.MustCompile(`(?m)^---\s*$`)
 	reBlankLine     = regexp.MustCompile(`\n\s*\n`)
 )
+
+// isKubeObject reports a decoded JSON object that is a Kubernetes object or list.
+func isKubeObject(m map[string]any) bool {
+	for _, k := range []string{"kind", "apiVersion", "items", "involvedObject", "regarding", "metadata", "spec", "status"} {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 func looksLikeYAMLObject(b []byte) bool { return reYAMLKind.Match(b) && reYAMLAPI.Match(b) }
 
@@ -155,14 +172,14 @@ var pullWaiting = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true
 var (
 	// rePullShape is a message about pulling an image: the kubelet's, the runtimes' and the registry
 	// clients' own words, or a registry API URL. "dial tcp" or "BackOff" alone say nothing about a pull.
-	rePullShape = regexp.MustCompile(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|pulling image failed|back-?off pulling image|\bpulling image\b|failed to resolve (?:reference|image|ref)|\bErrImagePull\b|ImagePullBackOff|ErrImageNeverPull|pull access denied|failed to get sandbox image|pull policy|couldn't parse image reference|invalid reference format|InvalidImageName|manifest unknown|toomanyrequests|error reading manifest|reading manifest \S+ in|httpReadSeeker|error pinging (?:docker|container) registry|CannotPullContainerError|https?://[^\s"/]+/v2/|https?://[^\s"/]+/v1/(?:_ping|repositories|images)`)
+	rePullShape = mustLit(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|pulling image failed|back-?off pulling image|\bpulling image\b|failed to resolve (?:reference|image|ref)|\bErrImagePull\b|ImagePullBackOff|ErrImageNeverPull|pull access denied|failed to get sandbox image|pull policy|couldn't parse image reference|invalid reference format|InvalidImageName|manifest unknown|toomanyrequests|error reading manifest|reading manifest \S+ in|httpReadSeeker|error pinging (?:docker|container) registry|CannotPullContainerError|https?://[^\s"/]+/v2/|https?://[^\s"/]+/v1/(?:_ping|repositories|images)`)
 	// reStrongPull is a message that can only be a pull failure, whatever reason the event carries.
-	reStrongPull = regexp.MustCompile(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|back-?off pulling image|\bErrImagePull\b|pull access denied|failed to get sandbox image|CannotPullContainerError`)
+	reStrongPull = mustLit(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|back-?off pulling image|\bErrImagePull\b|pull access denied|failed to get sandbox image|CannotPullContainerError`)
 	// reNotPull is what the kubelet and controllers say about other failures that share words with
 	// pulls (dial tcp, BackOff, rpc error, context deadline exceeded).
-	reNotPull        = regexp.MustCompile(`(?i)^\s*(?:(?:Readiness|Liveness|Startup) probe (?:failed|errored|warning)|Back-off restarting failed container|back-off \S+ restarting failed|MountVolume\.|AttachVolume\.|Unable to attach or mount volumes|\d+/\d+ nodes are available|Memory cgroup out of memory|System OOM encountered|Node \S+ status is now|failed to setup network for sandbox|Failed to create pod sandbox: rpc error: code = \w+ desc = failed to (?:setup|create) network)`)
+	reNotPull        = mustLit(`(?i)^\s*(?:(?:Readiness|Liveness|Startup) probe (?:failed|errored|warning)|Back-off restarting failed container|back-off \S+ restarting failed|MountVolume\.|AttachVolume\.|Unable to attach or mount volumes|\d+/\d+ nodes are available|Memory cgroup out of memory|System OOM encountered|Node \S+ status is now|failed to setup network for sandbox|Failed to create pod sandbox: rpc error: code = \w+ desc = failed to (?:setup|create) network)`)
 	reContainerField = regexp.MustCompile(`^spec\.(?:initContainers|containers|ephemeralContainers)\{`)
-	// reNotPullReason are event reasons that are never about a pull, whatever their text.
+	// notPullReasons are event reasons that are never about a pull, whatever their text.
 	notPullReasons = map[string]bool{"Unhealthy": true, "ProbeWarning": true, "FailedMount": true, "FailedAttachVolume": true,
 		"FailedScheduling": true, "OOMKilling": true, "SystemOOM": true, "NodeNotReady": true, "FailedKillPod": true,
 		"FailedPreStopHook": true, "FailedPostStartHook": true, "Evicted": true, "ImageGCFailed": true, "FreeDiskSpaceFailed": true,
@@ -180,15 +197,16 @@ func isPullFailure(typ, reason, fieldPath, msg string) bool {
 	if notPullReasons[reason] {
 		return false
 	}
-	strong := reStrongPull.MatchString(msg)
-	if !strong && reNotPull.MatchString(msg) {
+	low := strings.ToLower(msg)
+	strong := reStrongPull.match(msg, low)
+	if !strong && reNotPull.match(msg, low) {
 		return false
 	}
 	switch {
 	case reason == "":
-		return typ != "Normal" && rePullShape.MatchString(msg)
+		return typ != "Normal" && rePullShape.match(msg, low)
 	case pullReasons[reason]:
-		return rePullShape.MatchString(msg)
+		return rePullShape.match(msg, low)
 	}
 	return typ != "Normal" && strong
 }
@@ -393,6 +411,55 @@ func splitText(s string) []Message {
 			continue
 		}
 		out = append(out, Message{Text: strings.TrimSpace(b), Source: fmt.Sprintf("line %d", start), Count: 1})
+	}
+	return out
+}
+
+// `kubectl get events [-A]`: "NAMESPACE  LAST SEEN  TYPE  REASON  OBJECT  MESSAGE", columns
+// padded to the widest cell, so the header gives each column's offset.
+var reTableHeader = regexp.MustCompile(`(?m)^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\s*$`)
+
+func fromTable(s string) []Message {
+	var out []Message
+	col := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(s))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	cell := func(line, name, next string) string {
+		from, to := col[name], len(line)
+		if n, ok := col[next]; ok && n < len(line) {
+			to = n
+		}
+		if from >= len(line) || from > to {
+			return ""
+		}
+		return strings.TrimSpace(line[from:to])
+	}
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if reTableHeader.MatchString(line) {
+			for _, c := range []string{"NAMESPACE", "LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"} {
+				if i := strings.Index(line, c); i >= 0 {
+					col[c] = i
+				}
+			}
+			continue
+		}
+		if len(col) == 0 || strings.TrimSpace(line) == "" {
+			continue
+		}
+		typ, reason, obj, msg := cell(line, "TYPE", "REASON"), cell(line, "REASON", "OBJECT"), cell(line, "OBJECT", "MESSAGE"), cell(line, "MESSAGE", "")
+		if msg == "" || !isPullFailure(typ, reason, "", msg) {
+			continue
+		}
+		count := 1
+		if c := reDescribeCount.FindStringSubmatch(cell(line, "LAST SEEN", "TYPE")); c != nil {
+			count, _ = strconv.Atoi(c[1])
+		}
+		src := fmt.Sprintf("line %d, event %s on %s", n, reason, obj)
+		if ns := cell(line, "NAMESPACE", "LAST SEEN"); ns != "" {
+			src = fmt.Sprintf("line %d, event %s on %s/%s", n, reason, ns, obj)
+		}
+		out = append(out, Message{Text: msg, Source: src, Count: max(count, 1)})
 	}
 	return out
 }

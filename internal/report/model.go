@@ -247,29 +247,30 @@ type Findings struct {
 
 // Finding is one classified failure message.
 type Finding struct {
-	Class        Class   `json:"class"`
-	Owner        Owner   `json:"owner"`
-	OwnerText    string  `json:"ownerText,omitempty"`
-	Code         Code    `json:"code"`
-	Host         string  `json:"host,omitempty"`
-	Role         Role    `json:"role,omitempty"`
-	Message      string  `json:"message"`
-	Reason       string  `json:"reason"`
-	Image        string  `json:"image,omitempty"`
-	Operation    string  `json:"operation,omitempty"`
-	Resolver     string  `json:"resolver,omitempty"`
-	Address      string  `json:"address,omitempty"`
-	URL          string  `json:"url,omitempty"`
-	Alternatives []Class `json:"alternatives,omitempty"` // most likely first
-	// Decided says whether the text alone settles the class; DecidedBecause is the one-line reason
-	// (the cause the message names, or why it cannot).
-	Decided        bool     `json:"decided"`
-	DecidedBecause string   `json:"decidedBecause"`
-	Decide         string   `json:"decide,omitempty"`
-	NextSteps      []string `json:"nextSteps,omitempty"`
-	Count          int      `json:"count"`
-	Sources        []string `json:"sources,omitempty"`
-	SourcesOmitted int      `json:"sourcesOmitted,omitempty"` // sources left out of the list
+	Class        Class    `json:"class"`
+	Owner        Owner    `json:"owner"`
+	OwnerText    string   `json:"ownerText,omitempty"`
+	Code         Code     `json:"code"`
+	Host         string   `json:"host,omitempty"`
+	Role         Role     `json:"role,omitempty"`
+	Message      string   `json:"message"`
+	Reason       string   `json:"reason"`
+	Image        string   `json:"image,omitempty"`
+	Operation    string   `json:"operation,omitempty"`
+	Resolver     string   `json:"resolver,omitempty"`
+	Address      string   `json:"address,omitempty"`
+	URL          string   `json:"url,omitempty"`
+	Alternatives []Class  `json:"alternatives,omitempty"`
+	Decide       string   `json:"decide,omitempty"`
+	NextSteps    []string `json:"nextSteps,omitempty"`
+	Count        int      `json:"count"`
+	Sources      []string `json:"sources,omitempty"`
+
+	// Decided says whether the text alone settles the class (Alternatives, most likely first, are
+	// empty then); DecidedBecause is the one-line reason: the cause the message names, or why not.
+	Decided        bool   `json:"decided"`
+	DecidedBecause string `json:"decidedBecause"`
+	SourcesOmitted int    `json:"sourcesOmitted,omitempty"` // sources left out of Sources
 }
 
 // Duration is a time.Duration that reads and writes JSON as milliseconds (a float with microsecond

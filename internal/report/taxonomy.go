@@ -227,9 +227,10 @@ const (
 	CodeUnknown               Code = "UNKNOWN"
 )
 
-// ClassFor maps where a failure was observed to its class, following DESIGN.md:
-// a failure on a token, blob or mirror host while the registry API works is "endpoint",
-// except the identity answers (401/403) a token realm gives, which are about the identity.
+// ClassFor maps where a failure was observed to its class, following DESIGN.md: class follows what
+// broke, role says where. A certificate failure is tls and a credential failure auth on any host;
+// a host other than the registry API that cannot be reached (dns, route, tcp) or fails at the
+// storage level (a 403 or 5xx from object storage) is endpoint.
 func ClassFor(role Role, step StepName, code Code) Class {
 	switch code {
 	case CodeAuth401:
@@ -246,9 +247,14 @@ func ClassFor(role Role, step StepName, code Code) Class {
 	case CodeProxyFailed:
 		return ClassProxy
 	}
+	// class follows what broke, role says where (DESIGN.md): a certificate failure is tls on any
+	// host — a TLS-inspecting firewall in front of the blob storage is tls, role blob
+	if role != RoleProxy && code != CodeTLSHandshakeTimeout && (step == StepTLS || code == CodeTLSPlainHTTP || code == CodeHTTPDowngrade) {
+		return ClassTLS
+	}
 	switch role {
 	case RoleToken, RoleBlob, RoleMirror:
-		return ClassEndpoint
+		return ClassEndpoint // reachability of a host other than the registry API
 	case RoleProxy:
 		return ClassProxy
 	}
