@@ -116,6 +116,49 @@ func TestProbeReportWithRuntime(t *testing.T) {
 	}
 }
 
+// The runtime's hosts in order: a mirror that refuses (a warning, then the registry holds), and a
+// runtime whose proxy does not answer (class proxy, role proxy). The proxy and the mirror are
+// closed loopback ports.
+func TestProbeReportMirrorAndProxy(t *testing.T) {
+	e := lab(t)
+	ca, err := os.ReadFile(e.Lab.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := e.Lab.RegistryAddr()
+	mirror := "127.0.0.1:" + registrytest.ClosedPort()
+	files := map[string]string{
+		"etc/containerd/config.toml":                    kindConfig,
+		"etc/containerd/certs.d/" + reg + "/hosts.toml": "server = \"https://" + reg + "\"\nca = \"lab-ca.pem\"\n\n[host.\"https://" + mirror + "\"]\n  capabilities = [\"pull\", \"resolve\"]\n",
+		"etc/containerd/certs.d/" + reg + "/lab-ca.pem": string(ca),
+	}
+	args := func(root string) []string {
+		return []string{"probe", "-o", "json", "--host-root", root, "--dns-server", e.Lab.DNS.Addr, "--hosts-file", "", "--connect-timeout", "2s",
+			"--platform", demo.Platform, "-u", demo.User, "--password-stdin", e.Lab.Ref("team/app:1.4")}
+	}
+	t.Run("mirror refuses", func(t *testing.T) {
+		r := run(t, demo.Password+"\n", args(writeTree(t, files))...)
+		r.wantExit(t, cli.ExitOK)
+		doc := validate(t, "ProbeReport", r.out)
+		if w, _ := doc["warnings"].([]any); len(w) == 0 {
+			t.Errorf("the mirror's failure should be a warning: %v", doc["warnings"])
+		}
+		if rt := doc["runtime"].(map[string]any); len(rt["hosts"].([]any)) != 2 {
+			t.Errorf("runtime hosts %v", rt["hosts"])
+		}
+	})
+	t.Run("proxy down", func(t *testing.T) {
+		files["etc/systemd/system/containerd.service.d/http-proxy.conf"] = "[Service]\nEnvironment=\"HTTPS_PROXY=http://127.0.0.1:" + registrytest.ClosedPort() + "\"\n"
+		r := run(t, demo.Password+"\n", args(writeTree(t, files))...)
+		r.wantExit(t, cli.ExitBroken)
+		doc := validate(t, "ProbeReport", r.out)
+		f, _ := doc["failing"].(map[string]any)
+		if doc["class"] != "proxy" || f == nil || f["role"] != "proxy" {
+			t.Errorf("class %v failing %v", doc["class"], f)
+		}
+	})
+}
+
 func TestAllowlist(t *testing.T) {
 	t.Run("complete", func(t *testing.T) {
 		e := lab(t)
