@@ -5,6 +5,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
@@ -17,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,7 +40,7 @@ const kubeVersion = "v1.37.2"
 const (
 	hubIP       = "10.78.0.1" // apiserver, the resolver with the private zone
 	noZoneDNSIP = "10.78.0.2" // a resolver without the private zone
-	registryIP  = "10.81.0.2" // registry.cluster.test: :443 redirects blobs, :5000 serves them (pushes)
+	registryIP  = "10.81.0.2" // registry.cluster.test: :443 redirects blobs, :5000 serves them (pushes), :5001 wants credentials
 	blobsIP     = "10.82.0.3" // blobs.cluster.test, the redirect target
 	serviceCIDR = "10.83.0.0/24"
 	zone        = "cluster.test"
@@ -46,6 +48,11 @@ const (
 	poolLabel   = "kubernetes.azure.com/agentpool"
 	pauseRef    = "registry.k8s.io/pause:3.10" // the sandbox image: imported, never pulled
 	cniBin      = "/usr/lib/cni"
+	progCache   = "/var/cache/pullpath/cluster-programs"
+	// the credentials registry.cluster.test:5001 accepts (basic auth; blobs redirected like :443)
+	registryUser = "puller"
+	registryPass = "cluster-tier-not-secret"
+	authRegistry = registry + ":5001"
 )
 
 // Resolvers a node's resolv.conf can point at.
@@ -70,9 +77,12 @@ type nodeSpec struct {
 	CanReachRegistry bool              // a route to registry.cluster.test (10.81.0.0/24)
 	CanReachBlobs    bool              // a route to the blob host the registry redirects to (10.82.0.0/24)
 	Resolver         string            // resolverZone or resolverNoZone
-	MaxImages        int               // nodeStatusMaxImages; 0 keeps the kubelet's default (50)
-	FillImages       int               // images imported before the kubelet starts, to fill status.images
-	PreloadImages    []string          // repo:tag under registry.cluster.test, pushed and imported before the kubelet starts
+	// PodOnlyRegistryRoute: the node's pods reach the registry and the blob host, the node itself
+	// does not (a route only pod traffic takes, as a VPN sidecar gives a pod)
+	PodOnlyRegistryRoute bool
+	MaxImages            int      // nodeStatusMaxImages; 0 keeps the kubelet's default (50)
+	FillImages           int      // images imported before the kubelet starts, to fill status.images
+	PreloadImages        []string // repo:tag under registry.cluster.test, pushed and imported before the kubelet starts
 }
 
 // scenario is the cluster the package's tests share (issues 9 and 10): pool A healthy, its newest
@@ -82,7 +92,7 @@ type nodeSpec struct {
 var scenario = clusterSpec{Nodes: []nodeSpec{
 	{Name: "poola-1", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true},
 	{Name: "poolb-1", Pool: "poolb", PreloadImages: []string{cachedImage}, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202510.01.0"}},
-	{Name: "poolb-2", Pool: "poolb", Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202511.15.0"}},
+	{Name: "poolb-2", Pool: "poolb", PodOnlyRegistryRoute: true, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202511.15.0"}},
 	{Name: "poolc-1", Pool: "poolc", CanReachRegistry: true},
 	{Name: "poold-1", Pool: "poold", CanReachRegistry: true, CanReachBlobs: true, Resolver: resolverNoZone},
 	// the newest node: its import takes longest, and overlaps the others' registration
@@ -123,7 +133,8 @@ type cluster struct {
 	ca           *registrytest.CA
 	nodes        []*node
 	procs        []*proc
-	sysctls      map[string]string
+	sysctls      map[string]string // the kernel settings from before the first running cluster
+	kernelHeldBy []string          // after Close: other clusters still holding them changed
 	cgroupMounts []string
 	progs        map[string]string // the static programs built from testdata/, by name
 	pauseLayer   v1.Layer          // /pause, the entrypoint of every image the tier makes
@@ -264,15 +275,26 @@ func (c *cluster) logTail(name string) string {
 	return string(b)
 }
 
-// buildPrograms compiles testdata/*.c statically: the pause program and the ConfigMap payload.
+// buildPrograms compiles testdata/*.c statically (the pause program, the ConfigMap payloads), once
+// per source and compiler: the binaries are cached beside the kube binaries.
 func (c *cluster) buildPrograms() {
 	c.progs = map[string]string{}
-	for _, p := range []string{"pause", "exitwith"} {
-		out := filepath.Join(c.dir, "bin", p)
-		c.run("gcc", "-static", "-Os", "-s", "-o", out, filepath.Join("testdata", p+".c"))
-		c.progs[p] = out
+	gcc, err := exec.Command("gcc", "--version").Output()
+	c.check(err, "gcc")
+	gccVersion, _, _ := strings.Cut(string(gcc), "\n")
+	for _, p := range []string{"pause", "exitwith", "tcpconnect"} {
+		src, err := os.ReadFile(filepath.Join("testdata", p+".c"))
+		c.check(err, "source of %s", p)
+		sum := sha256.Sum256(append([]byte(gccVersion+"\n"), src...))
+		cached := filepath.Join(progCache, fmt.Sprintf("%s-%x", p, sum[:8]))
+		if _, err := os.Stat(cached); err != nil {
+			c.check(os.MkdirAll(progCache, 0o755), "cache")
+			tmp := fmt.Sprintf("%s.tmp.%d", cached, os.Getpid())
+			c.run("gcc", "-static", "-Os", "-s", "-o", tmp, filepath.Join("testdata", p+".c"))
+			c.check(os.Rename(tmp, cached), "cache %s", p)
+		}
+		c.progs[p] = cached
 	}
-	var err error
 	c.pauseLayer, err = fileLayer(c.progs["pause"], "/pause")
 	c.check(err, "pause layer")
 }
@@ -358,7 +380,9 @@ current-context: pullpath-cluster-tier
 
 // network builds the hub (a bridge that is attached to nothing real; the registry's and the blob
 // host's addresses on its loopback) and one namespace per node on a veth into the hub's bridge. A
-// node reaches the registry or the blob host only if it has the route.
+// node reaches the registry or the blob host only if it has the route; its pods (on a bridge in the
+// node's namespace, forwarded by the node) reach what the node reaches, and the registry too when
+// PodOnlyRegistryRoute gives their source addresses a routing table of their own.
 func (c *cluster) network(spec clusterSpec) {
 	c.run("ip", "netns", "add", c.hub)
 	h := func(args ...string) { c.run(append([]string{"ip", "-n", c.hub}, args...)...) }
@@ -390,11 +414,21 @@ func (c *cluster) network(spec clusterSpec) {
 		if s.CanReachBlobs {
 			nn("route", "add", "10.82.0.0/24", "via", hubIP)
 		}
+		c.run("ip", "netns", "exec", n.netns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+		h("route", "add", podCIDR(i), "via", n.ip) // replies to the node's pods
+		if s.PodOnlyRegistryRoute {
+			nn("rule", "add", "from", podCIDR(i), "table", "100", "priority", "100")
+			nn("route", "add", "10.81.0.0/24", "via", hubIP, "table", "100")
+			nn("route", "add", "10.82.0.0/24", "via", hubIP, "table", "100")
+		}
 		if out := c.run("ip", "-n", n.netns, "route"); strings.Contains(out, "default") {
 			c.fail("node %s must have no default route:\n%s", s.Name, out)
 		}
 	}
 }
+
+// podCIDR is the pod subnet of the i-th node (the CNI bridge's range).
+func podCIDR(i int) string { return fmt.Sprintf("10.84.%d.0/24", i) }
 
 func (c *cluster) services() {
 	// etcd and the apiserver
@@ -428,12 +462,22 @@ func (c *cluster) services() {
 
 	// the registry (blobs redirected to the blob host on :443; served directly on :5000, where the
 	// test pushes) and the blob host, sharing one storage
-	for _, r := range []struct{ name, addr, redirect string }{
-		{"registry", registryIP + ":443", "https://blobs." + zone + "/"},
-		{"registry-direct", registryIP + ":5000", ""},
+	htpasswd, err := exec.Command("htpasswd", "-Bbn", registryUser, registryPass).Output()
+	c.check(err, "htpasswd")
+	c.write(c.path("registry", "htpasswd"), htpasswd, 0o644)
+	for _, r := range []struct {
+		name, addr, redirect string
+		auth                 bool
+	}{
+		{"registry", registryIP + ":443", "https://blobs." + zone + "/", false},
+		{"registry-direct", registryIP + ":5000", "", false},
+		{"registry-auth", registryIP + ":5001", "https://blobs." + zone + "/", true},
 	} {
 		cfg := fmt.Sprintf("version: 0.1\nlog: {level: info, formatter: text}\nstorage:\n  filesystem: {rootdirectory: %s}\n  delete: {enabled: true}\nhttp:\n  addr: %s\n  secret: cluster-tier-not-secret\n  tls: {certificate: %s, key: %s}\n",
 			c.path("registry", "data"), r.addr, pki("registry.pem"), pki("registry.key"))
+		if r.auth {
+			cfg += fmt.Sprintf("auth:\n  htpasswd: {realm: cluster-tier, path: %s}\n", c.path("registry", "htpasswd"))
+		}
 		if r.redirect != "" {
 			cfg += fmt.Sprintf("middleware:\n  storage:\n    - name: redirect\n      options: {baseurl: %q}\n", r.redirect)
 		}
@@ -444,7 +488,7 @@ func (c *cluster) services() {
 	c.check(err, "test binary")
 	c.start("blobs", []string{"PULLPATH_CLUSTER_ROLE=blobs", "PULLPATH_CLUSTER_ADDR=" + blobsIP + ":443", "PULLPATH_CLUSTER_CERT=" + pki("blobs.pem"),
 		"PULLPATH_CLUSTER_KEY=" + pki("blobs.key"), "PULLPATH_CLUSTER_DIR=" + c.path("registry", "data")}, c.inHub(self)...)
-	for _, a := range []string{hubIP + ":53", noZoneDNSIP + ":53", registryIP + ":443", registryIP + ":5000", blobsIP + ":443"} {
+	for _, a := range []string{hubIP + ":53", noZoneDNSIP + ":53", registryIP + ":443", registryIP + ":5000", registryIP + ":5001", blobsIP + ":443"} {
 		c.waitTCP(a, a)
 	}
 }
@@ -571,7 +615,9 @@ func (c *cluster) teardown() error {
 			}
 		}
 	}
-	c.restoreKernelSettings()
+	if err := c.restoreKernelSettings(); err != nil {
+		errs = append(errs, fmt.Errorf("kernel settings: %w", err))
+	}
 	errs = append(errs, c.leftovers()...)
 	if os.Getenv("PULLPATH_CLUSTER_KEEP") == "" {
 		if err := os.RemoveAll(c.dir); err != nil {
@@ -610,6 +656,9 @@ func (c *cluster) leftovers() []error {
 		}
 	}
 	for k, v := range c.sysctls {
+		if len(c.kernelHeldBy) > 0 {
+			break // another cluster still runs kubelets: the settings stay changed until it ends
+		}
 		if now := readSysctl(k); now != v {
 			errs = append(errs, fmt.Errorf("%s is %s, was %s", strings.ReplaceAll(k, "/", "."), now, v))
 		}
@@ -672,17 +721,89 @@ func readSysctl(key string) string {
 	return strings.TrimSpace(string(b))
 }
 
-func (c *cluster) saveKernelSettings() {
-	c.sysctls = map[string]string{}
-	for _, k := range kernelSettings {
-		c.sysctls[k] = readSysctl(k)
-	}
-	b, _ := json.Marshal(c.sysctls)
-	c.write(c.path("sysctl.json"), b, 0o644) // for removeStale, should this process be killed
+// The kernel settings are global while clusters are not: several clusters (of this process or of
+// other test processes) may run at once. A state file under a lock records the settings from before
+// the first of them and who holds them; the last to leave restores them, and a run whose holders all
+// died (a killed test binary) restores them on the next start.
+const (
+	kernelStateFile = "/run/pullpath-cluster-kernel.json"
+	kernelLockFile  = "/run/pullpath-cluster-kernel.lock"
+)
+
+type kernelState struct {
+	Originals map[string]string `json:"originals"`
+	Holders   []string          `json:"holders"` // "<pid>/<cluster id>"
 }
 
-func (c *cluster) restoreKernelSettings() {
-	for k, v := range c.sysctls {
+// withKernelState runs f on the state under the machine-wide lock and writes back what f leaves
+// (nothing when f returns nil).
+func withKernelState(f func(st *kernelState) *kernelState) error {
+	lock, err := os.OpenFile(kernelLockFile, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return err
+	}
+	st := &kernelState{}
+	if b, err := os.ReadFile(kernelStateFile); err == nil {
+		_ = json.Unmarshal(b, st)
+	}
+	var live []string // holders whose process still runs
+	for _, h := range st.Holders {
+		var pid int
+		if _, err := fmt.Sscanf(h, "%d/", &pid); err == nil {
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+				live = append(live, h)
+			}
+		}
+	}
+	st.Holders = live
+	if st = f(st); st == nil {
+		return os.Remove(kernelStateFile)
+	}
+	b, _ := json.Marshal(st)
+	return os.WriteFile(kernelStateFile, b, 0o644)
+}
+
+func (c *cluster) saveKernelSettings() {
+	holder := fmt.Sprintf("%d/%s", os.Getpid(), c.id)
+	c.check(withKernelState(func(st *kernelState) *kernelState {
+		if len(st.Holders) == 0 {
+			writeSysctls(st.Originals) // left changed by runs that were killed
+			st.Originals = map[string]string{}
+			for _, k := range kernelSettings {
+				st.Originals[k] = readSysctl(k)
+			}
+		}
+		st.Holders = append(st.Holders, holder)
+		c.sysctls = st.Originals
+		return st
+	}), "kernel settings")
+}
+
+// restoreKernelSettings gives up this cluster's hold; the last holder restores the settings, and
+// only then are they checked by leftovers.
+func (c *cluster) restoreKernelSettings() error {
+	if c.sysctls == nil {
+		return nil
+	}
+	holder := fmt.Sprintf("%d/%s", os.Getpid(), c.id)
+	return withKernelState(func(st *kernelState) *kernelState {
+		st.Holders = slices.DeleteFunc(st.Holders, func(h string) bool { return h == holder })
+		if len(st.Holders) > 0 {
+			c.kernelHeldBy = st.Holders
+			return st
+		}
+		writeSysctls(st.Originals)
+		c.kernelHeldBy = nil
+		return nil
+	})
+}
+
+func writeSysctls(values map[string]string) {
+	for k, v := range values {
 		if readSysctl(k) != v {
 			_ = os.WriteFile("/proc/sys/"+k, []byte(v), 0o644)
 		}
@@ -740,8 +861,8 @@ func removeCgroup(mounts []string, root string) error {
 }
 
 // removeStale removes what a killed earlier run left (t.Cleanup and TestMain do not run when the test
-// binary is killed; its processes die with it through Pdeathsig): namespaces, cgroups, kernel
-// settings, temp dirs of runs whose process is gone.
+// binary is killed; its processes die with it through Pdeathsig): namespaces, cgroups and temp dirs
+// of runs whose process is gone. saveKernelSettings restores the kernel settings such a run left.
 func removeStale() {
 	dead := func(name string) bool {
 		var pid, n int
@@ -768,17 +889,8 @@ func removeStale() {
 	}
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "ppk*"))
 	for _, d := range dirs {
-		if !dead(filepath.Base(d)) {
-			continue
+		if dead(filepath.Base(d)) {
+			_ = os.RemoveAll(d)
 		}
-		if b, err := os.ReadFile(filepath.Join(d, "sysctl.json")); err == nil {
-			saved := map[string]string{}
-			if json.Unmarshal(b, &saved) == nil {
-				for k, v := range saved {
-					_ = os.WriteFile("/proc/sys/"+k, []byte(v), 0o644)
-				}
-			}
-		}
-		_ = os.RemoveAll(d)
 	}
 }

@@ -11,17 +11,20 @@
 //	│     10.78.0.2  dnsmasq without the zone     │       │   hub, only if the node may reach them│
 //	│ 127.0.0.1      etcd :2379                   │       │ resolv.conf: 10.78.0.1 or 10.78.0.2   │
 //	│ lo   10.81.0.2 registry.cluster.test :443   │       │ private mount + PID namespace: tmpfs  │
-//	│                (blobs redirected), :5000    │       │   /run, /var/lib, /var/log and        │
-//	│      10.82.0.3 blobs.cluster.test :443      │       │   /etc/containerd bound from the test │
-//	└────────────────────────────────────────────┘       │   dir; containerd 1.6 + kubelet; pods │
-//	                                                      │   on a cni0 bridge (10.84.i.0/24)     │
+//	│                (blobs redirected), :5000,   │       │   /run, /var/lib, /var/log and        │
+//	│                :5001 (basic auth)           │       │   /etc/containerd bound from the test │
+//	│      10.82.0.3 blobs.cluster.test :443      │       │   dir; containerd 1.6 + kubelet; pods │
+//	└────────────────────────────────────────────┘       │   on a cni0 bridge (10.84.i.0/24)     │
 //	                                                      └──────────────────────────────────────┘
 //
+// A node's pods sit on a bridge inside the node's namespace and reach what the node reaches (the hub
+// routes their replies back); on a node with PodOnlyRegistryRoute, a routing rule for the pods'
+// source addresses also lets them reach the registry the node itself cannot (the VPN-sidecar case).
 // No namespace has a default route, a bridge to a real interface or NAT; the bridge lives inside
 // the hub. The test process reaches the apiserver by dialing inside the hub (client-go's Dial);
-// Run executes the pullpath binary inside the hub with the admin kubeconfig. There is no scheduler
-// and no controller-manager: pods are pinned with nodeName, the harness creates each namespace's
-// default ServiceAccount and kube-root-ca.crt, and removes the not-ready taint of Ready nodes.
+// Run executes the pullpath binary inside the hub with the admin kubeconfig. There is no scheduler:
+// pods are pinned with nodeName; the harness creates each namespace's default ServiceAccount and
+// kube-root-ca.crt, and removes the not-ready taint of Ready nodes.
 //
 // Each node gets a cgroupRoot of its own in every cgroup v1 hierarchy, a client certificate
 // (O=system:nodes, CN=system:node:<name>) and a pool label (kubernetes.azure.com/agentpool). The
@@ -29,6 +32,10 @@
 // never pulled; preloaded images are pushed to the registry and imported with their registry
 // digest, as if pulled. Teardown kills each node's PID namespace, deletes the namespaces, removes
 // the cgroups, restores the kernel settings the kubelet changed, and checks that nothing is left.
+// Those settings are global: /run/pullpath-cluster-kernel.json (under a lock) keeps the values from
+// before the first of the clusters running on the machine, and the last one to stop restores them.
+// kube-controller-manager runs when the cached binaries include it (garbage collector, namespace
+// and node lifecycle controllers, workload controllers); there is no scheduler.
 //
 // Binaries: scripts/kubebins.sh builds kube-apiserver, kubelet and etcd from the Go module proxy
 // (about 20 min cold on 2 cores) and caches them; the tier reads $PULLPATH_KUBEBINS or that cache.

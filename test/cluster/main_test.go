@@ -60,7 +60,7 @@ func prerequisites() string {
 	case os.Geteuid() != 0:
 		return "not root: run the README's test command as root (scripts/test.sh) for the cluster tier"
 	}
-	for _, tool := range []string{"containerd", "ctr", "runc", "docker-registry", "dnsmasq", "nsenter", "unshare", "ip", "gcc"} {
+	for _, tool := range []string{"containerd", "ctr", "runc", "docker-registry", "dnsmasq", "htpasswd", "nsenter", "unshare", "ip", "gcc"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return tool + " is missing: scripts/test.sh installs the tier's packages"
 		}

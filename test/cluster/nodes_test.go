@@ -116,14 +116,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     config_path = "/etc/containerd/certs.d"
 `, n.sock, pauseRef, cniBin, filepath.Join(n.dir, "cni")), 0o644)
 	c.write(filepath.Join(etc, "ca.pem"), c.ca.PEM, 0o644)
-	c.write(filepath.Join(etc, "certs.d", registry, "hosts.toml"),
-		fmt.Appendf(nil, "server = \"https://%s\"\nca = \"/etc/containerd/ca.pem\"\n\n[host]\n", registry), 0o644)
+	for _, h := range []string{registry, authRegistry} {
+		c.write(filepath.Join(etc, "certs.d", h, "hosts.toml"),
+			fmt.Appendf(nil, "server = \"https://%s\"\nca = \"/etc/containerd/ca.pem\"\n\n[host]\n", h), 0o644)
+	}
 	// pods get a bridge inside the node's namespace, attached to nothing else
 	c.write(filepath.Join(n.dir, "cni", "10-pullpath.conflist"), fmt.Appendf(nil, `{"cniVersion": "0.4.0", "name": "pullpath", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
-   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.84.%d.0/24"}]], "routes": [{"dst": "0.0.0.0/0"}]}}
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}}
 ]}
-`, i), 0o644)
+`, podCIDR(i)), 0o644)
 	resolver := hubIP
 	if s.Resolver == resolverNoZone {
 		resolver = noZoneDNSIP
