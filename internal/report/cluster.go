@@ -28,7 +28,7 @@ type PodRef struct {
 	Name       string         `json:"name"`
 	Node       string         `json:"node"`
 	Phase      string         `json:"phase"`
-	Owner      string         `json:"owner,omitempty"` // Kind/name of the controller
+	Owner      string         `json:"controller,omitempty"` // Kind/name of the controller ("owner" is the fixer token elsewhere)
 	Containers []ContainerRef `json:"containers"`
 }
 

@@ -1,0 +1,160 @@
+package contract
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// pod and pod --all need an API server; they run here on client-go's fake clientset, through the
+// same functions and JSON writer the command uses.
+
+const (
+	podImage  = "registry.corp.example/shop/web:1.4"
+	podDigest = "sha256:4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b"
+)
+
+var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+
+func kubeNode(name, pool string, created time.Time, images ...string) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created),
+		Labels: map[string]string{"kubernetes.azure.com/agentpool": pool, "kubernetes.azure.com/node-image-version": "AKSUbuntu-2204gen2-202511.15.0"}},
+		Spec: corev1.NodeSpec{ProviderID: "azure:///subscriptions/x/" + name},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+			NodeInfo: corev1.NodeSystemInfo{OSImage: "Ubuntu 22.04.5 LTS", KernelVersion: "5.15.0-1079-azure", ContainerRuntimeVersion: "containerd://1.7.27-1", KubeletVersion: "v1.31.7", Architecture: "amd64"}}}
+	for _, im := range images {
+		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{im}, SizeBytes: 1 << 20})
+	}
+	return n
+}
+
+func kubePod(name, nodeName string, running bool, secrets ...string) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(t0.Add(3 * time.Hour)),
+		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-7d9f8b6c5", Controller: ptr(true)}}},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "web", Image: podImage}},
+			InitContainers: []corev1.Container{{Name: "init", Image: podImage}}}}
+	for _, s := range secrets {
+		p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+	}
+	st := corev1.ContainerStatus{Name: "web", Image: podImage}
+	if running {
+		p.Status.Phase = corev1.PodRunning
+		st.ImageID = "registry.corp.example/shop/web@" + podDigest
+		st.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(30 * time.Minute))}
+	} else {
+		p.Status.Phase = corev1.PodPending
+		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "` + podImage + `"`}
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+	return p
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func kubeEvent(p *corev1.Pod, reason, typ, msg string, at time.Time, count int32) *corev1.Event {
+	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: fmt.Sprintf("%s.%s%d%d", p.Name, reason, at.Unix(), len(msg))},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, FieldPath: "spec.containers{web}"},
+		Reason:         reason, Type: typ, Message: msg, Count: count, FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at.Add(time.Duration(count) * time.Minute)),
+		Source: corev1.EventSource{Component: "kubelet", Host: p.Spec.NodeName}}
+}
+
+// cluster is the cached-image lie: pool a's old node runs the image from its cache, pool b's new
+// node cannot pull it (a 401 at the token realm), pool c's node has a full image list; the pod's
+// pull secret is for another registry and the service account names one that does not exist.
+func kubeCluster() []runtime.Object {
+	full := []string{}
+	for i := range 50 {
+		full = append(full, fmt.Sprintf("docker.io/library/filler%d:1", i))
+	}
+	failing := kubePod("web-new", "b2", false, "regcred")
+	failing2 := kubePod("web-new-2", "b2", false)
+	cfg := `{"auths":{"ghcr.io":{"auth":"dXNlcjpzM2NyZXQtdmFsdWU="}}}`
+	objs := []runtime.Object{
+		kubeNode("a1", "poola", t0, "registry.corp.example/shop/web@"+podDigest, podImage),
+		kubeNode("b2", "poolb", t0.Add(2*time.Hour)),
+		kubeNode("c1", "poolc", t0.Add(time.Hour), full...),
+		kubePod("web-a", "a1", true), failing, failing2,
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "default"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "gone"}}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "regcred"}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(cfg)}},
+		kubeEvent(failing, "Pulling", "Normal", `Pulling image "`+podImage+`"`, t0.Add(3*time.Hour), 4),
+		kubeEvent(failing, "Failed", "Warning", `Failed to pull image "`+podImage+`": rpc error: code = Unknown desc = failed to pull and unpack image "`+podImage+`": failed to resolve reference "`+podImage+`": failed to authorize: failed to fetch anonymous token: unexpected status from GET request to https://registry.corp.example/oauth2/token?scope=repository%3Ashop%2Fweb%3Apull&service=registry.corp.example: 401 Unauthorized`, t0.Add(3*time.Hour+time.Minute), 4),
+		kubeEvent(failing, "BackOff", "Normal", `Back-off pulling image "`+podImage+`"`, t0.Add(3*time.Hour+2*time.Minute), 12),
+		kubeEvent(failing2, "Failed", "Warning", `Failed to pull image "`+podImage+`": rpc error: code = Unknown desc = failed to pull and unpack image "`+podImage+`": failed to resolve reference "`+podImage+`": failed to do request: Head "https://registry.corp.example/v2/shop/web/manifests/1.4": dial tcp 10.20.30.40:443: i/o timeout`, t0.Add(4*time.Hour), 1),
+	}
+	return objs
+}
+
+func fakeCluster(objs ...runtime.Object) *cluster.Client {
+	fc := fake.NewClientset(objs...)
+	return &cluster.Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+}
+
+func marshal(t *testing.T, v any) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := report.WriteJSON(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func TestPodDiagnosis(t *testing.T) {
+	cs := fakeCluster(kubeCluster()...)
+	ctx := context.Background()
+	t.Run("failing", func(t *testing.T) {
+		d, err := cluster.DiagnosePod(ctx, cs, "shop", "web-new", cluster.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := validate(t, "PodDiagnosis", marshal(t, d))
+		if doc["class"] != "auth" || doc["cachedImage"] == nil || doc["credentials"] == nil {
+			t.Errorf("class %v cachedImage %v credentials %v", doc["class"], doc["cachedImage"], doc["credentials"])
+		}
+		if c := doc["pod"].(map[string]any)["controller"]; c != "ReplicaSet/web-7d9f8b6c5" {
+			t.Errorf("pod.controller %v", c)
+		}
+	})
+	t.Run("healthy", func(t *testing.T) {
+		d, err := cluster.DiagnosePod(ctx, cs, "shop", "web-a", cluster.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc := validate(t, "PodDiagnosis", marshal(t, d))
+		if doc["class"] != "ok" || doc["cachedImage"] != nil {
+			t.Errorf("class %v cachedImage %v", doc["class"], doc["cachedImage"])
+		}
+	})
+}
+
+func TestPullFailureList(t *testing.T) {
+	ctx := context.Background()
+	l, err := cluster.DiagnoseAll(ctx, fakeCluster(kubeCluster()...), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := validate(t, "PullFailureList", marshal(t, l))
+	if groups := doc["groups"].([]any); len(groups) != 2 {
+		t.Errorf("%d groups, want 2 (one image, two causes): %v", len(groups), groups)
+	}
+	// a namespace without a pull failure
+	l, err = cluster.DiagnoseAll(ctx, fakeCluster(kubeNode("a1", "poola", t0, podImage), kubePod("web-a", "a1", true)), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = validate(t, "PullFailureList", marshal(t, l))
+	if doc["class"] != "ok" || len(doc["groups"].([]any)) != 0 {
+		t.Errorf("healthy: %v", doc)
+	}
+}
