@@ -262,8 +262,11 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			fmt.Fprint(tw, "\t"+cell(p.Probe, s.steps))
 		}
 		host := "-"
-		if p.Probe != nil && p.Probe.Failing != nil {
+		switch {
+		case p.Probe != nil && p.Probe.Failing != nil:
 			host = p.Probe.Failing.Host + " (" + string(p.Probe.Failing.Role) + ")"
+		case p.Summary != nil && p.Summary.Host != "":
+			host = p.Summary.Host + " (" + string(p.Summary.Role) + ")"
 		}
 		fmt.Fprintf(tw, "\t%s\t%s\n", p.Class, host)
 	}
@@ -293,6 +296,8 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			if p.Probe.WhereToLook != "" {
 				fmt.Fprintf(b, "          look at: %s\n", p.Probe.WhereToLook)
 			}
+		case p.Summary != nil:
+			fmt.Fprintf(b, "  %s  class %s · %s · from the probe's termination message (its log could not be read)\n          %s\n", map[bool]string{true: "OK    ", false: "BROKEN"}[p.Summary.Class == report.ClassOK], p.Summary.Class, p.Summary.Code, p.Summary.Summary)
 		default:
 			fmt.Fprintf(b, "  NO PROBE  %s\n", p.Error)
 			for _, f := range p.Findings {

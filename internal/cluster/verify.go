@@ -596,12 +596,10 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 	if rep == nil && term != nil && term.Message != "" {
 		var s report.ProbeSummary
 		if json.Unmarshal([]byte(term.Message), &s) == nil && s.Class != "" {
-			rep = &report.Probe{APIVersion: report.APIVersion, Kind: "ProbeReport", Image: r.o.Image, Node: n.Name, Class: s.Class, Code: s.Code, Summary: s.Summary,
-				Owner: s.Class.Owner(), OwnerText: s.Class.OwnerText()}
-			if s.Host != "" {
-				rep.Failing = &report.Failing{Host: s.Host, Role: s.Role, Step: s.Step, Code: s.Code}
-			}
-			r.note("node %s: the probe's log could not be read; the verdict comes from its termination message", n.Name)
+			// the compact verdict stands on its own: it is not passed off as a full report
+			res.Summary, res.Class = &s, s.Class
+			res.Error = "the probe's full report (its log) could not be read: the verdict is its termination message"
+			return false
 		}
 	}
 	if rep == nil {

@@ -29,6 +29,9 @@ type PoolResult struct {
 	Class              Class        `json:"class"`              // the probe's class; other when the probe could not run
 	Probe              *Probe       `json:"probe"`              // the probe's full report (null when it could not run)
 	Error              string       `json:"error,omitempty"`    // why there is no probe report
+	// Summary is the probe's compact verdict from its termination message, when its full report
+	// (its log) could not be read.
+	Summary *ProbeSummary `json:"summary,omitempty"`
 	Findings           []Finding    `json:"findings,omitempty"` // explain's reading of a probe pod that could not start
 	RuntimePull        *RuntimePull `json:"runtimePull"`
 }
