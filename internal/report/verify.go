@@ -20,20 +20,20 @@ type Verification struct {
 
 // PoolResult is the proof for one pool: the node chosen, how the probe reached it, its verdict.
 type PoolResult struct {
-	Pool               string       `json:"pool"`
-	Node               string       `json:"node"` // "" when no eligible node exists
-	NodeCreated        time.Time    `json:"nodeCreated"`
-	Choice             string       `json:"choice"`             // why this node
-	ImagePresentBefore *bool        `json:"imagePresentBefore"` // null: the node's image list is full
-	Delivery           string       `json:"delivery"`           // "configmap" or "image"
-	Class              Class        `json:"class"`              // the probe's class; other when the probe could not run
-	Probe              *Probe       `json:"probe"`              // the probe's full report (null when it could not run)
-	Error              string       `json:"error,omitempty"`    // why there is no probe report
+	Pool               string    `json:"pool"`
+	Node               string    `json:"node"` // "" when no eligible node exists
+	NodeCreated        time.Time `json:"nodeCreated"`
+	Choice             string    `json:"choice"`             // why this node
+	ImagePresentBefore *bool     `json:"imagePresentBefore"` // null: the node's image list is full
+	Delivery           string    `json:"delivery"`           // "configmap" or "image"
+	Class              Class     `json:"class"`              // the probe's class; other when the probe could not run
+	Probe              *Probe    `json:"probe"`              // the probe's full report (null when it could not run)
+	Error              string    `json:"error,omitempty"`    // why there is no probe report
 	// Summary is the probe's compact verdict from its termination message, when its full report
 	// (its log) could not be read.
-	Summary *ProbeSummary `json:"summary,omitempty"`
-	Findings           []Finding    `json:"findings,omitempty"` // explain's reading of a probe pod that could not start
-	RuntimePull        *RuntimePull `json:"runtimePull"`
+	Summary     *ProbeSummary `json:"summary,omitempty"`
+	Findings    []Finding     `json:"findings,omitempty"` // explain's reading of a probe pod that could not start
+	RuntimePull *RuntimePull  `json:"runtimePull"`
 }
 
 // RuntimePull is the kubelet's real pull of the image on the same node (a canary pod).
