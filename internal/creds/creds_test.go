@@ -123,3 +123,15 @@ func TestMatchImageAsTheKubelet(t *testing.T) {
 		}
 	}
 }
+
+func FuzzMatchImage(f *testing.F) {
+	f.Add("*.azurecr.io", "myreg.azurecr.io/team/app:1")
+	f.Add("https://index.docker.io/v1/", "nginx")
+	f.Add("reg.example:5000/team", "reg.example:5000/team/app@sha256:"+strings.Repeat("a", 64))
+	f.Fuzz(func(t *testing.T, key, image string) {
+		k, ok := MatchImage([]string{key}, image)
+		if (ok && k != key) || (!ok && k != "") {
+			t.Fatalf("MatchImage(%q, %q) = %q, %t", key, image, k, ok)
+		}
+	})
+}
