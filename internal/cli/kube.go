@@ -38,15 +38,28 @@ func (k *kubeFlags) loader() clientcmd.ClientConfig {
 func (k *kubeFlags) namespace() (string, error) {
 	ns, _, err := k.loader().Namespace()
 	if err != nil {
-		return "", fmt.Errorf("kubeconfig: %w", err)
+		return "", k.configError(err)
 	}
 	return ns, nil
+}
+
+// configError says what to do when no usable kubeconfig is found, instead of client-go's
+// legacy hint about KUBERNETES_MASTER.
+func (k *kubeFlags) configError(err error) error {
+	if clientcmd.IsEmptyConfig(err) {
+		where := "$KUBECONFIG or ~/.kube/config"
+		if k.kubeconfig != "" {
+			where = k.kubeconfig
+		}
+		return fmt.Errorf("no cluster to talk to: no kubeconfig in %s (give --kubeconfig FILE, set KUBECONFIG, or --server with --token)", where)
+	}
+	return fmt.Errorf("kubeconfig: %w", err)
 }
 
 func (k *kubeFlags) client() (*cluster.Client, error) {
 	rc, err := k.loader().ClientConfig()
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w (give --kubeconfig, or set KUBECONFIG)", err)
+		return nil, k.configError(err)
 	}
 	rc.UserAgent = "pullpath/" + Version
 	return cluster.NewClient(rc)

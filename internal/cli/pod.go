@@ -78,6 +78,10 @@ func (o *podOptions) Complete(args []string) error {
 		o.name = args[0]
 	case len(args) > 1:
 		return fmt.Errorf("pod takes one pod NAME, got %d: %s", len(args), strings.Join(args, " "))
+	case len(args) == 0 && !o.all:
+		return errors.New("pod needs a pod NAME (or --all), e.g. pullpath pod web-7d9f8b6c5-x2x7q -n shop")
+	case len(args) == 1 && o.all:
+		return errors.New("give a pod NAME or --all, not both")
 	}
 	ns, err := o.kube.namespace()
 	if err != nil {

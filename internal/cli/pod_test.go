@@ -1,0 +1,32 @@
+//go:build !probeonly
+
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// Without a cluster, pod and verify say what to do, exit 2, and create nothing.
+func TestClusterCommandsWithoutACluster(t *testing.T) {
+	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
+	t.Setenv("HOME", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pod", "web"}, "no cluster to talk to: no kubeconfig in $KUBECONFIG or ~/.kube/config"},
+		{[]string{"pod"}, "pod needs a pod NAME (or --all)"},
+		{[]string{"pod", "a", "b"}, "pod takes one pod NAME, got 2"},
+		{[]string{"pod", "--all", "web"}, "give a pod NAME or --all, not both"},
+		{[]string{"verify", "nginx:1"}, "no cluster to talk to"},
+		{[]string{"verify", "BAD REF"}, "repository names must be lowercase"},
+		{[]string{"verify", "nginx:1", "--secret", "s", "--pod", "p"}, "give --secret or --pod, not both"},
+		{[]string{"cleanup", "--kubeconfig", "/nonexistent/kubeconfig"}, "kubeconfig: stat /nonexistent/kubeconfig"},
+	} {
+		r := run(t, "", tc.args...)
+		if r.code != ExitUsage || !strings.Contains(r.errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.errOut, tc.want)
+		}
+	}
+}
