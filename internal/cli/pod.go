@@ -74,14 +74,14 @@ cluster, no rights: the RBAC verb that was missing is named).`,
 // Complete reads the pod name and the namespace from the kubeconfig when -n is not given.
 func (o *podOptions) Complete(args []string) error {
 	switch {
-	case len(args) == 1:
-		o.name = args[0]
 	case len(args) > 1:
 		return fmt.Errorf("pod takes one pod NAME, got %d: %s", len(args), strings.Join(args, " "))
-	case len(args) == 0 && !o.all:
-		return errors.New("pod needs a pod NAME (or --all), e.g. pullpath pod web-7d9f8b6c5-x2x7q -n shop")
 	case len(args) == 1 && o.all:
 		return errors.New("give a pod NAME or --all, not both")
+	case len(args) == 0 && !o.all:
+		return errors.New("pod needs a pod NAME (or --all), e.g. pullpath pod web-7d9f8b6c5-x2x7q -n shop")
+	case len(args) == 1:
+		o.name = args[0]
 	}
 	ns, err := o.kube.namespace()
 	if err != nil {
