@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -125,20 +123,11 @@ func (o *verifyOptions) Validate() error {
 
 // binary returns the static linux binary for goarch that the nodes will run.
 func (o *verifyOptions) binary(goarch string) ([]byte, error) {
-	if o.probeBinary != "" {
-		return os.ReadFile(o.probeBinary)
+	b, err := probeBinary(o.probeBinary, "", goarch)
+	if err != nil && o.probeBinary == "" {
+		return nil, fmt.Errorf("%w (--probe-binary)", err)
 	}
-	self, err := os.Executable()
-	if err == nil {
-		near := filepath.Join(filepath.Dir(self), "pullpath-probe-linux-"+goarch)
-		if b, err := os.ReadFile(near); err == nil {
-			return b, nil
-		}
-		if runtime.GOOS == "linux" && runtime.GOARCH == goarch {
-			return os.ReadFile(self)
-		}
-	}
-	return nil, fmt.Errorf("no pullpath binary for linux/%s: give --probe-binary (scripts/build.sh writes dist/pullpath-probe-linux-%s)", goarch, goarch)
+	return b, err
 }
 
 // Run verifies, renders, and maps the verdict to the exit code.
