@@ -33,6 +33,7 @@ type verifyOptions struct {
 	includeUnready bool
 	runtimePull    bool
 	probeBinary    string
+	probeImage     string
 	timeout        time.Duration
 	probeTimeout   time.Duration
 	concurrency    int
@@ -56,6 +57,11 @@ ConfigMaps, a tiny static loader (not Go: no Go binary fits in a ConfigMap) join
 parts in an emptyDir and runs it, on an image the node already has (the sandbox
 image first) with imagePullPolicy: Never. A probe pod that cannot start is itself a
 finding, explained from its events.
+
+With --probe-image REF the probe pods run that image instead (built and pushed by
+'pullpath image push'; pulled by the node with imagePullPolicy: IfNotPresent): no
+ConfigMaps, no loader. The node must be able to pull it, so put it where the node's
+pull path surely works, or pre-load it; a node that cannot pull it is a finding.
 
 With --runtime-pull, a canary pod beside each probe asks the kubelet for a real pull
 of the image (pull policy Always, the same credentials, a command that never runs):
@@ -91,6 +97,7 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
 	f.BoolVar(&o.includeUnready, "include-unready", false, "also probe NotReady and cordoned nodes")
 	f.BoolVar(&o.runtimePull, "runtime-pull", false, "beside each probe, a canary pod with the image: the kubelet's real pull, compared with the probe")
 	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else this program when it is linux/<arch>)")
+	f.StringVar(&o.probeImage, "probe-image", "", "run the probe pods on this probe image (pullpath image push) instead of shipping the binary in ConfigMaps")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
 	f.IntVar(&o.concurrency, "concurrency", 10, "pools probed at once")
@@ -107,6 +114,14 @@ func (o *verifyOptions) Validate() error {
 	}
 	if _, err := registry.ParseReference(o.image); err != nil {
 		return err
+	}
+	if o.probeImage != "" {
+		if _, err := registry.ParseReference(o.probeImage); err != nil {
+			return fmt.Errorf("--probe-image: %w", err)
+		}
+		if o.probeBinary != "" {
+			return errors.New("give --probe-image or --probe-binary, not both")
+		}
 	}
 	switch {
 	case o.secret != "" && o.pod != "":
@@ -148,7 +163,7 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	defer cancel()
 	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
 		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
-		Binary: o.binary, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
+		Binary: o.binary, ProbeImage: o.probeImage, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
 		ProbeArgs: []string{"--timeout", (o.probeTimeout - 15*time.Second).String()}}
 	if isTerminal(o.streams.ErrOut) && o.output == "text" {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }
