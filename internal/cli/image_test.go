@@ -169,3 +169,20 @@ func TestImagePushRefusesBadInput(t *testing.T) {
 		})
 	}
 }
+
+func TestVerifyProbeImageFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from-pod", "shop/web"}, "give --probe-image too"},
+		{[]string{"--probe-image", "Not A Ref"}, "--probe-image"},
+		{[]string{"--probe-image", "r.example/p:v1", "--probe-binary", "/x"}, "not both"},
+	}
+	for _, c := range cases {
+		res := run(t, "", append([]string{"verify", "r.example/app:1"}, c.args...)...)
+		if res.code != 2 || !strings.Contains(res.errOut, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", c.args, res.code, res.errOut, c.want)
+		}
+	}
+}

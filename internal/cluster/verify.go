@@ -47,12 +47,15 @@ type VerifyOptions struct {
 	Binary                  func(goarch string) ([]byte, error)
 	// ProbeImage, when set, is the probe image (pullpath image push) the probe pods run, pulled
 	// by the node (IfNotPresent), instead of the binary in ConfigMaps on an image already there.
-	ProbeImage  string
-	ProbeArgs   []string      // extra probe flags (timeouts)
-	Timeout     time.Duration // per probe pod, from create to result
-	Concurrency int
-	MaxImages   int
-	Progress    func(string)
+	ProbeImage string
+	// ProbeFromPod (namespace/name) also runs ProbeImage in that pod's network namespace, as an
+	// ephemeral container, to set beside the node's verdict.
+	ProbeFromPod string
+	ProbeArgs    []string      // extra probe flags (timeouts)
+	Timeout      time.Duration // per probe pod, from create to result
+	Concurrency  int
+	MaxImages    int
+	Progress     func(string)
 }
 
 // run is one verification in flight.
@@ -112,6 +115,11 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 		return v, err
 	}
 	results := make([]report.PoolResult, len(targets))
+	var fromPod chan *report.PodProbe
+	if o.ProbeFromPod != "" {
+		fromPod = make(chan *report.PodProbe, 1)
+		go func() { fromPod <- r.probeFromPod(ctx) }()
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, o.Concurrency)
 	for i, t := range targets {
@@ -135,6 +143,10 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 	}
 	wg.Wait()
 	v.Pools = results
+	if fromPod != nil {
+		v.FromPod = <-fromPod
+		compareFromPod(v.FromPod, results)
+	}
 	v.Class = report.ClassOK
 	for _, p := range results {
 		if p.Class != report.ClassOK {
@@ -212,6 +224,12 @@ func (r *run) checkRights(ctx context.Context) error {
 		needs = append(needs, need{"get", "secrets", "", src, "read the pull secret"},
 			need{"create", "secrets", "", ns, "the run's copy of the pull secret"},
 			need{"delete", "secrets", "", ns, "cleanup"})
+	}
+	if r.o.ProbeFromPod != "" {
+		pns, _, _ := strings.Cut(r.o.ProbeFromPod, "/")
+		needs = append(needs, need{"get", "pods", "", pns, "--from-pod: read the pod"},
+			need{"update", "pods", "ephemeralcontainers", pns, "--from-pod: the probe as an ephemeral container"},
+			need{"get", "pods", "log", pns, "--from-pod: the probe's report"})
 	}
 	var missing []string
 	for _, n := range needs {

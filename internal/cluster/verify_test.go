@@ -203,3 +203,59 @@ func TestVerifyWithProbeImage(t *testing.T) {
 		t.Errorf("left behind: %v", v.LeftBehind)
 	}
 }
+
+// --from-pod: the probe runs as an ephemeral container in the failing pod (shop/web-new on b2);
+// the pod reaches the registry, the node of its pool does not: the pull is the node's.
+func TestVerifyFromPod(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc)
+	var added []corev1.EphemeralContainer
+	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "ephemeralcontainers" {
+			return false, nil, nil
+		}
+		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		added = p.Spec.EphemeralContainers
+		ec := added[len(added)-1].Name
+		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: ec, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			Message: `{"class":"ok","code":"OK","summary":"pulled completely from the pod"}`}}}}
+		return false, nil, nil
+	})
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Message: `{"class":"route","code":"TCP_TIMEOUT","host":"registry.corp.example:443","role":"registry","step":"tcp","summary":"no route"}`}}}}
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
+	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	v, err := Verify(context.Background(), cs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := v.FromPod
+	if fp == nil || fp.Node != "b2" || fp.Pool != "poolb" || fp.Class != report.ClassOK || fp.NodeClass != report.ClassRoute ||
+		!strings.Contains(fp.Comparison, "the pod reaches the registry, the node does not") || !strings.Contains(fp.Comparison, "the pull is done by the node") {
+		t.Fatalf("from pod: %+v", fp)
+	}
+	if len(added) != 1 {
+		t.Fatalf("ephemeral containers %+v", added)
+	}
+	ec := added[0]
+	if ec.Image != probeImg || ec.Command[0] != "/pullpath" || strings.Join(ec.Command[1:3], " ") != "probe "+img || strings.Contains(strings.Join(ec.Command, " "), "--host-root") ||
+		!*ec.SecurityContext.RunAsNonRoot || *ec.SecurityContext.AllowPrivilegeEscalation {
+		t.Errorf("ephemeral container %+v", ec)
+	}
+	// the right to add an ephemeral container is checked first, and only with --from-pod
+	fc2 := fake.NewClientset(scenario()...)
+	allowing(fc2, "update pods shop")
+	_, err = Verify(context.Background(), &Client{Core: fc2.CoreV1(), Authz: fc2.AuthorizationV1()}, o)
+	if err == nil || !strings.Contains(err.Error(), "update pods/ephemeralcontainers in namespace shop") {
+		t.Errorf("rights: %v", err)
+	}
+	o.ProbeFromPod, o.Timeout = "", time.Second // its probe pod never ends here
+	if _, err := Verify(context.Background(), &Client{Core: fc2.CoreV1(), Authz: fc2.AuthorizationV1()}, o); err != nil {
+		t.Errorf("without --from-pod the right is not needed: %v", err)
+	}
+}
