@@ -37,8 +37,16 @@ type imagePushOptions struct {
 	binDir    string
 	insecure  bool
 	caFile    string
+	addCAs    []string
+	noSysCAs  bool
 	timeout   time.Duration
 }
+
+// caBundlePath is where Go (and most TLS stacks) look for the system roots on Linux.
+const caBundlePath = "/etc/ssl/certs/ca-certificates.crt"
+
+// systemBundles are the usual places of the building machine's CA bundle (Go's own list, cut).
+var systemBundles = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem", "/etc/ssl/ca-bundle.pem"}
 
 func newImageCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
@@ -56,13 +64,16 @@ func newImagePushCmd(s Streams) *cobra.Command {
 		Use:   "push REF",
 		Short: "Build the probe image (the static probe binary, one layer per platform, an OCI index) and push it",
 		Long: `Build the probe image in-process and push it to REF: for each platform, one layer
-holding the static probe-only pullpath binary at /pullpath (the entrypoint), and an OCI
-index over the platforms. The binaries are pullpath-probe-linux-<arch> from
+holding the static probe-only pullpath binary at /pullpath (the entrypoint) and a CA
+bundle at /etc/ssl/certs/ca-certificates.crt, and an OCI index over the platforms. The
+bundle is this machine's (SSL_CERT_FILE or the usual paths; --no-system-cas leaves it
+out) plus every --add-ca: a probe run inside a pod (verify --from-pod) has no other
+roots; on a node, the probe reads the node's own CA files through --host-root. The binaries are pullpath-probe-linux-<arch> from
 --probe-binary-dir, else next to this program, else this program itself when it is
 linux/<arch>. Credentials come from the docker config ($DOCKER_CONFIG or
 ~/.docker/config.json, with its credential helpers).
 
-The same binaries give the same image digest. Prints the digest reference, for
+The same binaries and bundle give the same image digest. Prints the digest reference, for
 'pullpath verify IMAGE --probe-image <digest reference>'.
 
 Exit codes: 0 pushed, 2 could not build or push.`,
@@ -82,6 +93,8 @@ Exit codes: 0 pushed, 2 could not build or push.`,
 	f.StringVar(&o.binDir, "probe-binary-dir", "", "directory holding pullpath-probe-linux-<arch> (default: next to this program)")
 	f.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP and unverified TLS (test registries only)")
 	f.StringVar(&o.caFile, "ca-file", "", "also trust the CA certificates in this PEM file")
+	f.StringArrayVar(&o.addCAs, "add-ca", nil, "add the CA certificates of this PEM file to the image's bundle (repeatable)")
+	f.BoolVar(&o.noSysCAs, "no-system-cas", false, "leave this machine's CA bundle out of the image")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the push")
 	return cmd
 }
@@ -125,7 +138,11 @@ func (o *imagePushOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	idx, err := probeIndex(o.platforms, func(arch string) ([]byte, error) { return probeBinary("", o.binDir, arch) })
+	cas, err := o.caBundle()
+	if err != nil {
+		return err
+	}
+	idx, err := probeIndex(o.platforms, cas, func(arch string) ([]byte, error) { return probeBinary("", o.binDir, arch) })
 	if err != nil {
 		return err
 	}
@@ -144,6 +161,40 @@ func (o *imagePushOptions) Run(ctx context.Context) error {
 	}
 	_, err = fmt.Fprintln(o.streams.Out, ref.Context().Name()+"@"+d.String())
 	return err
+}
+
+// caBundle is the image's CA bundle: the system one unless refused, then every --add-ca.
+func (o *imagePushOptions) caBundle() ([]byte, error) {
+	var b []byte
+	if !o.noSysCAs {
+		paths := systemBundles
+		if f := os.Getenv("SSL_CERT_FILE"); f != "" {
+			paths = []string{f}
+		}
+		for _, p := range paths {
+			if data, err := os.ReadFile(p); err == nil {
+				b = append(b, data...)
+				break
+			}
+		}
+		if b == nil {
+			fmt.Fprintln(o.streams.ErrOut, "image push: no CA bundle on this machine: the image trusts only --add-ca")
+		}
+	}
+	for _, f := range o.addCAs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--add-ca: %w", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(data) {
+			return nil, fmt.Errorf("--add-ca %s: no PEM certificate in it", f)
+		}
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			b = append(b, '\n')
+		}
+		b = append(b, data...)
+	}
+	return b, nil
 }
 
 func (o *imagePushOptions) transport() (http.RoundTripper, error) {
@@ -171,7 +222,7 @@ func (o *imagePushOptions) transport() (http.RoundTripper, error) {
 }
 
 // probeIndex builds the OCI index of the probe image, one image per linux/<arch> platform.
-func probeIndex(platforms []string, binary func(arch string) ([]byte, error)) (v1.ImageIndex, error) {
+func probeIndex(platforms []string, cas []byte, binary func(arch string) ([]byte, error)) (v1.ImageIndex, error) {
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
 		_, arch, _ := strings.Cut(p, "/")
@@ -179,7 +230,7 @@ func probeIndex(platforms []string, binary func(arch string) ([]byte, error)) (v
 		if err != nil {
 			return nil, err
 		}
-		img, err := probeImage(arch, bin)
+		img, err := probeImage(arch, bin, cas)
 		if err != nil {
 			return nil, fmt.Errorf("probe image for %s: %w", p, err)
 		}
@@ -188,17 +239,33 @@ func probeIndex(platforms []string, binary func(arch string) ([]byte, error)) (v
 	return idx, nil
 }
 
-// probeImage is one layer with bin at ProbePath, its entrypoint. Fixed times keep the digest a
-// function of the binary alone.
-func probeImage(arch string, bin []byte) (v1.Image, error) {
+// probeImage is one layer with bin at ProbePath, its entrypoint, and the CA bundle cas (when
+// any). Fixed times keep the digest a function of the contents alone.
+func probeImage(arch string, bin, cas []byte) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	epoch := time.Unix(0, 0).UTC()
-	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(ProbePath, "/"), Mode: 0o755, Size: int64(len(bin)), ModTime: epoch, Format: tar.FormatPAX}); err != nil {
-		return nil, err
+	type file struct {
+		path string
+		mode int64
+		data []byte
 	}
-	if _, err := tw.Write(bin); err != nil {
-		return nil, err
+	files := []file{{ProbePath, 0o755, bin}}
+	if len(cas) > 0 {
+		// the parents first: an unpacker need not invent them
+		files = append(files, file{"/etc/", 0o755, nil}, file{"/etc/ssl/", 0o755, nil}, file{"/etc/ssl/certs/", 0o755, nil}, file{caBundlePath, 0o644, cas})
+	}
+	for _, f := range files {
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch, Format: tar.FormatPAX}
+		if strings.HasSuffix(f.path, "/") {
+			h.Typeflag = tar.TypeDir
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err

@@ -55,7 +55,7 @@ func TestImagePushBuildsTheProbeIndex(t *testing.T) {
 	t.Setenv("DOCKER_CONFIG", t.TempDir()) // no credentials of the user's
 	host, caFile, tr := testRegistry(t)
 	dir, bins := probeBins(t, "amd64", "arm64")
-	res := run(t, "", "image", "push", host+"/tools/pullpath-probe:v1", "--probe-binary-dir", dir, "--ca-file", caFile)
+	res := run(t, "", "image", "push", host+"/tools/pullpath-probe:v1", "--probe-binary-dir", dir, "--ca-file", caFile, "--add-ca", caFile, "--no-system-cas")
 	if res.code != 0 {
 		t.Fatalf("exit %d: %s", res.code, res.errOut)
 	}
@@ -99,12 +99,16 @@ func TestImagePushBuildsTheProbeIndex(t *testing.T) {
 		if got := layerFile(t, img, "pullpath"); string(got) != string(bins[arch]) {
 			t.Errorf("%s: /pullpath holds %d bytes, not the linux/%s binary (%d bytes)", arch, len(got), arch, len(bins[arch]))
 		}
+		ca, _ := os.ReadFile(caFile)
+		if got := layerFile(t, img, "etc/ssl/certs/ca-certificates.crt"); string(got) != string(ca) {
+			t.Errorf("%s: the CA bundle is %q, want exactly the --add-ca file", arch, got)
+		}
 	}
 	if !seen["amd64"] || !seen["arm64"] {
 		t.Errorf("platforms %v, want amd64 and arm64", seen)
 	}
 	// the same binaries give the same digest
-	again := run(t, "", "image", "push", host+"/tools/pullpath-probe:v2", "--probe-binary-dir", dir, "--ca-file", caFile)
+	again := run(t, "", "image", "push", host+"/tools/pullpath-probe:v2", "--probe-binary-dir", dir, "--ca-file", caFile, "--add-ca", caFile, "--no-system-cas")
 	if strings.TrimSpace(again.out) != printed {
 		t.Errorf("second push printed %q, want %q (reproducible)", again.out, printed)
 	}
@@ -132,7 +136,7 @@ func layerFile(t *testing.T, img v1.Image, path string) []byte {
 			t.Fatal(err)
 		}
 		if h.Name == path {
-			if h.Mode&0o111 == 0 {
+			if path == "pullpath" && h.Mode&0o111 == 0 {
 				t.Errorf("%s mode %o: not executable", path, h.Mode)
 			}
 			b, err := io.ReadAll(tr)
@@ -158,6 +162,7 @@ func TestImagePushRefusesBadInput(t *testing.T) {
 		{"twice", []string{host + "/p:v1", "--platform", "linux/amd64,linux/amd64"}, "given twice"},
 		{"no binary", []string{host + "/p:v1", "--platform", "linux/arm64", "--probe-binary-dir", dir, "--ca-file", caFile}, "no pullpath binary for linux/arm64"},
 		{"untrusted", []string{host + "/p:v1", "--platform", "linux/amd64", "--probe-binary-dir", dir}, "certificate"},
+		{"bad add-ca", []string{host + "/p:v1", "--platform", "linux/amd64", "--probe-binary-dir", dir, "--ca-file", caFile, "--add-ca", filepath.Join(dir, "pullpath-probe-linux-amd64")}, "no PEM certificate"},
 		{"no ca file", []string{host + "/p:v1", "--platform", "linux/amd64", "--probe-binary-dir", dir, "--ca-file", filepath.Join(dir, "none.pem")}, "--ca-file"},
 	}
 	for _, c := range cases {
