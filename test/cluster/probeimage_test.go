@@ -104,7 +104,9 @@ func TestVerifyFromPod(t *testing.T) {
 	p = c.WaitPod(t, ns, "app-vpn", 2*time.Minute, "Running", running)
 	pid := podPID(t, string(p.UID))
 	host := "ppvpn" + c.hub[len(c.hub)-4:]
-	inPod := func(args ...string) { c.run(append([]string{"nsenter", "--net=/proc/" + pid + "/ns/net", "ip"}, args...)...) }
+	inPod := func(args ...string) {
+		c.run(append([]string{"nsenter", "--net=/proc/" + pid + "/ns/net", "ip"}, args...)...)
+	}
 	inPod("link", "add", "vpn0", "type", "veth", "peer", "name", host, "netns", c.hub)
 	defer c.run("ip", "-n", c.hub, "link", "del", host)
 	c.run("ip", "-n", c.hub, "addr", "add", "10.86.0.1/30", "dev", host)
