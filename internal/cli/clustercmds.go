@@ -6,6 +6,6 @@ import "github.com/spf13/cobra"
 
 func init() {
 	clusterCommands = func(s Streams) []*cobra.Command {
-		return []*cobra.Command{newPodCmd(s), newVerifyCmd(s), newCleanupCmd(s)}
+		return []*cobra.Command{newPodCmd(s), newVerifyCmd(s), newCleanupCmd(s), newImageCmd(s)}
 	}
 }

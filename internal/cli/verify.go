@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -35,6 +33,8 @@ type verifyOptions struct {
 	includeUnready bool
 	runtimePull    bool
 	probeBinary    string
+	probeImage     string
+	fromPod        string
 	timeout        time.Duration
 	probeTimeout   time.Duration
 	concurrency    int
@@ -58,6 +58,16 @@ ConfigMaps, a tiny static loader (not Go: no Go binary fits in a ConfigMap) join
 parts in an emptyDir and runs it, on an image the node already has (the sandbox
 image first) with imagePullPolicy: Never. A probe pod that cannot start is itself a
 finding, explained from its events.
+
+With --probe-image REF the probe pods run that image instead (built and pushed by
+'pullpath image push'; pulled by the node with imagePullPolicy: IfNotPresent): no
+ConfigMaps, no loader. The node must be able to pull it, so put it where the node's
+pull path surely works, or pre-load it; a node that cannot pull it is a finding.
+With --from-pod POD (and --probe-image) the probe also runs inside that pod's own
+network namespace, as an ephemeral container, and its verdict is set beside the
+node's: a pod that reaches the registry through a route of its own (a VPN sidecar)
+while its node does not still cannot pull, because the node pulls. Kubernetes cannot
+remove an ephemeral container: it stays, exited, in the pod's spec.
 
 With --runtime-pull, a canary pod beside each probe asks the kubelet for a real pull
 of the image (pull policy Always, the same credentials, a command that never runs):
@@ -93,6 +103,8 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
 	f.BoolVar(&o.includeUnready, "include-unready", false, "also probe NotReady and cordoned nodes")
 	f.BoolVar(&o.runtimePull, "runtime-pull", false, "beside each probe, a canary pod with the image: the kubelet's real pull, compared with the probe")
 	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else this program when it is linux/<arch>)")
+	f.StringVar(&o.probeImage, "probe-image", "", "run the probe pods on this probe image (pullpath image push) instead of shipping the binary in ConfigMaps")
+	f.StringVar(&o.fromPod, "from-pod", "", "also probe from this pod's own network namespace (NAMESPACE/NAME, or NAME in -n's namespace), as an ephemeral container of --probe-image")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
 	f.IntVar(&o.concurrency, "concurrency", 10, "pools probed at once")
@@ -110,7 +122,17 @@ func (o *verifyOptions) Validate() error {
 	if _, err := registry.ParseReference(o.image); err != nil {
 		return err
 	}
+	if o.probeImage != "" {
+		if _, err := registry.ParseReference(o.probeImage); err != nil {
+			return fmt.Errorf("--probe-image: %w", err)
+		}
+		if o.probeBinary != "" {
+			return errors.New("give --probe-image or --probe-binary, not both")
+		}
+	}
 	switch {
+	case o.fromPod != "" && o.probeImage == "":
+		return errors.New("--from-pod runs the probe inside the pod as an ephemeral container of the probe image: give --probe-image too (pullpath image push builds and pushes it)")
 	case o.secret != "" && o.pod != "":
 		return errors.New("give --secret or --pod, not both")
 	case o.concurrency < 1 || o.concurrency > 100:
@@ -125,20 +147,11 @@ func (o *verifyOptions) Validate() error {
 
 // binary returns the static linux binary for goarch that the nodes will run.
 func (o *verifyOptions) binary(goarch string) ([]byte, error) {
-	if o.probeBinary != "" {
-		return os.ReadFile(o.probeBinary)
+	b, err := probeBinary(o.probeBinary, "", goarch)
+	if err != nil && o.probeBinary == "" {
+		return nil, fmt.Errorf("%w (--probe-binary)", err)
 	}
-	self, err := os.Executable()
-	if err == nil {
-		near := filepath.Join(filepath.Dir(self), "pullpath-probe-linux-"+goarch)
-		if b, err := os.ReadFile(near); err == nil {
-			return b, nil
-		}
-		if runtime.GOOS == "linux" && runtime.GOARCH == goarch {
-			return os.ReadFile(self)
-		}
-	}
-	return nil, fmt.Errorf("no pullpath binary for linux/%s: give --probe-binary (scripts/build.sh writes dist/pullpath-probe-linux-%s)", goarch, goarch)
+	return b, err
 }
 
 // Run verifies, renders, and maps the verdict to the exit code.
@@ -155,11 +168,15 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	if podRef != "" && !strings.Contains(podRef, "/") {
 		podRef = ns + "/" + podRef
 	}
+	fromPod := o.fromPod
+	if fromPod != "" && !strings.Contains(fromPod, "/") {
+		fromPod = ns + "/" + fromPod
+	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
 	defer cancel()
 	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
 		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
-		Binary: o.binary, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
+		Binary: o.binary, ProbeImage: o.probeImage, ProbeFromPod: fromPod, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
 		ProbeArgs: []string{"--timeout", (o.probeTimeout - 15*time.Second).String()}}
 	if isTerminal(o.streams.ErrOut) && o.output == "text" {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }
@@ -318,6 +335,22 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 				fmt.Fprintf(b, "          %s\n", rp.Note)
 			}
 		}
+	}
+	if fp := v.FromPod; fp != nil {
+		fmt.Fprintf(b, "\nfrom pod %s (node %s, pool %s, ephemeral container %s)\n", fp.Pod, fp.Node, fp.Pool, fp.Container)
+		switch {
+		case fp.Probe == nil:
+			fmt.Fprintf(b, "  NO PROBE  %s\n", fp.Error)
+		case fp.Probe.Class == report.ClassOK:
+			fmt.Fprintf(b, "  OK      %s\n", fp.Probe.Summary)
+		default:
+			where := ""
+			if f := fp.Probe.Failing; f != nil {
+				where = fmt.Sprintf(" · %s (%s) · step %s", f.Host, f.Role, f.Step)
+			}
+			fmt.Fprintf(b, "  BROKEN  class %s%s · %s\n          %s\n", fp.Probe.Class, where, fp.Probe.Code, fp.Probe.Summary)
+		}
+		fmt.Fprintf(b, "  => %s\n", fp.Comparison)
 	}
 	for _, n := range v.Notes {
 		fmt.Fprintf(b, "\nnote  %s", n)

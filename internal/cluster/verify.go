@@ -45,11 +45,17 @@ type VerifyOptions struct {
 	IncludeUnready          bool   // also NotReady and cordoned nodes
 	RuntimePull             bool   // a canary pod with the image beside each probe: the kubelet's real pull
 	Binary                  func(goarch string) ([]byte, error)
-	ProbeArgs               []string      // extra probe flags (timeouts)
-	Timeout                 time.Duration // per probe pod, from create to result
-	Concurrency             int
-	MaxImages               int
-	Progress                func(string)
+	// ProbeImage, when set, is the probe image (pullpath image push) the probe pods run, pulled
+	// by the node (IfNotPresent), instead of the binary in ConfigMaps on an image already there.
+	ProbeImage string
+	// ProbeFromPod (namespace/name) also runs ProbeImage in that pod's network namespace, as an
+	// ephemeral container, to set beside the node's verdict.
+	ProbeFromPod string
+	ProbeArgs    []string      // extra probe flags (timeouts)
+	Timeout      time.Duration // per probe pod, from create to result
+	Concurrency  int
+	MaxImages    int
+	Progress     func(string)
 }
 
 // run is one verification in flight.
@@ -109,6 +115,11 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 		return v, err
 	}
 	results := make([]report.PoolResult, len(targets))
+	var fromPod chan *report.PodProbe
+	if o.ProbeFromPod != "" {
+		fromPod = make(chan *report.PodProbe, 1)
+		go func() { fromPod <- r.probeFromPod(ctx) }()
+	}
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, o.Concurrency)
 	for i, t := range targets {
@@ -132,6 +143,10 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 	}
 	wg.Wait()
 	v.Pools = results
+	if fromPod != nil {
+		v.FromPod = <-fromPod
+		compareFromPod(v.FromPod, results)
+	}
 	v.Class = report.ClassOK
 	for _, p := range results {
 		if p.Class != report.ClassOK {
@@ -172,6 +187,14 @@ func (r *run) meta(name, role string) metav1.ObjectMeta {
 	return m
 }
 
+// delivery names how the probe reaches the nodes.
+func (r *run) delivery() string {
+	if r.o.ProbeImage != "" {
+		return "image"
+	}
+	return "configmap"
+}
+
 // need is one permission the run requires.
 type need struct {
 	verb, resource, sub, ns string
@@ -201,6 +224,12 @@ func (r *run) checkRights(ctx context.Context) error {
 		needs = append(needs, need{"get", "secrets", "", src, "read the pull secret"},
 			need{"create", "secrets", "", ns, "the run's copy of the pull secret"},
 			need{"delete", "secrets", "", ns, "cleanup"})
+	}
+	if r.o.ProbeFromPod != "" {
+		pns, _, _ := strings.Cut(r.o.ProbeFromPod, "/")
+		needs = append(needs, need{"get", "pods", "", pns, "--from-pod: read the pod"},
+			need{"update", "pods", "ephemeralcontainers", pns, "--from-pod: the probe as an ephemeral container"},
+			need{"get", "pods", "log", pns, "--from-pod: the probe's report"})
 	}
 	var missing []string
 	for _, n := range needs {
@@ -293,10 +322,10 @@ func (r *run) choose(ctx context.Context) ([]target, error) {
 			return boolp(false)
 		}
 		res := func(n *corev1.Node, why string) report.PoolResult {
-			return report.PoolResult{Pool: p, Node: n.Name, NodeCreated: n.CreationTimestamp.UTC(), Choice: why, ImagePresentBefore: presence(n), Delivery: "configmap"}
+			return report.PoolResult{Pool: p, Node: n.Name, NodeCreated: n.CreationTimestamp.UTC(), Choice: why, ImagePresentBefore: presence(n), Delivery: r.delivery()}
 		}
 		if len(eligible) == 0 {
-			out = append(out, target{result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: "configmap",
+			out = append(out, target{result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: r.delivery(),
 				Error: "no eligible node: " + strings.Join(skipped, ", ") + " (--include-unready probes NotReady and cordoned nodes)"}})
 			continue
 		}
@@ -321,7 +350,7 @@ func (r *run) choose(ctx context.Context) ([]target, error) {
 		case len(fresh) > 0:
 			out = append(out, target{node: fresh[0], result: res(fresh[0], "the newest Ready node without the image in its cache")})
 		case r.o.Fresh:
-			out = append(out, target{result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: "configmap",
+			out = append(out, target{result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: r.delivery(),
 				Error: fmt.Sprintf("--fresh: every eligible node of pool %s has the image cached or a full image list (%s); get a fresh node: %s", p, report.JoinCut(names(eligible), 5), freshNodeHint(p, eligible[0]))}})
 		case len(unknown) > 0:
 			out = append(out, target{node: unknown[0], result: res(unknown[0], "the newest Ready node; its image list is full, so the cache may hold the image (the probe never uses it; a --runtime-pull could)")})
@@ -504,6 +533,10 @@ func hostImages(n *corev1.Node) []string {
 // verifyNode runs the probe pod (and the canary) on one node and fills its result.
 func (r *run) verifyNode(ctx context.Context, n *corev1.Node, res *report.PoolResult) {
 	res.Class = report.ClassOther
+	if r.o.ProbeImage != "" {
+		r.verifyWith(ctx, n, res, func() { r.probePod(ctx, n, nil, r.o.ProbeImage, res) })
+		return
+	}
 	arch := n.Status.NodeInfo.Architecture
 	if arch == "" {
 		arch = n.Labels["kubernetes.io/arch"]
@@ -518,21 +551,28 @@ func (r *run) verifyNode(ctx context.Context, n *corev1.Node, res *report.PoolRe
 		res.Error = fmt.Sprintf("node %s lists no image in status.images to run the probe on without a pull", n.Name)
 		return
 	}
+	r.verifyWith(ctx, n, res, func() {
+		for i, img := range images {
+			if i >= 3 {
+				break
+			}
+			gone := r.probePod(ctx, n, d, img, res)
+			if !gone {
+				break
+			}
+			r.note("node %s: image %s is listed but gone (ErrImageNeverPull); trying the next", n.Name, img)
+		}
+	})
+}
+
+// verifyWith runs probe on n, with the canary beside it when asked.
+func (r *run) verifyWith(ctx context.Context, n *corev1.Node, res *report.PoolResult, probe func()) {
 	var canary chan *report.RuntimePull
 	if r.o.RuntimePull {
 		canary = make(chan *report.RuntimePull, 1)
 		go func() { canary <- r.runtimePull(ctx, n, res.ImagePresentBefore) }()
 	}
-	for i, img := range images {
-		if i >= 3 {
-			break
-		}
-		gone := r.probePod(ctx, n, d, img, res)
-		if !gone {
-			break
-		}
-		r.note("node %s: image %s is listed but gone (ErrImageNeverPull); trying the next", n.Name, img)
-	}
+	probe()
 	if canary != nil {
 		res.RuntimePull = <-canary
 		res.RuntimePull.Agrees = agrees(res)
@@ -576,7 +616,8 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 	}
 	defer r.deletePod(name)
 	p, err := r.waitPod(ctx, name, func(p *corev1.Pod) bool {
-		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || waitingOn(p, "ErrImageNeverPull", "CreateContainerError", "CreateContainerConfigError", "RunContainerError")
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || waitingOn(p, "ErrImageNeverPull", "CreateContainerError", "CreateContainerConfigError", "RunContainerError",
+			"ErrImagePull", "ImagePullBackOff", "InvalidImageName")
 	})
 	if err != nil {
 		res.Error = fmt.Sprintf("the probe pod on %s did not finish: %v", n.Name, err)
@@ -622,30 +663,21 @@ func shortName(s string) string {
 	return strings.Trim(s, "-.")
 }
 
+// probeSpec is the probe pod on n: with d, the binary from ConfigMaps run by the loader on img
+// (already on the node); with d nil, the probe image img itself.
 func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *corev1.Pod {
 	deadline := int64(r.o.Timeout.Seconds()) + 30
 	f, t := false, true
 	zero := int64(0)
-	var sources []corev1.VolumeProjection
-	for i, cm := range d.parts {
-		key := fmt.Sprintf("part-%03d", i)
-		sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
-			LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Items: []corev1.KeyToPath{{Key: key, Path: key}}}})
-	}
-	ro, exec := int32(0o444), int32(0o555)
-	// the loader sits beside the parts, executable
-	sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
-		LocalObjectReference: corev1.LocalObjectReference{Name: d.loader}, Items: []corev1.KeyToPath{{Key: loader.File, Path: loader.File, Mode: &exec}}}})
-	mem := resource.MustParse(strconv.Itoa(d.size*2/1024/1024+64) + "Mi")
-	vols := []corev1.Volume{
-		{Name: "parts", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources, DefaultMode: &ro}}},
-		{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &mem}}},
-		{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}},
-	}
-	mounts := []corev1.VolumeMount{
-		{Name: "parts", MountPath: "/pp/parts", ReadOnly: true},
-		{Name: "run", MountPath: "/pp/run"},
-		{Name: "host", MountPath: "/host", ReadOnly: true},
+	ro := int32(0o444)
+	vols := []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+	mounts := []corev1.VolumeMount{{Name: "host", MountPath: "/host", ReadOnly: true}}
+	command := append([]string{"/pullpath"}, r.probeArgs(n)...)
+	pull := corev1.PullIfNotPresent
+	if d != nil {
+		vols, mounts = r.loaderVolumes(d, vols, mounts)
+		command = loader.Command("/pp/parts", "/pp/run/pullpath", d.size, r.probeArgs(n)...)
+		pull = corev1.PullNever
 	}
 	if r.secret != "" {
 		vols = append(vols, corev1.Volume{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: r.secret, DefaultMode: &ro}}})
@@ -663,8 +695,8 @@ func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *c
 			// root only to read the node's files as their owner (0600 client keys in certs.d); no capability
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &zero, RunAsGroup: &zero, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
-				Name: "probe", Image: img, ImagePullPolicy: corev1.PullNever,
-				Command:                  loader.Command("/pp/parts", "/pp/run/pullpath", d.size, r.probeArgs(n)...),
+				Name: "probe", Image: img, ImagePullPolicy: pull,
+				Command:                  command,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				SecurityContext: &corev1.SecurityContext{Privileged: &f, AllowPrivilegeEscalation: &f, ReadOnlyRootFilesystem: &t,
 					RunAsNonRoot: &f, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
@@ -677,6 +709,31 @@ func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *c
 			Volumes: vols,
 		},
 	}
+}
+
+// loaderVolumes adds the ConfigMap parts, the loader beside them, and the emptyDir the loader
+// joins the binary in.
+func (r *run) loaderVolumes(d *delivery, vols []corev1.Volume, mounts []corev1.VolumeMount) ([]corev1.Volume, []corev1.VolumeMount) {
+	var sources []corev1.VolumeProjection
+	for i, cm := range d.parts {
+		key := fmt.Sprintf("part-%03d", i)
+		sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+			LocalObjectReference: corev1.LocalObjectReference{Name: cm}, Items: []corev1.KeyToPath{{Key: key, Path: key}}}})
+	}
+	ro, exec := int32(0o444), int32(0o555)
+	// the loader sits beside the parts, executable
+	sources = append(sources, corev1.VolumeProjection{ConfigMap: &corev1.ConfigMapProjection{
+		LocalObjectReference: corev1.LocalObjectReference{Name: d.loader}, Items: []corev1.KeyToPath{{Key: loader.File, Path: loader.File, Mode: &exec}}}})
+	mem := resource.MustParse(strconv.Itoa(d.size*2/1024/1024+64) + "Mi")
+	vols = append([]corev1.Volume{
+		{Name: "parts", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: sources, DefaultMode: &ro}}},
+		{Name: "run", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: &mem}}},
+	}, vols...)
+	mounts = append([]corev1.VolumeMount{
+		{Name: "parts", MountPath: "/pp/parts", ReadOnly: true},
+		{Name: "run", MountPath: "/pp/run"},
+	}, mounts...)
+	return vols, mounts
 }
 
 // runtimePull is the kubelet's real pull: a canary pod with the image itself (pull policy Always,

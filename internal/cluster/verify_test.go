@@ -132,3 +132,130 @@ func TestHostImagesPutTheSandboxFirst(t *testing.T) {
 		t.Errorf("hostImages = %v", got)
 	}
 }
+
+const probeImg = "registry.corp.example/tools/pullpath-probe@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func TestProbePodSpecWithProbeImage(t *testing.T) {
+	r := &run{cs: &Client{Core: fake.NewClientset().CoreV1()}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, ProbeImage: probeImg}}
+	p := r.probeSpec("pullpath-abcd1234-probe-b2", node("b2", "poolb", t0, "v"), nil, probeImg)
+	s, c := p.Spec, p.Spec.Containers[0]
+	if c.Image != probeImg || c.ImagePullPolicy != corev1.PullIfNotPresent {
+		t.Errorf("image: %s %s, want the probe image, IfNotPresent", c.Image, c.ImagePullPolicy)
+	}
+	if got := strings.Join(c.Command, " "); !strings.HasPrefix(got, "/pullpath probe "+img+" --host-root /host -o json --summary-file /dev/termination-log --node b2") {
+		t.Errorf("command %q", got)
+	}
+	if len(s.Volumes) != 1 || s.Volumes[0].HostPath == nil || len(c.VolumeMounts) != 1 || !c.VolumeMounts[0].ReadOnly {
+		t.Errorf("volumes %+v mounts %+v: want only the host root, read-only", s.Volumes, c.VolumeMounts)
+	}
+	if !s.HostNetwork || s.DNSPolicy != corev1.DNSDefault || *c.SecurityContext.AllowPrivilegeEscalation || !*c.SecurityContext.ReadOnlyRootFilesystem || c.SecurityContext.Capabilities.Drop[0] != "ALL" {
+		t.Errorf("placement/security changed: %+v %+v", s, c.SecurityContext)
+	}
+}
+
+// With --probe-image no binary and no loader travel: the probe pods run the image, and a node that
+// cannot pull it is a finding, not a wait until the timeout.
+func TestVerifyWithProbeImage(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc)
+	var cms []string
+	fc.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		cms = append(cms, a.(k8stesting.CreateAction).GetObject().(*corev1.ConfigMap).Name)
+		return false, nil, nil
+	})
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		if p.Spec.NodeName == "c1" {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+				Reason: "ErrImagePull", Message: "failed to pull and unpack image: dial tcp 10.0.0.9:443: connect: connection refused"}}}}
+			return false, nil, nil
+		}
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 0, Message: `{"class":"ok","code":"OK","summary":"pulled completely"}`}}}}
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb", "poolc"}, ProbeImage: probeImg, MaxImages: 50, Timeout: 20 * time.Second,
+		Binary: func(string) ([]byte, error) { t.Error("the binary was asked for with --probe-image"); return nil, nil }}
+	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range v.Pools {
+		if p.Delivery != "image" {
+			t.Errorf("pool %s: delivery %q, want image", p.Pool, p.Delivery)
+		}
+		switch p.Pool {
+		case "poolb":
+			if p.Class != report.ClassOK || (p.Probe == nil && p.Summary == nil) {
+				t.Errorf("pool b: %s %s", p.Class, p.Error)
+			}
+		case "poolc":
+			if p.Probe != nil || !strings.Contains(p.Error, "could not start: ErrImagePull") {
+				t.Errorf("pool c: %+v", p)
+			}
+		}
+	}
+	if len(cms) != 1 || !strings.HasPrefix(cms[0], "pullpath-run-") {
+		t.Errorf("ConfigMaps created: %v, want only the run's owner", cms)
+	}
+	if len(v.LeftBehind) != 0 {
+		t.Errorf("left behind: %v", v.LeftBehind)
+	}
+}
+
+// --from-pod: the probe runs as an ephemeral container in the failing pod (shop/web-new on b2);
+// the pod reaches the registry, the node of its pool does not: the pull is the node's.
+func TestVerifyFromPod(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc)
+	var added []corev1.EphemeralContainer
+	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "ephemeralcontainers" {
+			return false, nil, nil
+		}
+		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		added = p.Spec.EphemeralContainers
+		ec := added[len(added)-1].Name
+		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: ec, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			Message: `{"class":"ok","code":"OK","summary":"pulled completely from the pod"}`}}}}
+		return false, nil, nil
+	})
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Message: `{"class":"route","code":"TCP_TIMEOUT","host":"registry.corp.example:443","role":"registry","step":"tcp","summary":"no route"}`}}}}
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
+	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	v, err := Verify(context.Background(), cs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := v.FromPod
+	if fp == nil || fp.Node != "b2" || fp.Pool != "poolb" || fp.Class != report.ClassOK || fp.NodeClass != report.ClassRoute ||
+		!strings.Contains(fp.Comparison, "the pod reaches the registry, the node does not") || !strings.Contains(fp.Comparison, "the pull is done by the node") {
+		t.Fatalf("from pod: %+v", fp)
+	}
+	if len(added) != 1 {
+		t.Fatalf("ephemeral containers %+v", added)
+	}
+	ec := added[0]
+	if ec.Image != probeImg || ec.Command[0] != "/pullpath" || strings.Join(ec.Command[1:3], " ") != "probe "+img || strings.Contains(strings.Join(ec.Command, " "), "--host-root") ||
+		!*ec.SecurityContext.RunAsNonRoot || *ec.SecurityContext.AllowPrivilegeEscalation {
+		t.Errorf("ephemeral container %+v", ec)
+	}
+	// the right to add an ephemeral container is checked first, and only with --from-pod
+	fc2 := fake.NewClientset(scenario()...)
+	allowing(fc2, "update pods shop")
+	_, err = Verify(context.Background(), &Client{Core: fc2.CoreV1(), Authz: fc2.AuthorizationV1()}, o)
+	if err == nil || !strings.Contains(err.Error(), "update pods/ephemeralcontainers in namespace shop") {
+		t.Errorf("rights: %v", err)
+	}
+	o.ProbeFromPod, o.Timeout = "", time.Second // its probe pod never ends here
+	if _, err := Verify(context.Background(), &Client{Core: fc2.CoreV1(), Authz: fc2.AuthorizationV1()}, o); err != nil {
+		t.Errorf("without --from-pod the right is not needed: %v", err)
+	}
+}

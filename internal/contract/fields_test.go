@@ -156,6 +156,7 @@ func fullDocuments() map[string]any {
 		}),
 		"Verification": filled(func(v *report.Verification) {
 			v.Pools[0].Probe.Class, v.Pools[0].Probe.Code = report.ClassOther, report.CodeTimeout
+			v.FromPod.Probe.Class, v.FromPod.Probe.Code = report.ClassOther, report.CodeTimeout
 		}),
 	}
 }

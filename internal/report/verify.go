@@ -14,6 +14,7 @@ type Verification struct {
 	Pools      []PoolResult `json:"pools"`
 	LeftBehind []string     `json:"leftBehind"` // objects not cleaned up (kind/namespace/name)
 	Notes      []string     `json:"notes,omitempty"`
+	FromPod    *PodProbe    `json:"fromPod,omitempty"` // verify --from-pod: the probe from the pod's own network namespace
 	Started    time.Time    `json:"started"`
 	Duration   Duration     `json:"durationMs"`
 }
@@ -34,6 +35,23 @@ type PoolResult struct {
 	Summary     *ProbeSummary `json:"summary,omitempty"`
 	Findings    []Finding     `json:"findings,omitempty"` // explain's reading of a probe pod that could not start
 	RuntimePull *RuntimePull  `json:"runtimePull"`
+}
+
+// PodProbe is the probe run in a pod's own network namespace (an ephemeral container of the probe
+// image), beside the verdict on the node of its pool: the pull is done by the node, not the pod.
+type PodProbe struct {
+	Pod       string `json:"pod"` // namespace/name
+	Node      string `json:"node"`
+	Pool      string `json:"pool"`
+	Container string `json:"container"` // the ephemeral container; it stays in the pod's spec (Kubernetes cannot remove one)
+	Class     Class  `json:"class"`     // the probe's class; other when it could not run
+	Probe     *Probe `json:"probe"`
+	// Summary is the compact verdict from the container's termination message, when its log
+	// could not be read (Probe is then null).
+	Summary    *ProbeSummary `json:"summary,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	NodeClass  Class         `json:"nodeClass,omitempty"` // the verdict on the pod's pool, when it was probed
+	Comparison string        `json:"comparison"`
 }
 
 // RuntimePull is the kubelet's real pull of the image on the same node (a canary pod).

@@ -1,0 +1,294 @@
+//go:build !probeonly
+
+package cli
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/spf13/cobra"
+)
+
+// ProbePath is where the probe binary sits in the probe image; verify --probe-image runs it.
+const ProbePath = "/pullpath"
+
+type imagePushOptions struct {
+	streams   Streams
+	ref       string
+	platforms []string
+	binDir    string
+	insecure  bool
+	caFile    string
+	addCAs    []string
+	noSysCAs  bool
+	timeout   time.Duration
+}
+
+// caBundlePath is where Go (and most TLS stacks) look for the system roots on Linux.
+const caBundlePath = "/etc/ssl/certs/ca-certificates.crt"
+
+// systemBundles are the usual places of the building machine's CA bundle (Go's own list, cut).
+var systemBundles = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/cert.pem", "/etc/ssl/ca-bundle.pem"}
+
+func newImageCmd(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "image",
+		Short: "Build and push the probe image, for clusters that prefer verify --probe-image to ConfigMap delivery",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newImagePushCmd(s))
+	return cmd
+}
+
+func newImagePushCmd(s Streams) *cobra.Command {
+	o := &imagePushOptions{streams: s}
+	cmd := &cobra.Command{
+		Use:   "push REF",
+		Short: "Build the probe image (the static probe binary, one layer per platform, an OCI index) and push it",
+		Long: `Build the probe image in-process and push it to REF: for each platform, one layer
+holding the static probe-only pullpath binary at /pullpath (the entrypoint) and a CA
+bundle at /etc/ssl/certs/ca-certificates.crt, and an OCI index over the platforms. The
+bundle is this machine's (SSL_CERT_FILE or the usual paths; --no-system-cas leaves it
+out) plus every --add-ca: a probe run inside a pod (verify --from-pod) has no other
+roots; on a node, the probe reads the node's own CA files through --host-root. The binaries are pullpath-probe-linux-<arch> from
+--probe-binary-dir, else next to this program, else this program itself when it is
+linux/<arch>. Credentials come from the docker config ($DOCKER_CONFIG or
+~/.docker/config.json, with its credential helpers).
+
+The same binaries and bundle give the same image digest. Prints the digest reference, for
+'pullpath verify IMAGE --probe-image <digest reference>'.
+
+Exit codes: 0 pushed, 2 could not build or push.`,
+		Example: `  pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1
+  pullpath image push registry.corp.example/pullpath-probe:v1 --platform linux/amd64 --probe-binary-dir dist`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.ref = args[0]
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringSliceVar(&o.platforms, "platform", []string{"linux/amd64", "linux/arm64"}, "platforms of the index (comma-separated linux/<arch>)")
+	f.StringVar(&o.binDir, "probe-binary-dir", "", "directory holding pullpath-probe-linux-<arch> (default: next to this program)")
+	f.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP and unverified TLS (test registries only)")
+	f.StringVar(&o.caFile, "ca-file", "", "also trust the CA certificates in this PEM file")
+	f.StringArrayVar(&o.addCAs, "add-ca", nil, "add the CA certificates of this PEM file to the image's bundle (repeatable)")
+	f.BoolVar(&o.noSysCAs, "no-system-cas", false, "leave this machine's CA bundle out of the image")
+	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the push")
+	return cmd
+}
+
+// Validate checks the flags.
+func (o *imagePushOptions) Validate() error {
+	if _, err := o.parseRef(); err != nil {
+		return fmt.Errorf("image reference %q: %w", o.ref, err)
+	}
+	if len(o.platforms) == 0 {
+		return errors.New("--platform: give at least one linux/<arch>")
+	}
+	seen := map[string]bool{}
+	for _, p := range o.platforms {
+		goos, arch, ok := strings.Cut(p, "/")
+		if !ok || goos != "linux" || arch == "" || strings.Contains(arch, "/") {
+			return fmt.Errorf("--platform %q: want linux/<arch> (the probe runs on Linux nodes)", p)
+		}
+		if seen[arch] {
+			return fmt.Errorf("--platform %q given twice", p)
+		}
+		seen[arch] = true
+	}
+	if o.timeout <= 0 {
+		return errors.New("--timeout must be positive")
+	}
+	return nil
+}
+
+func (o *imagePushOptions) parseRef() (name.Reference, error) {
+	var opts []name.Option
+	if o.insecure {
+		opts = append(opts, name.Insecure)
+	}
+	return name.ParseReference(o.ref, opts...)
+}
+
+// Run builds the index and pushes it.
+func (o *imagePushOptions) Run(ctx context.Context) error {
+	ref, err := o.parseRef()
+	if err != nil {
+		return err
+	}
+	cas, err := o.caBundle()
+	if err != nil {
+		return err
+	}
+	idx, err := probeIndex(o.platforms, cas, func(arch string) ([]byte, error) { return probeBinary("", o.binDir, arch) })
+	if err != nil {
+		return err
+	}
+	tr, err := o.transport()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	if err := remote.WriteIndex(ref, idx, remote.WithContext(ctx), remote.WithTransport(tr), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return fmt.Errorf("push %s: %w", ref, err)
+	}
+	d, err := idx.Digest()
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(o.streams.Out, ref.Context().Name()+"@"+d.String())
+	return err
+}
+
+// caBundle is the image's CA bundle: the system one unless refused, then every --add-ca.
+func (o *imagePushOptions) caBundle() ([]byte, error) {
+	var b []byte
+	if !o.noSysCAs {
+		paths := systemBundles
+		if f := os.Getenv("SSL_CERT_FILE"); f != "" {
+			paths = []string{f}
+		}
+		for _, p := range paths {
+			if data, err := os.ReadFile(p); err == nil {
+				b = append(b, data...)
+				break
+			}
+		}
+		if b == nil {
+			fmt.Fprintln(o.streams.ErrOut, "image push: no CA bundle on this machine: the image trusts only --add-ca")
+		}
+	}
+	for _, f := range o.addCAs {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("--add-ca: %w", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(data) {
+			return nil, fmt.Errorf("--add-ca %s: no PEM certificate in it", f)
+		}
+		if len(b) > 0 && b[len(b)-1] != '\n' {
+			b = append(b, '\n')
+		}
+		b = append(b, data...)
+	}
+	return b, nil
+}
+
+func (o *imagePushOptions) transport() (http.RoundTripper, error) {
+	tr := remote.DefaultTransport.(*http.Transport).Clone()
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.caFile != "" {
+		pem, err := os.ReadFile(o.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("--ca-file: %w", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("--ca-file %s: no PEM certificate in it", o.caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if o.insecure {
+		cfg.InsecureSkipVerify = true
+	}
+	tr.TLSClientConfig = cfg
+	return tr, nil
+}
+
+// probeIndex builds the OCI index of the probe image, one image per linux/<arch> platform.
+func probeIndex(platforms []string, cas []byte, binary func(arch string) ([]byte, error)) (v1.ImageIndex, error) {
+	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
+	for _, p := range platforms {
+		_, arch, _ := strings.Cut(p, "/")
+		bin, err := binary(arch)
+		if err != nil {
+			return nil, err
+		}
+		img, err := probeImage(arch, bin, cas)
+		if err != nil {
+			return nil, fmt.Errorf("probe image for %s: %w", p, err)
+		}
+		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
+	}
+	return idx, nil
+}
+
+// probeImage is one layer with bin at ProbePath, its entrypoint, and the CA bundle cas (when
+// any). Fixed times keep the digest a function of the contents alone.
+func probeImage(arch string, bin, cas []byte) (v1.Image, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	epoch := time.Unix(0, 0).UTC()
+	type file struct {
+		path string
+		mode int64
+		data []byte
+	}
+	files := []file{{ProbePath, 0o755, bin}}
+	if len(cas) > 0 {
+		// the parents first: an unpacker need not invent them
+		files = append(files, file{"/etc/", 0o755, nil}, file{"/etc/ssl/", 0o755, nil}, file{"/etc/ssl/certs/", 0o755, nil}, file{caBundlePath, 0o644, cas})
+	}
+	for _, f := range files {
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch, Format: tar.FormatPAX}
+		if strings.HasSuffix(f.path, "/") {
+			h.Typeflag = tar.TypeDir
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			return nil, err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	data := buf.Bytes()
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
+	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
+	img, err = mutate.Append(img, mutate.Addendum{Layer: layer, MediaType: types.OCILayer, History: v1.History{CreatedBy: "pullpath image push", Created: v1.Time{Time: epoch}}})
+	if err != nil {
+		return nil, err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	cf = cf.DeepCopy()
+	cf.OS, cf.Architecture = "linux", arch
+	cf.Created = v1.Time{Time: epoch}
+	cf.Config.Entrypoint = []string{ProbePath}
+	cf.Config.Labels = map[string]string{"org.opencontainers.image.title": "pullpath probe"}
+	return mutate.ConfigFile(img, cf)
+}
