@@ -132,9 +132,11 @@ func (p *Plan) Run(ctx context.Context) (c creds.Credential, secrets []string, f
 			"exit status: " + status,
 		}
 		if s := strings.TrimSpace(stderr.String()); s != "" {
-			ev = append(ev, "stderr: "+s)
+			ev = append(ev, "stderr: "+redact(s))
 		}
-		ev = append(ev, fmt.Sprintf("kubelet flags: --image-credential-provider-config=%s (%s) --image-credential-provider-bin-dir=%s (%s)", p.Kubelet.ConfigPath, p.Kubelet.ConfigOrigin, p.Kubelet.BinDir, p.Kubelet.BinDirOrigin))
+		if p.Kubelet.ConfigPath != "" {
+			ev = append(ev, fmt.Sprintf("kubelet flags: --image-credential-provider-config=%s (%s) --image-credential-provider-bin-dir=%s (%s)", p.Kubelet.ConfigPath, p.Kubelet.ConfigOrigin, p.Kubelet.BinDir, p.Kubelet.BinDirOrigin))
+		}
 		return creds.Credential{}, secrets, &Failure{Code: code, Summary: summary, Evidence: ev}
 	}
 	var ee *exec.ExitError
