@@ -182,8 +182,8 @@ func TestRunModes(t *testing.T) {
 		timeo  time.Duration
 	}{
 		{"fail", report.CodeCredentialProviderFailed, "exit status 1", 0},
-		{"badjson", report.CodeCredentialProviderFailed, "0", 0},
-		{"noauth", report.CodeCredentialProviderNoAuth, "0", 0},
+		{"badjson", report.CodeCredentialProviderFailed, "exit status 0", 0},
+		{"noauth", report.CodeCredentialProviderNoAuth, "exit status 0", 0},
 		{"sleep", report.CodeCredentialProviderFailed, "killed after 300ms", 300 * time.Millisecond},
 	} {
 		p := plan(t, m.mode)
@@ -196,7 +196,7 @@ func TestRunModes(t *testing.T) {
 			t.Fatalf("%s: %+v", m.mode, f)
 		}
 		ev := strings.Join(f.Evidence, "\n")
-		if !strings.Contains(ev, "exit status: "+m.status) || !strings.Contains(ev, "/c.yaml:3") || !strings.Contains(ev, "fake") {
+		if !strings.Contains(ev, "exit: "+m.status) || !strings.Contains(ev, "/c.yaml:3") || !strings.Contains(ev, "fake") {
 			t.Errorf("%s: evidence %q", m.mode, ev)
 		}
 		if m.mode == "fail" && (!strings.Contains(ev, "managed identity endpoint said 400") || strings.Contains(ev, "leaked-provider-token-42") || strings.Contains(ev, "eyJhbGci")) {

@@ -75,6 +75,12 @@ func Find(root runtimeconfig.Root, image string) (plan *Plan, note string, err e
 	return &Plan{Provider: *p, Image: image, HostBin: hostBin, Bin: filepath.Join(root.Name, filepath.FromSlash(rel)), Kubelet: k}, "", nil
 }
 
+// Hint is how to reproduce the kubelet's call by hand on the node.
+func (p *Plan) Hint() string {
+	return fmt.Sprintf(`the kubelet credential provider %s (%s) and the node identity it trades: run it as the kubelet does, echo '{"apiVersion":"%s","kind":"CredentialProviderRequest","image":"%s"}' | %s %s`,
+		p.Provider.Name, p.Provider.Origin, p.Provider.APIVersion, p.Image, p.HostBin, strings.Join(p.Provider.Args, " "))
+}
+
 // Failure is a provider that gave no credentials for the image: a finding, not an error.
 type Failure struct {
 	Code     report.Code
@@ -129,7 +135,7 @@ func (p *Plan) Run(ctx context.Context) (c creds.Credential, secrets []string, f
 		ev := []string{
 			fmt.Sprintf("provider: %s (%s %s), configured at %s", p.Provider.Name, p.HostBin, strings.Join(p.Provider.Args, " "), p.Provider.Origin),
 			fmt.Sprintf("request: %s CredentialProviderRequest for %s", p.Provider.APIVersion, p.Image),
-			"exit status: " + status,
+			"exit: " + status,
 		}
 		if s := strings.TrimSpace(stderr.String()); s != "" {
 			ev = append(ev, "stderr: "+redact(s))
@@ -155,23 +161,23 @@ func (p *Plan) Run(ctx context.Context) (c creds.Credential, secrets []string, f
 	}
 	var resp response
 	if stdout.over {
-		return fail(report.CodeCredentialProviderFailed, "0", fmt.Sprintf("the kubelet credential provider %s wrote more than %d bytes", p.Provider.Name, maxStdout))
+		return fail(report.CodeCredentialProviderFailed, "exit status 0", fmt.Sprintf("the kubelet credential provider %s wrote more than %d bytes", p.Provider.Name, maxStdout))
 	}
 	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
-		return fail(report.CodeCredentialProviderFailed, "0", fmt.Sprintf("the kubelet credential provider %s wrote no valid CredentialProviderResponse: %v", p.Provider.Name, err))
+		return fail(report.CodeCredentialProviderFailed, "exit status 0", fmt.Sprintf("the kubelet credential provider %s wrote no valid CredentialProviderResponse: %v", p.Provider.Name, err))
 	}
 	for _, a := range resp.Auth {
 		secrets = append(secrets, a.Password)
 	}
 	// the kubelet rejects a response in another version than it asked in, or of another kind
 	if resp.Kind != "CredentialProviderResponse" || resp.APIVersion != p.Provider.APIVersion {
-		return fail(report.CodeCredentialProviderFailed, "0", fmt.Sprintf("the kubelet credential provider %s answered apiVersion %q kind %q; the kubelet asked for %s CredentialProviderResponse and rejects it",
+		return fail(report.CodeCredentialProviderFailed, "exit status 0", fmt.Sprintf("the kubelet credential provider %s answered apiVersion %q kind %q; the kubelet asked for %s CredentialProviderResponse and rejects it",
 			p.Provider.Name, resp.APIVersion, resp.Kind, p.Provider.APIVersion))
 	}
 	key, a, ok := pickAuth(resp.Auth, p.Image)
 	if !ok {
 		keys := slices.Sorted(maps.Keys(resp.Auth))
-		return fail(report.CodeCredentialProviderNoAuth, "0", fmt.Sprintf("the kubelet credential provider %s returned no credentials for %s (auth keys: %s)", p.Provider.Name, p.Image, orNone(keys)))
+		return fail(report.CodeCredentialProviderNoAuth, "exit status 0", fmt.Sprintf("the kubelet credential provider %s returned no credentials for %s (auth keys: %s)", p.Provider.Name, p.Image, orNone(keys)))
 	}
 	return creds.Credential{Username: a.Username, Password: a.Password,
 		Source: fmt.Sprintf("%s, auth key %s, in %s", p.Source(), key, took)}, secrets, nil
