@@ -15,6 +15,7 @@ import (
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/demo"
 	"github.com/pullpath/pullpath/internal/probe"
+	"github.com/pullpath/pullpath/internal/registrytest"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
@@ -110,7 +111,7 @@ func TestCredentialProviderIdentity(t *testing.T) {
 	if !strings.Contains(txt.String(), "identity  credential provider fake (") {
 		t.Errorf("the text report should name the identity source:\n%s", txt.String())
 	}
-	assertNoSecret(t, rep, demo.Password)
+	assertNoSecret(t, rep, demo.Password, e.Lab.Token())
 }
 
 func TestCredentialProviderFailures(t *testing.T) {
@@ -214,3 +215,53 @@ func assertNoSecret(t *testing.T, rep *report.Probe, secrets ...string) {
 }
 
 func port(hostport string) string { return hostport[strings.LastIndexByte(hostport, ':')+1:] }
+
+// The exchanges of a pull with the node's identity, each a recorded step with its host and role,
+// tell apart: no identity at all (the provider failed), an identity the registry rejects (401 at
+// the token exchange), and an identity without rights on the repository (at the manifest).
+func TestCredentialProviderExchangesTellIdentityFailuresApart(t *testing.T) {
+	e := lab(t)
+	cases := []struct {
+		name   string
+		args   []string
+		faults func()
+		class  report.Class
+		code   report.Code
+		host   string
+		role   report.Role
+		step   report.StepName
+		prov   report.Verdict
+	}{
+		{"no identity", []string{"fail"}, nil, report.ClassAuth, report.CodeCredentialProviderFailed, e.Lab.RegistryAddr(), report.RoleRegistry, report.StepAuth, report.Fail},
+		{"identity rejected at the exchange", []string{"ok", demo.User, "not-the-password"}, nil, report.ClassAuth, report.CodeAuth401, e.Lab.AuthAddr(), report.RoleToken, report.StepAuth, report.Pass},
+		{"identity without rights", []string{"ok", demo.User, demo.Password}, func() { e.Lab.SetFaults(registrytest.Faults{Forbid: true}) }, report.ClassForbidden, report.CodeAuth403, e.Lab.RegistryAddr(), report.RoleRegistry, report.StepManifest, report.Pass},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e.Lab.SetFaults(registrytest.Faults{})
+			if c.faults != nil {
+				c.faults()
+			}
+			plan, _ := nodeWithProvider(t, e, e.Lab.RegistryAddr(), c.args...)
+			rep, err := probe.Run(context.Background(), providerOpts(e, plan))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := rep.Failing
+			if rep.Class != c.class || rep.Code != c.code || f == nil || f.Host != c.host || f.Role != c.role || f.Step != c.step {
+				t.Fatalf("class %s code %s failing %+v, want %s %s on %s (%s) at %s: %s", rep.Class, rep.Code, f, c.class, c.code, c.host, c.role, c.step, rep.Summary)
+			}
+			var prov *report.Step
+			for i, s := range rep.Steps {
+				if s.Endpoint == "credential provider fake" {
+					prov = &rep.Steps[i]
+				}
+			}
+			if prov == nil || prov.Verdict != c.prov || prov.Role != report.RoleToken || prov.Step != report.StepAuth {
+				t.Errorf("the provider exchange should be a recorded step (verdict %s): %+v", c.prov, prov)
+			}
+			assertNoSecret(t, rep, e.Lab.Token(), demo.Password, "not-the-password", "leaked-provider-token-42")
+		})
+	}
+	e.Lab.SetFaults(registrytest.Faults{})
+}

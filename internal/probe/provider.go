@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pullpath/pullpath/internal/credprovider"
+	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -33,6 +34,18 @@ func (w *walk) providerFailure(f *failure, pf *credprovider.Failure) *failure {
 		summary:  pf.Summary + "; the kubelet then pulls anonymously, and the registry refuses",
 		evidence: append(pf.Evidence, fmt.Sprintf("the anonymous pull without %s's credentials: %s %s at %s on %s: %s", name, class, f.code, f.step, f.ep.hostport, f.summary)),
 		alt:      fmt.Sprintf("%s at %s on %s (%s), if the image should be pulled without %s", class, f.step, f.ep.hostport, f.code, name)}
+}
+
+// providerStep records the provider run as the first exchange of the pull: the node's identity
+// traded for registry credentials (role token: it hands out credentials, like a realm; endpoint:
+// the provider, which is a process on the node, not a host). Its secrets are never in it.
+func providerStep(p *credprovider.Plan, c creds.Credential, pf *credprovider.Failure, d report.Duration) *report.Step {
+	st := &report.Step{Step: report.StepAuth, Endpoint: "credential provider " + p.Provider.Name, Role: report.RoleToken, Verdict: report.Pass,
+		Summary: fmt.Sprintf("the node's identity exchanged for registry credentials by %s: %s", p.Source(), c), Duration: d}
+	if pf != nil {
+		st.Verdict, st.Code, st.Summary, st.Evidence = report.Fail, pf.Code, pf.Summary, report.Evidence{Lines: pf.Evidence}
+	}
+	return st
 }
 
 // credentialSource names the identity the walk presented: "flag", "pull secret FILE", "docker

@@ -84,15 +84,21 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	// is never output (its secrets join the scrub list even when unused).
 	var provFail *credprovider.Failure
 	var provSecrets []string
+	var provStep *report.Step
 	if p := opts.Provider; p != nil && opts.Credential.Anonymous() {
 		var c creds.Credential
+		t0 := time.Now()
 		c, provSecrets, provFail = p.Run(ctx)
+		provStep = providerStep(p, c, provFail, since(t0))
 		if provFail == nil {
 			opts.Credential = c
 		}
 	}
 	w := &walk{opts: opts, ctx: ctx, ref: ref, platform: plat, rec: &hoptrace.Recorder{},
 		endpoints: map[string]*endpoint{}, secrets: provSecrets}
+	if provStep != nil {
+		w.steps = append(w.steps, *provStep)
+	}
 	targets, err := w.targets(roots)
 	if err != nil {
 		return nil, err
