@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/probe"
 	"github.com/pullpath/pullpath/internal/registry"
@@ -170,7 +171,7 @@ func (o *probeOptions) Complete(args []string) error {
 	}
 	rc.HostsFile = o.hostsFile
 
-	cred, err := o.credential(ref.Registry)
+	cred, plan, err := o.credential(ref, rt)
 	if err != nil {
 		return err
 	}
@@ -184,7 +185,7 @@ func (o *probeOptions) Complete(args []string) error {
 	}
 	o.probe = probe.Options{
 		Image: o.image, Platform: o.platform, Resolver: rc, CAFiles: o.caFiles, Insecure: o.insecure,
-		Credential: cred, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
+		Credential: cred, Provider: plan, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
 		StallTimeout: o.stallTimeout, Timeout: o.timeout, Concurrency: o.concurrency, ExpectPrivate: o.expectPrivate,
 		Node: o.node, Progress: progress, Runtime: rt, HostFile: hostFile,
 		Logger: slog.New(slog.NewTextHandler(o.streams.ErrOut, &slog.HandlerOptions{Level: level})),
@@ -250,7 +251,38 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 	return rt, root.ReadFile, nil
 }
 
-func (o *probeOptions) credential(reg string) (creds.Credential, error) {
+// credential picks what the probe presents. Explicit flags win; else, when the node's kubelet
+// (under the host root) has a credential provider for the image, the probe runs that provider as
+// the kubelet does — under --host-root /host that executes the node's binary from /host — and
+// presents the node's own identity; else the docker config; else nothing.
+func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (creds.Credential, *credprovider.Plan, error) {
+	if o.anonymous || o.passwordStdin || o.pullSecret != "" {
+		c, err := o.explicitCredential(ref.Registry)
+		return c, nil, err
+	}
+	note := ""
+	if rt != nil && rt.HostRoot != "" {
+		root := runtimeconfig.Root{FS: os.DirFS(rt.HostRoot), Name: rt.HostRoot}
+		plan, n, err := credprovider.Find(root, ref.Registry+"/"+ref.Repository)
+		if err != nil {
+			return creds.Credential{}, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
+		}
+		if plan != nil {
+			if o.output == "text" {
+				fmt.Fprintf(o.streams.ErrOut, "pullpath: presenting the node's identity: running %s, as the kubelet does\n", plan.Source())
+			}
+			return creds.Credential{Source: plan.Source()}, plan, nil
+		}
+		note = n
+	}
+	c, err := o.explicitCredential(ref.Registry)
+	if err == nil && c.Anonymous() && note != "" {
+		c.Source = "anonymous (" + note + ")"
+	}
+	return c, nil, err
+}
+
+func (o *probeOptions) explicitCredential(reg string) (creds.Credential, error) {
 	switch {
 	case o.anonymous:
 		return creds.Credential{Source: "--anonymous"}, nil

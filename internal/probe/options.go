@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/resolver"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
@@ -20,6 +21,10 @@ type Options struct {
 	Insecure bool            // skip certificate verification (reported as a warning)
 
 	Credential creds.Credential // anonymous when empty
+	// Provider, when set and Credential is anonymous, is the kubelet's credential provider for the
+	// image: the probe runs it as the kubelet does and walks with what it returns. A provider that
+	// fails is a finding (class auth) when the anonymous pull the kubelet then makes is refused.
+	Provider *credprovider.Plan
 
 	ConnectTimeout time.Duration // per address; default 5s (containerd: 30s)
 	TLSTimeout     time.Duration // handshake; default 10s, as containerd

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/hoptrace"
 	"github.com/pullpath/pullpath/internal/registry"
@@ -79,8 +80,25 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	ctx, cancel := context.WithTimeout(parent, opts.Timeout)
 	defer cancel()
 
+	// The kubelet's credential provider runs before the pull, as in the kubelet; what it returns
+	// is never output (its secrets join the scrub list even when unused).
+	var provFail *credprovider.Failure
+	var provSecrets []string
+	var provStep *report.Step
+	if p := opts.Provider; p != nil && opts.Credential.Anonymous() {
+		var c creds.Credential
+		t0 := time.Now()
+		c, provSecrets, provFail = p.Run(ctx)
+		provStep = providerStep(p, c, provFail, since(t0))
+		if provFail == nil {
+			opts.Credential = c
+		}
+	}
 	w := &walk{opts: opts, ctx: ctx, ref: ref, platform: plat, rec: &hoptrace.Recorder{},
-		endpoints: map[string]*endpoint{}}
+		endpoints: map[string]*endpoint{}, secrets: provSecrets}
+	if provStep != nil {
+		w.steps = append(w.steps, *provStep)
+	}
 	targets, err := w.targets(roots)
 	if err != nil {
 		return nil, err
@@ -117,11 +135,15 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 			w.warn(f.code, f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; the runtime falls back to the next host", t.role, t.desc, f.step, f.code, f.summary))
 		}
 	}
+	if provFail != nil {
+		f = w.providerFailure(f, provFail)
+	}
 	if f != nil && f.cut {
 		w.interrupted(parent, f)
 	}
 	w.ref = ref // the image as named, whichever host's repository the last attempt used
 	rep := w.report(f, start)
+	rep.CredentialSource = w.credentialSource(provFail)
 	if rt := opts.Runtime; rt != nil {
 		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Detected: rt.Detected, Hosts: []report.RuntimeHost{}}
 		for i, t := range targets {

@@ -32,6 +32,9 @@ type Probe struct {
 	// Interrupted is set when the run ended before a verdict (--timeout, a signal): the report is
 	// partial, Failing names the step that was cut, and Class is other.
 	Interrupted *Interruption `json:"interrupted,omitempty"`
+	// CredentialSource names the identity the probe presented: "flag (…)", "pull secret FILE …",
+	// "docker config", "credential provider NAME (file:line)", "runtime config (…)", "anonymous …".
+	CredentialSource string `json:"credentialSource,omitempty"`
 
 	Endpoints []Endpoint `json:"endpoints"`
 	Download  Download   `json:"download"`

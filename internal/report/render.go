@@ -81,6 +81,9 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	b.WriteString("\n")
 	wrap(b, "image     ", "          ", fmt.Sprintf("%s (platform %s, from node %s, %s)", p.Image, p.Platform, p.Node, p.Duration.Std().Round(time.Millisecond)), width)
 	wrap(b, "resolver  ", "          ", fmt.Sprintf("%s from %s", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source), width)
+	if p.CredentialSource != "" {
+		wrap(b, "identity  ", "          ", p.CredentialSource, width)
+	}
 	if rt := p.Runtime; rt != nil {
 		ver := rt.Version
 		if ver == "" {

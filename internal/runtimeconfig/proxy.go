@@ -167,9 +167,17 @@ func (l *loader) unitEnv(svc string) map[string]envVal {
 			if el == "" || el[0] == '#' || el[0] == ';' {
 				continue
 			}
-			for k, v := range parseEnvAssignments(strings.TrimPrefix(el, "export ")) {
-				env[k] = envVal{v, fmt.Sprintf("%s:%d (EnvironmentFile= in %s)", ef, i+1, a.origin)}
+			// one KEY=VALUE a line, the whole rest of the line the value (systemd.exec(5)):
+			// KUBELET_FLAGS=--a=1 --b=2 is one variable
+			k, v, ok := strings.Cut(strings.TrimPrefix(el, "export "), "=")
+			if k = strings.TrimSpace(k); !ok || k == "" {
+				continue
 			}
+			v = strings.TrimSpace(v)
+			if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') && v[len(v)-1] == v[0] {
+				v = v[1 : len(v)-1]
+			}
+			env[k] = envVal{v, fmt.Sprintf("%s:%d (EnvironmentFile= in %s)", ef, i+1, a.origin)}
 		}
 	}
 	return env

@@ -1,0 +1,71 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pullpath/pullpath/internal/demo"
+)
+
+// On a node whose kubelet has a credential provider for the image, `probe --host-root` presents
+// the node's identity: it runs the node's provider (from under the root) as the kubelet does.
+// Explicit credentials win, and the provider is not run.
+func TestProbeUsesTheKubeletsCredentialProvider(t *testing.T) {
+	e := lab(t)
+	root := t.TempDir()
+	out, err := exec.Command("go", "build", "-o", filepath.Join(root, "opt/cp/bin/fake"), "../credprovider/testdata/provider").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building the test provider: %v\n%s", err, out)
+	}
+	ca, _ := os.ReadFile(e.Lab.CAFile)
+	dir := strings.ReplaceAll(e.Lab.RegistryAddr(), ":", "_") + "_"
+	tree := func(args string) {
+		writeTree(t, root, map[string]string{
+			"etc/containerd/config.toml":                    "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n",
+			"etc/containerd/certs.d/" + dir + "/hosts.toml": "server = \"https://" + e.Lab.RegistryAddr() + "\"\nca = \"/etc/lab/ca.pem\"\n[host]\n",
+			"etc/lab/ca.pem":                                string(ca),
+			"etc/resolv.conf":                               "nameserver 127.0.0.254\n",
+			"etc/systemd/system/kubelet.service":            "[Service]\nEnvironmentFile=-/etc/default/kubelet\nExecStart=/usr/local/bin/kubelet $KUBELET_FLAGS\n",
+			"etc/default/kubelet":                           "KUBELET_FLAGS=--image-credential-provider-config=/var/lib/kubelet/credential-provider-config.yaml --image-credential-provider-bin-dir=/opt/cp/bin\n",
+			"var/lib/kubelet/credential-provider-config.yaml": "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - name: fake\n    matchImages:\n      - \"" +
+				e.Lab.RegistryAddr() + "\"\n    defaultCacheDuration: \"10m\"\n    apiVersion: credentialprovider.kubelet.k8s.io/v1\n    args: [" + args + "]\n",
+		})
+	}
+	probe := func(stdin string, extra ...string) result {
+		return run(t, stdin, append([]string{"probe", "--host-root", root, "--dns-server", e.Lab.DNS.Addr, "--hosts-file", "", "--platform", demo.Platform, "-o", "json"},
+			append(extra, e.Lab.Ref("team/app:1.4"))...)...)
+	}
+	var doc struct {
+		Class, Code, CredentialSource string
+		Failing                       *struct{ Host, Role, Step string }
+	}
+	tree(`ok, ` + demo.User + `, ` + demo.Password)
+	r := probe("")
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || r.code != ExitOK || doc.CredentialSource != "credential provider fake (/var/lib/kubelet/credential-provider-config.yaml:4)" {
+		t.Fatalf("provider ok: exit %d %+v %v\n%s", r.code, doc, err, r.errOut)
+	}
+	if strings.Contains(r.out, demo.Password) || strings.Contains(r.errOut, demo.Password) {
+		t.Error("the provider's password reached the output")
+	}
+	tree(`fail`)
+	r = probe("")
+	doc.Failing = nil
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || r.code != ExitBroken || doc.Class != "auth" || doc.Code != "CREDENTIAL_PROVIDER_FAILED" ||
+		doc.Failing == nil || doc.Failing.Host != e.Lab.RegistryAddr() || doc.Failing.Step != "auth" || strings.Contains(r.out, "leaked-provider-token-42") {
+		t.Fatalf("provider fails: exit %d %+v %v\n%.800s", r.code, doc, err, r.out)
+	}
+	// explicit credentials: the provider (still failing) is not run
+	r = probe(demoPassword+"\n", "-u", demo.User, "--password-stdin")
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || r.code != ExitOK || !strings.HasPrefix(doc.CredentialSource, "flag") {
+		t.Fatalf("explicit credentials: exit %d %+v %v", r.code, doc, err)
+	}
+	// a broken provider config is a clear usage error naming the file
+	writeTree(t, root, map[string]string{"var/lib/kubelet/credential-provider-config.yaml": "kind: Nope\n"})
+	if r = probe(""); r.code != ExitUsage || !strings.Contains(r.errOut, "credential-provider-config.yaml") {
+		t.Errorf("broken config: exit %d %q", r.code, r.errOut)
+	}
+}

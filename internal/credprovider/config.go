@@ -1,0 +1,163 @@
+package credprovider
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
+)
+
+// Provider is one entry of a CredentialProviderConfig.
+type Provider struct {
+	Name                 string        `json:"name"`
+	MatchImages          []string      `json:"matchImages"`
+	DefaultCacheDuration string        `json:"defaultCacheDuration"`
+	APIVersion           string        `json:"apiVersion"`
+	Args                 []string      `json:"args"`
+	Env                  []ProviderEnv `json:"env"`
+
+	Origin string `json:"-"` // "file:line" of its name
+}
+
+// ProviderEnv is one environment variable the kubelet sets for the provider.
+type ProviderEnv struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Config is a parsed CredentialProviderConfig.
+type Config struct {
+	File      string
+	Providers []Provider
+}
+
+var configVersions = map[string]bool{"kubelet.config.k8s.io/v1": true, "kubelet.config.k8s.io/v1beta1": true, "kubelet.config.k8s.io/v1alpha1": true}
+
+var requestVersions = map[string]bool{"credentialprovider.kubelet.k8s.io/v1": true, "credentialprovider.kubelet.k8s.io/v1beta1": true, "credentialprovider.kubelet.k8s.io/v1alpha1": true}
+
+// LoadConfig reads and checks a CredentialProviderConfig (YAML or JSON) under root, with the
+// checks the kubelet applies at start (a config it rejects is an error here too).
+func LoadConfig(root runtimeconfig.Root, file string) (*Config, error) {
+	b, err := root.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("credential provider config: %w", err)
+	}
+	return ParseConfig(b, file)
+}
+
+// ParseConfig parses a CredentialProviderConfig already read; file names it in errors and origins.
+func ParseConfig(b []byte, file string) (*Config, error) {
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return nil, fmt.Errorf("credential provider config %s: neither YAML nor JSON: %v", file, err)
+	}
+	var doc struct {
+		APIVersion string     `json:"apiVersion"`
+		Kind       string     `json:"kind"`
+		Providers  []Provider `json:"providers"`
+	}
+	if err := json.Unmarshal(j, &doc); err != nil {
+		return nil, fmt.Errorf("credential provider config %s: %v", file, err)
+	}
+	if doc.Kind != "CredentialProviderConfig" || !configVersions[doc.APIVersion] {
+		return nil, fmt.Errorf("credential provider config %s: apiVersion %q kind %q is not a kubelet.config.k8s.io CredentialProviderConfig", file, doc.APIVersion, doc.Kind)
+	}
+	if len(doc.Providers) == 0 {
+		return nil, fmt.Errorf("credential provider config %s: no providers", file)
+	}
+	seen := map[string]bool{}
+	for i := range doc.Providers {
+		p := &doc.Providers[i]
+		switch {
+		case p.Name == "" || strings.ContainsAny(p.Name, `/\`) || p.Name == "." || p.Name == "..":
+			return nil, fmt.Errorf("credential provider config %s: provider %d: name %q is not a file name in the bin dir", file, i+1, p.Name)
+		case seen[p.Name]:
+			return nil, fmt.Errorf("credential provider config %s: provider %q twice", file, p.Name)
+		case len(p.MatchImages) == 0:
+			return nil, fmt.Errorf("credential provider config %s: provider %q has no matchImages", file, p.Name)
+		case !requestVersions[p.APIVersion]:
+			return nil, fmt.Errorf("credential provider config %s: provider %q: apiVersion %q is not credentialprovider.kubelet.k8s.io v1, v1beta1 or v1alpha1", file, p.Name, p.APIVersion)
+		}
+		if p.DefaultCacheDuration != "" {
+			if _, err := time.ParseDuration(p.DefaultCacheDuration); err != nil {
+				return nil, fmt.Errorf("credential provider config %s: provider %q: defaultCacheDuration %q: %v", file, p.Name, p.DefaultCacheDuration, err)
+			}
+		}
+		for _, m := range p.MatchImages {
+			if _, err := parseSchemeless(m); err != nil {
+				return nil, fmt.Errorf("credential provider config %s: provider %q: matchImages %q: %v", file, p.Name, m, err)
+			}
+		}
+		seen[p.Name] = true
+		p.Origin = fmt.Sprintf("%s:%d", file, lineOf(b, "name", p.Name))
+	}
+	return &Config{File: file, Providers: doc.Providers}, nil
+}
+
+// Match returns the first provider, in the config's order, whose matchImages cover image, as the
+// kubelet's isImageAllowed does. The kubelet calls every matching provider and merges their auth,
+// the earlier provider winning on the same key; the first is the one whose credentials lead.
+func (c *Config) Match(image string) (*Provider, bool) {
+	for i := range c.Providers {
+		for _, m := range c.Providers[i].MatchImages {
+			if ok, _ := URLsMatch(m, image); ok {
+				return &c.Providers[i], true
+			}
+		}
+	}
+	return nil, false
+}
+
+// URLsMatch reports whether image (host[:port]/path, no scheme) matches the glob as the kubelet
+// matches matchImages and the keys of a provider's auth map. Read from kubernetes v1.35.0
+// pkg/credentialprovider/keyring.go (URLsMatchStr, URLsMatch, ParseSchemelessURL, SplitURL) and
+// pkg/credentialprovider/plugin/plugin.go (isImageAllowed): the host is split on dots and each
+// label matched with filepath.Match (so "*" never spans a dot, and the label count must be equal),
+// the port must be equal (absent on both, or the same), and the glob's path must be a string
+// prefix of the image's path.
+func URLsMatch(glob, image string) (bool, error) {
+	g, err := parseSchemeless(glob)
+	if err != nil {
+		return false, err
+	}
+	t, err := parseSchemeless(image)
+	if err != nil {
+		return false, err
+	}
+	gParts, gPort := splitHost(g)
+	tParts, tPort := splitHost(t)
+	if gPort != tPort || len(gParts) != len(tParts) || !strings.HasPrefix(t.Path, g.Path) {
+		return false, nil
+	}
+	for i := range gParts {
+		ok, err := filepath.Match(gParts[i], tParts[i])
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func parseSchemeless(s string) (*url.URL, error) {
+	u, err := url.Parse("https://" + s)
+	if err != nil {
+		return nil, err
+	}
+	u.Scheme = ""
+	return u, nil
+}
+
+func splitHost(u *url.URL) ([]string, string) {
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil {
+		host, port = u.Host, ""
+	}
+	return strings.Split(host, "."), port
+}

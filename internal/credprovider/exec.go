@@ -1,0 +1,222 @@
+package credprovider
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pullpath/pullpath/internal/creds"
+	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
+)
+
+// DefaultTimeout bounds one provider run (the probe's own deadline bounds it too).
+const DefaultTimeout = 10 * time.Second
+
+// maxStderr is how much of a provider's stderr becomes evidence; maxStdout caps its response.
+const (
+	maxStderr = 2 << 10
+	maxStdout = 1 << 20
+)
+
+// Plan is one provider to run for one image.
+type Plan struct {
+	Provider Provider
+	Image    string // sent in the request and matched against the auth keys: host[:port]/repository, as the kubelet's keyring lookup
+	HostBin  string // <bin-dir>/<name> on the node
+	Bin      string // the file executed: HostBin under the host root
+	Kubelet  Kubelet
+	Timeout  time.Duration // default DefaultTimeout
+}
+
+// Source names the identity source for the report: "credential provider NAME (file:line)".
+func (p *Plan) Source() string {
+	return fmt.Sprintf("credential provider %s (%s)", p.Provider.Name, p.Provider.Origin)
+}
+
+// Find reads the kubelet's credential provider configuration under root and returns the provider
+// the kubelet would run for image (host[:port]/repository). plan is nil when the kubelet has no
+// provider configured (note empty) or none matches image (note says which config was read).
+// Under a host root other than /, the provider is executed from the root: this runs the node's
+// provider binary, which is what the kubelet does.
+func Find(root runtimeconfig.Root, image string) (plan *Plan, note string, err error) {
+	k, ok, err := FindKubelet(root)
+	if err != nil || !ok {
+		return nil, "", err
+	}
+	cfg, err := LoadConfig(root, k.ConfigPath)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w (named by %s)", err, k.ConfigOrigin)
+	}
+	p, ok := cfg.Match(image)
+	if !ok {
+		names := make([]string, 0, len(cfg.Providers))
+		for _, x := range cfg.Providers {
+			names = append(names, x.Name+" "+strings.Join(x.MatchImages, ","))
+		}
+		return nil, fmt.Sprintf("no kubelet credential provider matches %s (%s: %s)", image, k.ConfigPath, strings.Join(names, "; ")), nil
+	}
+	hostBin := path.Join(k.BinDir, p.Name)
+	rel, err := root.Resolve(hostBin)
+	if err != nil {
+		return nil, "", fmt.Errorf("credential provider %s (%s): %w", p.Name, p.Origin, err)
+	}
+	return &Plan{Provider: *p, Image: image, HostBin: hostBin, Bin: filepath.Join(root.Name, filepath.FromSlash(rel)), Kubelet: k}, "", nil
+}
+
+// Hint is how to reproduce the kubelet's call by hand on the node.
+func (p *Plan) Hint() string {
+	return fmt.Sprintf(`the kubelet credential provider %s (%s) and the node identity it trades: run it as the kubelet does, echo '{"apiVersion":"%s","kind":"CredentialProviderRequest","image":"%s"}' | %s %s`,
+		p.Provider.Name, p.Provider.Origin, p.Provider.APIVersion, p.Image, p.HostBin, strings.Join(p.Provider.Args, " "))
+}
+
+// Failure is a provider that gave no credentials for the image: a finding, not an error.
+type Failure struct {
+	Code     report.Code
+	Summary  string
+	Evidence []string // provider, exit status, stderr (first 2 KiB; the caller redacts), config file:line
+}
+
+type request struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Image      string `json:"image"`
+}
+
+type authEntry struct {
+	Username string `json:"username"`
+	Password string `json:"password"`
+}
+
+type response struct {
+	APIVersion    string               `json:"apiVersion"`
+	Kind          string               `json:"kind"`
+	CacheKeyType  string               `json:"cacheKeyType"`
+	CacheDuration string               `json:"cacheDuration"`
+	Auth          map[string]authEntry `json:"auth"`
+}
+
+// Run executes the provider as the kubelet does: <bin-dir>/<name> with the configured args, the
+// process environment plus the configured env, a CredentialProviderRequest on stdin, the response
+// read from stdout. secrets lists every credential value the response held (for scrubbing), even
+// when none is used.
+func (p *Plan) Run(ctx context.Context) (c creds.Credential, secrets []string, f *Failure) {
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, _ := json.Marshal(request{APIVersion: p.Provider.APIVersion, Kind: "CredentialProviderRequest", Image: p.Image})
+	cmd := exec.CommandContext(ctx, p.Bin, p.Provider.Args...)
+	cmd.Env = os.Environ()
+	for _, e := range p.Provider.Env {
+		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	}
+	cmd.Stdin = bytes.NewReader(req)
+	stdout, stderr := &capped{max: maxStdout}, &capped{max: maxStderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = time.Second // a provider's child holding stdout open must not hang the probe
+	start := time.Now()
+	err := cmd.Run()
+	took := time.Since(start).Round(time.Millisecond)
+	fail := func(code report.Code, status, summary string) (creds.Credential, []string, *Failure) {
+		ev := []string{
+			fmt.Sprintf("provider: %s (%s %s), configured at %s", p.Provider.Name, p.HostBin, strings.Join(p.Provider.Args, " "), p.Provider.Origin),
+			fmt.Sprintf("request: %s CredentialProviderRequest for %s", p.Provider.APIVersion, p.Image),
+			"exit: " + status,
+		}
+		if s := strings.TrimSpace(stderr.String()); s != "" {
+			ev = append(ev, "stderr: "+redact(s))
+		}
+		if p.Kubelet.ConfigPath != "" {
+			ev = append(ev, fmt.Sprintf("kubelet flags: --image-credential-provider-config=%s (%s) --image-credential-provider-bin-dir=%s (%s)", p.Kubelet.ConfigPath, p.Kubelet.ConfigOrigin, p.Kubelet.BinDir, p.Kubelet.BinDirOrigin))
+		}
+		return creds.Credential{}, secrets, &Failure{Code: code, Summary: summary, Evidence: ev}
+	}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() == context.DeadlineExceeded:
+		return fail(report.CodeCredentialProviderFailed, "killed after "+timeout.String(),
+			fmt.Sprintf("the kubelet credential provider %s did not answer within %s: the node gets no registry credentials for %s", p.Provider.Name, timeout, p.Image))
+	case ctx.Err() != nil:
+		return fail(report.CodeCredentialProviderFailed, "cancelled", fmt.Sprintf("the kubelet credential provider %s was cancelled after %s", p.Provider.Name, took))
+	case errors.As(err, &ee):
+		return fail(report.CodeCredentialProviderFailed, ee.ProcessState.String(),
+			fmt.Sprintf("the kubelet credential provider %s failed (%s): the node gets no registry credentials for %s", p.Provider.Name, ee.ProcessState, p.Image))
+	case err != nil:
+		return fail(report.CodeCredentialProviderFailed, "not run: "+err.Error(),
+			fmt.Sprintf("the kubelet credential provider %s could not be run: %v", p.Provider.Name, err))
+	}
+	var resp response
+	if stdout.over {
+		return fail(report.CodeCredentialProviderFailed, "exit status 0", fmt.Sprintf("the kubelet credential provider %s wrote more than %d bytes", p.Provider.Name, maxStdout))
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &resp); err != nil {
+		return fail(report.CodeCredentialProviderFailed, "exit status 0", fmt.Sprintf("the kubelet credential provider %s wrote no valid CredentialProviderResponse: %v", p.Provider.Name, err))
+	}
+	for _, a := range resp.Auth {
+		secrets = append(secrets, a.Password)
+	}
+	// the kubelet rejects a response in another version than it asked in, or of another kind
+	if resp.Kind != "CredentialProviderResponse" || resp.APIVersion != p.Provider.APIVersion {
+		return fail(report.CodeCredentialProviderFailed, "exit status 0", fmt.Sprintf("the kubelet credential provider %s answered apiVersion %q kind %q; the kubelet asked for %s CredentialProviderResponse and rejects it",
+			p.Provider.Name, resp.APIVersion, resp.Kind, p.Provider.APIVersion))
+	}
+	key, a, ok := pickAuth(resp.Auth, p.Image)
+	if !ok {
+		keys := slices.Sorted(maps.Keys(resp.Auth))
+		return fail(report.CodeCredentialProviderNoAuth, "exit status 0", fmt.Sprintf("the kubelet credential provider %s returned no credentials for %s (auth keys: %s)", p.Provider.Name, p.Image, orNone(keys)))
+	}
+	return creds.Credential{Username: a.Username, Password: a.Password,
+		Source: fmt.Sprintf("%s, auth key %s, in %s", p.Source(), key, took)}, secrets, nil
+}
+
+// pickAuth picks the response entry the kubelet's keyring uses first: its index is sorted in
+// reverse string order (BasicDockerKeyring.Add), and Lookup returns the keys that match in order.
+func pickAuth(auth map[string]authEntry, image string) (string, authEntry, bool) {
+	keys := slices.Collect(maps.Keys(auth))
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	for _, k := range keys {
+		if ok, _ := URLsMatch(k, image); ok {
+			return k, auth[k], true
+		}
+	}
+	return "", authEntry{}, false
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// capped keeps the first max bytes written and drops the rest.
+type capped struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(b []byte) (int, error) {
+	if room := c.max - c.Len(); room < len(b) {
+		c.over = true
+		if room > 0 {
+			c.Buffer.Write(b[:room])
+		}
+		return len(b), nil
+	}
+	return c.Buffer.Write(b)
+}

@@ -1,0 +1,216 @@
+// Package credprovider runs the kubelet's image credential providers the way the kubelet does: it
+// finds the kubelet's --image-credential-provider-config and --image-credential-provider-bin-dir
+// under a host root, matches an image against each provider's matchImages, and executes the
+// provider with a CredentialProviderRequest on stdin. No client-go: it runs on nodes.
+package credprovider
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
+)
+
+// Kubelet is where the kubelet takes its credential providers from, with where each was set.
+type Kubelet struct {
+	ConfigPath, ConfigOrigin string // --image-credential-provider-config (or the KubeletConfiguration field)
+	BinDir, BinDirOrigin     string // --image-credential-provider-bin-dir
+}
+
+// argVars are the variables distributions hand kubelet flags in (kubeadm, AKS, EKS, k8s packages).
+var argVars = []string{"KUBELET_KUBECONFIG_ARGS", "KUBELET_CONFIG_ARGS", "KUBELET_KUBEADM_ARGS", "KUBELET_EXTRA_ARGS", "KUBELET_ARGS", "KUBELET_FLAGS", "KUBELET_OPTS"}
+
+// flagFiles hold those variables on distributions whose unit may not name them.
+var flagFiles = []string{"/etc/default/kubelet", "/etc/sysconfig/kubelet", "/var/lib/kubelet/kubeadm-flags.env"}
+
+// word is one command-line word and where it was written.
+type word struct{ text, origin string }
+
+// FindKubelet reads the kubelet's flags from its systemd unit, drop-ins and environment files under
+// root, and its KubeletConfiguration file (--config). ok is false when the kubelet has no
+// credential provider configured.
+func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
+	words := kubeletWords(root)
+	// as pflag: the last occurrence of a flag wins
+	var configFile, configOrigin string
+	for i := 0; i < len(words); i++ {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(words[i].text, "-"), "=")
+		if !strings.HasPrefix(words[i].text, "-") {
+			continue
+		}
+		switch name {
+		case "image-credential-provider-config", "image-credential-provider-bin-dir", "config":
+		default:
+			continue
+		}
+		origin := words[i].origin
+		if !hasVal {
+			if i+1 >= len(words) {
+				continue
+			}
+			i++
+			val = words[i].text
+		}
+		switch name {
+		case "image-credential-provider-config":
+			k.ConfigPath, k.ConfigOrigin = val, origin
+		case "image-credential-provider-bin-dir":
+			k.BinDir, k.BinDirOrigin = val, origin
+		case "config":
+			configFile, configOrigin = val, origin
+		}
+	}
+	if configFile != "" {
+		// the flags win over the file's fields (the kubelet's precedence)
+		if err := fromKubeletConfig(root, configFile, configOrigin, &k); err != nil {
+			return k, false, err
+		}
+	}
+	if k.ConfigPath == "" {
+		return k, false, nil
+	}
+	if k.BinDir == "" {
+		return k, false, fmt.Errorf("the kubelet's credential provider config %s (%s) has no --image-credential-provider-bin-dir: the kubelet refuses to start so", k.ConfigPath, k.ConfigOrigin)
+	}
+	return k, true, nil
+}
+
+// kubeletWords is the kubelet's command line: the unit's last ExecStart= with its variables
+// expanded, else the flag variables of its environment and of the known environment files.
+func kubeletWords(root runtimeconfig.Root) []word {
+	exec, env := runtimeconfig.ServiceUnit(root, "kubelet")
+	if len(exec) > 0 {
+		last := exec[len(exec)-1]
+		var out []word
+		for _, w := range splitWords(last.Value) {
+			name := ""
+			switch {
+			case strings.HasPrefix(w, "${") && strings.HasSuffix(w, "}"):
+				name = w[2 : len(w)-1]
+			case strings.HasPrefix(w, "$") && !strings.ContainsAny(w[1:], "${}/="):
+				name = w[1:]
+			}
+			if name != "" {
+				// $VAR splits into words, as systemd does for an unbraced or braced whole word
+				if s, ok := env[name]; ok {
+					for _, x := range splitWords(s.Value) {
+						out = append(out, word{x, s.Origin})
+					}
+				}
+				continue
+			}
+			out = append(out, word{os.Expand(w, func(k string) string { return env[k].Value }), last.Origin})
+		}
+		return out
+	}
+	var out []word
+	for _, v := range argVars {
+		if s, ok := env[v]; ok {
+			for _, x := range splitWords(s.Value) {
+				out = append(out, word{x, s.Origin})
+			}
+		}
+	}
+	for _, f := range flagFiles {
+		b, err := root.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "export "), "=")
+			if !ok || !isArgVar(k) {
+				continue
+			}
+			for _, x := range splitWords(strings.Trim(v, `"'`)) {
+				out = append(out, word{x, fmt.Sprintf("%s:%d", f, i+1)})
+			}
+		}
+	}
+	return out
+}
+
+func isArgVar(k string) bool {
+	for _, v := range argVars {
+		if k == v {
+			return true
+		}
+	}
+	return false
+}
+
+// splitWords splits a command line on blanks, honouring single and double quotes.
+func splitWords(s string) []string {
+	var out []string
+	var cur strings.Builder
+	in, quote := false, byte(0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote != 0 && c == quote:
+			quote = 0
+		case quote == 0 && (c == '"' || c == '\''):
+			quote, in = c, true
+		case quote == 0 && (c == ' ' || c == '\t' || c == '\n'):
+			if in {
+				out = append(out, cur.String())
+				cur.Reset()
+				in = false
+			}
+		default:
+			cur.WriteByte(c)
+			in = true
+		}
+	}
+	if in {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// fromKubeletConfig fills what the flags left empty from the KubeletConfiguration file's
+// imageCredentialProviderConfigPath and imageCredentialProviderBinDir (newer kubelets).
+func fromKubeletConfig(root runtimeconfig.Root, file, origin string, k *Kubelet) error {
+	b, err := root.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("the kubelet's --config (%s): %w", origin, err)
+	}
+	j, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		return fmt.Errorf("the kubelet's configuration %s: neither YAML nor JSON: %v", file, err)
+	}
+	var kc struct {
+		ConfigPath string `json:"imageCredentialProviderConfigPath"`
+		BinDir     string `json:"imageCredentialProviderBinDir"`
+	}
+	if err := json.Unmarshal(j, &kc); err != nil {
+		return fmt.Errorf("the kubelet's configuration %s: %v", file, err)
+	}
+	if k.ConfigPath == "" && kc.ConfigPath != "" {
+		k.ConfigPath, k.ConfigOrigin = kc.ConfigPath, fmt.Sprintf("%s:%d", file, lineOf(b, "imageCredentialProviderConfigPath"))
+	}
+	if k.BinDir == "" && kc.BinDir != "" {
+		k.BinDir, k.BinDirOrigin = kc.BinDir, fmt.Sprintf("%s:%d", file, lineOf(b, "imageCredentialProviderBinDir"))
+	}
+	return nil
+}
+
+// lineOf is the 1-based line of the first line containing all of subs, or 0.
+func lineOf(b []byte, subs ...string) int {
+	for i, line := range strings.Split(string(b), "\n") {
+		all := true
+		for _, s := range subs {
+			if !strings.Contains(line, s) {
+				all = false
+				break
+			}
+		}
+		if all {
+			return i + 1
+		}
+	}
+	return 0
+}
