@@ -36,13 +36,21 @@ type DNSServer struct {
 
 // StartDNS serves zone (e.g. "demo.test") on a random loopback port.
 func StartDNS(zone string) (*DNSServer, error) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", pc.LocalAddr().String())
-	if err != nil {
+	// UDP and TCP on one port number: the UDP port is free, the same TCP port may not be (a
+	// client's ephemeral port), so try a few
+	var pc net.PacketConn
+	var ln net.Listener
+	var err error
+	for range 20 {
+		if pc, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+			return nil, err
+		}
+		if ln, err = net.Listen("tcp", pc.LocalAddr().String()); err == nil {
+			break
+		}
 		pc.Close()
+	}
+	if err != nil {
 		return nil, err
 	}
 	s := &DNSServer{Addr: pc.LocalAddr().String(), zone: dns.Fqdn(strings.ToLower(zone)),
