@@ -1,0 +1,148 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// target is one node to probe, with its pool's result so far.
+type target struct {
+	node   *corev1.Node
+	result report.PoolResult
+}
+
+// choose picks, per pool, the newest eligible node without the image in its cache; with
+// AllNodes, every eligible node.
+func (r *run) choose(ctx context.Context) ([]target, error) {
+	c := &census{cs: r.cs, o: Options{MaxImages: r.o.MaxImages}, image: r.o.Image, notes: &r.notes}
+	if err := c.read(ctx, r.o.Namespace); err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, p := range r.o.Pools {
+		want[p] = true
+	}
+	byPool := map[string][]*corev1.Node{}
+	for i := range c.nodes {
+		n := &c.nodes[i]
+		p, _ := Pool(n)
+		if len(want) > 0 && !want[p] {
+			continue
+		}
+		byPool[p] = append(byPool[p], n)
+	}
+	for p := range want {
+		if _, ok := byPool[p]; !ok {
+			var pools []string
+			for i := range c.nodes {
+				pp, _ := Pool(&c.nodes[i])
+				pools = appendNew(pools, pp)
+			}
+			sort.Strings(pools)
+			return nil, fmt.Errorf("no node in pool %q (pools: %s)", p, strings.Join(pools, ", "))
+		}
+	}
+	var out []target
+	for _, p := range sortedKeys(keysOf(byPool)) {
+		nodes := byPool[p]
+		sort.Slice(nodes, func(i, j int) bool { return nodes[i].CreationTimestamp.After(nodes[j].CreationTimestamp.Time) })
+		var eligible []*corev1.Node
+		var skipped []string
+		for _, n := range nodes {
+			switch {
+			case n.Labels["kubernetes.io/os"] != "" && n.Labels["kubernetes.io/os"] != "linux":
+				skipped = append(skipped, n.Name+" (not linux)")
+			case !r.o.IncludeUnready && !nodeReady(n):
+				skipped = append(skipped, n.Name+" (NotReady)")
+			case !r.o.IncludeUnready && n.Spec.Unschedulable:
+				skipped = append(skipped, n.Name+" (cordoned)")
+			default:
+				eligible = append(eligible, n)
+			}
+		}
+		presence := func(n *corev1.Node) *bool {
+			if c.inNodeList(imageNames(n)) {
+				return boolp(true)
+			}
+			if len(n.Status.Images) >= r.o.MaxImages {
+				return nil
+			}
+			return boolp(false)
+		}
+		res := func(n *corev1.Node, why string) report.PoolResult {
+			return report.PoolResult{Pool: p, Node: n.Name, NodeCreated: n.CreationTimestamp.UTC(), Choice: why, ImagePresentBefore: presence(n), Delivery: r.delivery()}
+		}
+		if len(eligible) == 0 {
+			out = append(out, target{result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: r.delivery(),
+				Error: "no eligible node: " + strings.Join(skipped, ", ") + " (--include-unready probes NotReady and cordoned nodes)"}})
+			continue
+		}
+		if r.o.AllNodes {
+			for _, n := range eligible {
+				out = append(out, target{node: n, result: res(n, "every node (--all-nodes)")})
+			}
+			continue
+		}
+		var fresh, unknown, cached []*corev1.Node
+		for _, n := range eligible {
+			switch pr := presence(n); {
+			case pr == nil:
+				unknown = append(unknown, n)
+			case *pr:
+				cached = append(cached, n)
+			default:
+				fresh = append(fresh, n)
+			}
+		}
+		switch {
+		case len(fresh) > 0:
+			out = append(out, target{node: fresh[0], result: res(fresh[0], "the newest Ready node without the image in its cache")})
+		case r.o.Fresh:
+			out = append(out, target{result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: r.delivery(),
+				Error: fmt.Sprintf("--fresh: every eligible node of pool %s has the image cached or a full image list (%s); get a fresh node: %s", p, report.JoinCut(names(eligible), 5), freshNodeHint(p, eligible[0]))}})
+		case len(unknown) > 0:
+			out = append(out, target{node: unknown[0], result: res(unknown[0], "the newest Ready node; its image list is full, so the cache may hold the image (the probe never uses it; a --runtime-pull could)")})
+		default:
+			out = append(out, target{node: cached[0], result: res(cached[0], "the newest Ready node; every node of the pool has the image cached (the probe never uses the cache; use --fresh to insist on a fresh node)")})
+		}
+	}
+	return out, nil
+}
+
+func keysOf[V any](m map[string]V) map[string]bool {
+	out := map[string]bool{}
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+func names(ns []*corev1.Node) []string {
+	var out []string
+	for _, n := range ns {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// freshNodeHint says how to get a node without the image, with the platform's own command.
+func freshNodeHint(pool string, n *corev1.Node) string {
+	count := "<current+1>"
+	switch id := n.Spec.ProviderID; {
+	case strings.HasPrefix(id, "azure://"):
+		return fmt.Sprintf("az aks nodepool scale --resource-group <rg> --cluster-name <cluster> --name %s --node-count %s", pool, count)
+	case n.Labels["karpenter.sh/nodepool"] != "":
+		return fmt.Sprintf("kubectl delete node %s (Karpenter launches a fresh one for pending pods)", n.Name)
+	case strings.HasPrefix(id, "aws://"):
+		return fmt.Sprintf("eksctl scale nodegroup --cluster <cluster> --name %s --nodes %s", pool, count)
+	case strings.HasPrefix(id, "gce://"):
+		return fmt.Sprintf("gcloud container clusters resize <cluster> --node-pool %s --num-nodes %s", pool, count)
+	}
+	return fmt.Sprintf("scale pool %s up by one node, or drain and replace %s (kubectl drain %s --ignore-daemonsets)", pool, n.Name, n.Name)
+}

@@ -1,0 +1,151 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pullpath/pullpath/internal/loader"
+)
+
+// prepare makes the run's owner object, its namespace when missing, and the pull secret copy.
+func (r *run) prepare(ctx context.Context) error {
+	ns := r.o.Namespace
+	existing, err := r.cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err == nil && existing.DeletionTimestamp != nil {
+		// an earlier run's namespace is still being deleted: wait for it to go
+		_ = poll(ctx, time.Minute, func() bool {
+			_, err := r.cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		_, err = r.cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	}
+	if apierrors.IsNotFound(err) {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{LabelManaged: "pullpath",
+			"pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/warn": "privileged"}}}
+		if _, err := r.cs.Core.Namespaces().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("namespace %s does not exist and cannot be created (%v): apply deploy/rbac.yaml, or give --namespace", ns, shortErr(apiError(err, "create", "namespaces", "", ns)))
+		}
+		r.madeNS = true
+	}
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-" + r.id, Namespace: ns, Labels: r.labels("owner")},
+		Data: map[string]string{"image": r.o.Image, "started": time.Now().UTC().Format(time.RFC3339)}}
+	o, err := r.cs.Core.ConfigMaps(ns).Create(ctx, owner, metav1.CreateOptions{})
+	if err != nil {
+		return apiError(err, "create", "configmaps", ns, owner.Name)
+	}
+	r.owner = o
+	return r.copySecret(ctx)
+}
+
+// copySecret copies the pull secret the run uses into the run's namespace: a pod can only mount,
+// and the kubelet only use, a secret of its own namespace.
+func (r *run) copySecret(ctx context.Context) error {
+	ns, name := r.o.SecretNamespace, r.o.Secret
+	if r.o.FromPod != "" {
+		pns, pname, _ := strings.Cut(r.o.FromPod, "/")
+		p, err := r.cs.Core.Pods(pns).Get(ctx, pname, metav1.GetOptions{})
+		if err != nil {
+			return apiError(err, "get", "pods", pns, pname)
+		}
+		var notes []string
+		pc := credentials(ctx, r.cs, p, r.o.Image, nil, &notes)
+		for _, s := range pc.PullSecrets {
+			if s.From == "pod" && s.CoversRegistry != nil && *s.CoversRegistry {
+				ns, name = pns, s.Name
+				break
+			}
+		}
+		if name == "" {
+			r.note("--pod %s: %s; the probe pulls with the node's own configuration", r.o.FromPod, pc.Summary)
+			return nil
+		}
+	}
+	if name == "" {
+		return nil
+	}
+	s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return apiError(err, "get", "secrets", ns, name)
+	}
+	if s.Type != corev1.SecretTypeDockerConfigJson {
+		return fmt.Errorf("secret %s/%s has type %s: the kubelet only pulls with kubernetes.io/dockerconfigjson secrets", ns, name, s.Type)
+	}
+	cp := &corev1.Secret{ObjectMeta: r.meta("pullpath-"+r.id+"-pull", "secret"), Type: s.Type,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: s.Data[corev1.DockerConfigJsonKey]}}
+	if _, err := r.cs.Core.Secrets(r.o.Namespace).Create(ctx, cp, metav1.CreateOptions{}); err != nil {
+		return apiError(err, "create", "secrets", r.o.Namespace, cp.Name)
+	}
+	r.secret = cp.Name
+	r.note("pulling with secret %s/%s (copied for the run as %s/%s)", ns, name, r.o.Namespace, cp.Name)
+	return nil
+}
+
+// deliver puts the probe binary for goarch into ConfigMaps, once per architecture.
+func (r *run) deliver(ctx context.Context, goarch string) *delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if d, ok := r.bins[goarch]; ok {
+		return d
+	}
+	d := &delivery{}
+	r.bins[goarch] = d
+	bin, err := r.o.Binary(goarch)
+	if err != nil {
+		d.err = err
+		return d
+	}
+	ld, err := loader.Binary(goarch)
+	if err != nil {
+		d.err = err
+		return d
+	}
+	d.size = len(bin)
+	lcm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-loader-%s", r.id, goarch), "loader"), BinaryData: map[string][]byte{loader.File: ld}}
+	if _, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, lcm, metav1.CreateOptions{}); err != nil {
+		d.err = apiError(err, "create", "configmaps", r.o.Namespace, lcm.Name)
+		return d
+	}
+	d.loader = lcm.Name
+	for i, p := range loader.Split(bin, loader.PartSize) {
+		cm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-bin-%s-%03d", r.id, goarch, i), "binary"), BinaryData: map[string][]byte{p.Name: p.Data}}
+		if _, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			d.err = apiError(err, "create", "configmaps", r.o.Namespace, cm.Name)
+			return d
+		}
+		d.parts = append(d.parts, cm.Name)
+	}
+	return d
+}
+
+// hostImages are the images a node has, the sandbox (pause) image first: a static binary runs on
+// any image with a Linux root filesystem, and the sandbox image is pinned on every node.
+func hostImages(n *corev1.Node) []string {
+	var pause, other []string
+	for _, im := range n.Status.Images {
+		name := ""
+		for _, nm := range im.Names {
+			if !strings.Contains(nm, "@sha256:") {
+				name = nm
+				break
+			}
+		}
+		if name == "" && len(im.Names) > 0 {
+			name = im.Names[0]
+		}
+		if name == "" {
+			continue
+		}
+		if strings.Contains(name, "/pause:") || strings.Contains(name, "/pause@") {
+			pause = append(pause, name)
+		} else {
+			other = append(other, name)
+		}
+	}
+	return append(pause, other...)
+}

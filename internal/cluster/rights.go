@@ -1,0 +1,72 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// need is one permission the run requires.
+type need struct {
+	verb, resource, sub, ns string
+	why                     string
+}
+
+// checkRights asks the API server, before anything is created, whether the identity may do what
+// the run needs, and names every missing permission at once.
+func (r *run) checkRights(ctx context.Context) error {
+	ns := r.o.Namespace
+	needs := []need{
+		{"list", "nodes", "", "", "to choose a node per pool"},
+		{"list", "pods", "", "", "to see which nodes run the image"},
+		{"create", "pods", "", ns, "the probe pods"},
+		{"delete", "pods", "", ns, "cleanup"},
+		{"get", "pods", "log", ns, "the probes' full reports"},
+		{"create", "configmaps", "", ns, "the probe binary and the loader"},
+		{"delete", "configmaps", "", ns, "cleanup"},
+		{"list", "events", "", ns, "explain a probe pod that cannot start"},
+	}
+	if r.o.Secret != "" || r.o.FromPod != "" {
+		src := r.o.SecretNamespace
+		if r.o.FromPod != "" {
+			src, _, _ = strings.Cut(r.o.FromPod, "/")
+			needs = append(needs, need{"get", "pods", "", src, "--pod: read the pod's pull secrets"})
+		}
+		needs = append(needs, need{"get", "secrets", "", src, "read the pull secret"},
+			need{"create", "secrets", "", ns, "the run's copy of the pull secret"},
+			need{"delete", "secrets", "", ns, "cleanup"})
+	}
+	if r.o.ProbeFromPod != "" {
+		pns, _, _ := strings.Cut(r.o.ProbeFromPod, "/")
+		needs = append(needs, need{"get", "pods", "", pns, "--from-pod: read the pod"},
+			need{"update", "pods", "ephemeralcontainers", pns, "--from-pod: the probe as an ephemeral container"},
+			need{"get", "pods", "log", pns, "--from-pod: the probe's report"})
+	}
+	var missing []string
+	for _, n := range needs {
+		ssar := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+			Namespace: n.ns, Verb: n.verb, Resource: n.resource, Subresource: n.sub}}}
+		res, err := r.cs.Authz.SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+		if err != nil {
+			return apiError(err, "create", "selfsubjectaccessreviews", "", "")
+		}
+		if !res.Status.Allowed {
+			what := n.resource
+			if n.sub != "" {
+				what += "/" + n.sub
+			}
+			scope := "cluster-wide"
+			if n.ns != "" {
+				scope = "in namespace " + n.ns
+			}
+			missing = append(missing, fmt.Sprintf("%s %s %s (%s)", n.verb, what, scope, n.why))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the identity lacks %d permission(s) verify needs — nothing was created:\n  %s\n(deploy/rbac.yaml grants exactly these)", len(missing), strings.Join(missing, "\n  "))
+	}
+	return nil
+}
