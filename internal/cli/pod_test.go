@@ -5,6 +5,7 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Without a cluster, pod and verify say what to do, exit 2, and create nothing.
@@ -27,6 +28,14 @@ func TestClusterCommandsWithoutACluster(t *testing.T) {
 		r := run(t, "", tc.args...)
 		if r.code != ExitUsage || !strings.Contains(r.errOut, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.errOut, tc.want)
+		}
+	}
+}
+
+func TestProbeBudgetStaysPositive(t *testing.T) {
+	for pod, want := range map[time.Duration]time.Duration{10 * time.Second: 8 * time.Second, 3 * time.Minute: 150 * time.Second, 20 * time.Minute: 1170 * time.Second} {
+		if got := probeBudget(pod); got != want {
+			t.Errorf("probeBudget(%s) = %s, want %s", pod, got, want)
 		}
 	}
 }

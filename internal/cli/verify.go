@@ -177,7 +177,7 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
 		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
 		Binary: o.binary, ProbeImage: o.probeImage, ProbeFromPod: fromPod, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
-		ProbeArgs: []string{"--timeout", (o.probeTimeout - 15*time.Second).String()}}
+		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
 	if isTerminal(o.streams.ErrOut) && o.output == "text" {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }
 	}
@@ -467,4 +467,10 @@ Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could n
 	cmd.Flags().StringVar(&o.run, "run", "", "only this run's objects (the id verify prints); default every run")
 	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", "pullpath", "the namespace verify ran in")
 	return cmd
+}
+
+// probeBudget is the probe's own --timeout inside a probe pod: most of the pod's budget, the rest
+// left for the pod to start and the report to be read back.
+func probeBudget(pod time.Duration) time.Duration {
+	return max(pod*4/5, pod-30*time.Second)
 }
