@@ -185,8 +185,11 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	if v == nil {
 		return err
 	}
-	if err != nil {
-		v.Notes = append(v.Notes, "the run stopped early: "+err.Error())
+	runErr := err
+	if runErr != nil {
+		// the run could not start its probes: the report says what was cleaned up, the exit says 2
+		v.Class = report.ClassOther
+		v.Notes = append(v.Notes, "the run stopped before its probes: "+runErr.Error())
 	}
 	if o.junit != "" {
 		if jerr := writeJUnit(o.junit, v); jerr != nil {
@@ -204,6 +207,9 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	var se *SignalError
 	if errors.As(context.Cause(cmd.Context()), &se) {
 		return &ExitError{Code: se.ExitCode()}
+	}
+	if runErr != nil {
+		return runErr
 	}
 	if v.Class != report.ClassOK || len(v.LeftBehind) > 0 {
 		return &ExitError{Code: ExitBroken}

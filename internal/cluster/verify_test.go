@@ -259,3 +259,20 @@ func TestVerifyFromPod(t *testing.T) {
 		t.Errorf("without --from-pod the right is not needed: %v", err)
 	}
 }
+
+// A run that cannot start its probes (its namespace cannot be made) says why and leaves nothing.
+func TestVerifyWithoutItsNamespace(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc)
+	fc.PrependReactor("create", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, &forbidden{}
+	})
+	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()},
+		VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, Binary: func(string) ([]byte, error) { return []byte("bin"), nil }})
+	if err == nil || !strings.Contains(err.Error(), "namespace pullpath does not exist and cannot be created") {
+		t.Fatalf("err = %v", err)
+	}
+	if v == nil || len(v.LeftBehind) != 0 || len(v.Pools) != 0 {
+		t.Errorf("report %+v", v)
+	}
+}
