@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pullpath/pullpath/internal/cri"
+	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// dialCRI connects to --cri's socket, or with no value to the first runtime socket under the host
+// root (the probe's --host-root, else the node's root).
+func (o *probeOptions) dialCRI(ctx context.Context) (*cri.Client, error) {
+	sock := o.cri
+	if sock == "auto" {
+		root := o.hostRoot
+		if root == "" || root == "none" {
+			root = nodeRoot
+		}
+		if root == "" {
+			root = "/"
+		}
+		s, err := cri.FindSocket(root)
+		if err != nil {
+			return nil, fmt.Errorf("--cri: %w", err)
+		}
+		sock = s
+	}
+	c, err := cri.Dial(ctx, sock, cri.DefaultDialTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("--cri: %w", err)
+	}
+	return c, nil
+}
+
+// runtimePull asks the runtime to pull the image with the credentials the walk presented: the
+// flag's, the pull secret's, the docker config's, or the kubelet's credential provider's (run
+// again, as the kubelet runs it before each pull). With none, the runtime uses its own
+// configuration, as it would for the kubelet.
+func (o *probeOptions) runtimePull(ctx context.Context, c *cri.Client, rep *report.Probe) *report.CRIResult {
+	cred := o.probe.Credential
+	if p := o.probe.Provider; p != nil && cred.Anonymous() {
+		if pc, _, f := p.Run(ctx); f == nil {
+			cred = pc
+		}
+	}
+	auth := cri.Auth{Username: cred.Username, Password: cred.Password, IdentityToken: cred.IdentityToken, RegistryToken: cred.RegistryToken}
+	if ref, err := registry.ParseReference(o.image); err == nil {
+		auth.ServerAddress = ref.Registry
+	}
+	if o.output == "text" && !o.quiet {
+		fmt.Fprintf(o.streams.ErrOut, "pullpath: asking %s to pull %s itself over the CRI\n", c.Socket, o.image)
+	}
+	return cri.Check(ctx, c, cri.Request{Image: o.image, Auth: auth, Fresh: o.criFresh, Probe: rep, Timeout: o.timeout})
+}
