@@ -50,7 +50,11 @@ func TestCheck(t *testing.T) {
 			setup:  func(r *critest.Runtime) { r.AddImage(img, "sha256:aa"); r.AddContainer("web", img) },
 			result: "skipped", note: "never evicted", pulls: 0},
 		{name: "present, unused, --cri-fresh: removed then pulled", fresh: true, probe: ok,
-			setup:  func(r *critest.Runtime) { r.AddImage(img, "sha256:aa"); r.AddImage("other:1", "sha256:bb"); r.AddContainer("db", "other:1") },
+			setup: func(r *critest.Runtime) {
+				r.AddImage(img, "sha256:aa")
+				r.AddImage("other:1", "sha256:bb")
+				r.AddContainer("db", "other:1")
+			},
 			result: "ok", class: report.ClassOK, removed: true, agrees: "true", pulls: 1},
 		{name: "runtime error text: route, agrees with route", setup: func(r *critest.Runtime) { r.FailPulls(refused) }, probe: route,
 			result: "failed", class: report.ClassRoute, agrees: "true", pulls: 1},

@@ -75,7 +75,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 		}
 	}
 	if c := p.CRI; c != nil {
-		wrap(b, "  runtime   ", "            ", criLine(c), width)
+		wrap(b, "  cri       ", "            ", criLine(c), width)
 	}
 	for _, x := range p.Warnings {
 		label := paint(o.Color, styleYellow, "WARNING")
