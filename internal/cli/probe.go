@@ -21,7 +21,6 @@ import (
 
 	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
-	"github.com/pullpath/pullpath/internal/cri"
 	"github.com/pullpath/pullpath/internal/probe"
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
@@ -425,22 +424,22 @@ func (o *probeOptions) skipMissingHostsFile() {
 // it has not returned a grace period later (a bug), the command gives up rather than hang.
 func (o *probeOptions) Run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
-	var rt *cri.Client
+	var runtimePull func(context.Context, *report.Probe) *report.CRIResult
 	if o.cri != "" {
 		// before the walk: a runtime that does not answer is a usage problem, found in seconds
-		c, err := o.dialCRI(ctx)
+		pull, closeCRI, err := o.prepareCRI(ctx)
 		if err != nil {
 			return err
 		}
-		defer c.Close()
-		rt = c
+		defer closeCRI()
+		runtimePull = pull
 	}
 	rep, err := runBounded(ctx, o.timeout, func(ctx context.Context) (*report.Probe, error) { return probe.Run(ctx, o.probe) })
 	if err != nil {
 		return err
 	}
-	if rt != nil && rep.Interrupted == nil {
-		rep.CRI = o.runtimePull(ctx, rt, rep)
+	if runtimePull != nil && rep.Interrupted == nil {
+		rep.CRI = runtimePull(ctx, rep)
 	}
 	exit := ExitBroken
 	if i := rep.Interrupted; i != nil {

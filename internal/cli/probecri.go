@@ -1,3 +1,5 @@
+//go:build !probeonly
+
 package cli
 
 import (
@@ -32,6 +34,16 @@ func (o *probeOptions) dialCRI(ctx context.Context) (*cri.Client, error) {
 		return nil, fmt.Errorf("--cri: %w", err)
 	}
 	return c, nil
+}
+
+// prepareCRI connects to the runtime and returns the pull to run after the walk, and the close.
+func (o *probeOptions) prepareCRI(ctx context.Context) (func(context.Context, *report.Probe) *report.CRIResult, func(), error) {
+	c, err := o.dialCRI(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pull := func(ctx context.Context, rep *report.Probe) *report.CRIResult { return o.runtimePull(ctx, c, rep) }
+	return pull, func() { c.Close() }, nil
 }
 
 // runtimePull asks the runtime to pull the image with the credentials the walk presented: the
