@@ -2,6 +2,8 @@ package cli
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -163,3 +165,27 @@ func TestProbeCRIErrors(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// --cri with no value finds the runtime's socket under the node's root, in the documented order.
+func TestProbeCRIFindsSocket(t *testing.T) {
+	e := lab(t)
+	root, err := os.MkdirTemp("", "crr") // socket paths are limited to 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	withNodeRoot(t, root)
+	r := run(t, "", labArgs(e, "--anonymous", "--cri", e.Lab.Ref("team/app:1.4"))...)
+	if r.code != 2 || !strings.Contains(r.errOut, "no CRI socket found") || !strings.Contains(r.errOut, filepath.Join(root, "var/run/crio/crio.sock")) {
+		t.Fatalf("no socket: exit %d, stderr %q", r.code, r.errOut)
+	}
+	rt := critest.StartAt(t, filepath.Join(root, "run/k3s/containerd/containerd.sock"))
+	r = run(t, demo.Password+"\n", labArgs(e, "-u", demo.User, "--password-stdin", "-o", "json", "--cri", e.Lab.Ref("team/app:1.4"))...)
+	var doc criDoc
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || r.code != 0 {
+		t.Fatalf("exit %d, %v: %s %s", r.code, err, r.out, r.errOut)
+	}
+	if doc.CRI == nil || doc.CRI.Socket != rt.Socket || doc.CRI.Result != "ok" || len(rt.Pulls()) != 1 {
+		t.Errorf("cri %+v, want the k3s socket %s and one pull", doc.CRI, rt.Socket)
+	}
+}

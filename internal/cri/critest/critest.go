@@ -5,6 +5,7 @@ package critest
 import (
 	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -38,7 +39,15 @@ func Start(t testing.TB) *Runtime {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(dir, "cri.sock")
+	return StartAt(t, filepath.Join(dir, "cri.sock"))
+}
+
+// StartAt serves a fake runtime on the socket path sock (its directory is created).
+func StartAt(t testing.TB, sock string) *Runtime {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(sock), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	l, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
