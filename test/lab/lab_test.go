@@ -64,10 +64,11 @@ type labCase struct {
 	warn     string // a warning the probe must give (mirror fallback)
 	runtime  string // a warning `pullpath runtime` must give
 	podClass string // probe class from the pod namespace (the VPN sidecar case)
+	cri      bool   // also ask containerd over the CRI (probe --cri): its verdict must be containerd's own
 }
 
 var cases = []labCase{
-	{name: "healthy, blobs redirected to a blob host", image: "registry.lab.test/%s:v1", wantPull: true, class: "ok"},
+	{name: "healthy, blobs redirected to a blob host", image: "registry.lab.test/%s:v1", wantPull: true, class: "ok", cri: true},
 	{name: "healthy, blobs from the registry", image: "direct.lab.test:4443/%s:v1", wantPull: true, class: "ok"},
 	{name: "healthy with credentials", image: "registry.lab.test:5000/%s:v1", creds: labUser + ":" + labPass, wantPull: true, class: "ok"},
 	{name: "registry name NXDOMAIN", image: "nxd.lab.test/%s:v1", explain: "dns", class: "dns", role: "registry"},
@@ -78,8 +79,8 @@ var cases = []labCase{
 		},
 		after: func(e *env) { e.run("ip", "netns", "exec", e.nsReg, "nft", "flush", "chain", "inet", "pplab", "dns") }},
 	{name: "no route to the registry", image: "noroute.lab.test/%s:v1", explain: "route", class: "route", role: "registry"},
-	{name: "registry port refused", image: "registry.lab.test:5999/%s:v1", explain: "route", class: "route", role: "registry"},
-	{name: "untrusted CA", image: "registry.lab.test:5002/%s:v1", explain: "tls", class: "tls", role: "registry"},
+	{name: "registry port refused", image: "registry.lab.test:5999/%s:v1", explain: "route", class: "route", role: "registry", cri: true},
+	{name: "untrusted CA", image: "registry.lab.test:5002/%s:v1", explain: "tls", class: "tls", role: "registry", cri: true},
 	{name: "wrong-name certificate", image: "registry.lab.test:5003/%s:v1", explain: "tls", class: "tls", role: "registry"},
 	{name: "expired certificate", image: "registry.lab.test:5006/%s:v1", explain: "tls", class: "tls", role: "registry"},
 	{name: "plain HTTP registry", image: "registry.lab.test:5004/%s:v1", explain: "tls", class: "tls", role: "registry"},
@@ -119,6 +120,11 @@ type probeResult struct {
 		Bytes      int64   `json:"bytes"`
 		DurationMs float64 `json:"durationMs"`
 	} `json:"download"`
+	CRI *struct {
+		PresentBefore, Removed bool
+		Result, Class, Note    string
+		Agrees                 *bool
+	} `json:"cri"`
 	raw string
 }
 
@@ -204,9 +210,30 @@ func (e *env) runCase(c labCase) *result {
 			r.problems = append(r.problems, fmt.Sprintf("explain class %q, want %q for containerd's error: %s", r.explain, c.explain, r.pullErr))
 		}
 	}
+	var criArgs []string
+	if c.cri {
+		criArgs = []string{"--cri=" + sock}
+		if r.pullOK {
+			// crictl's pull left the image cached: --cri alone must not pull it (the cached-image lie)
+			pr := e.probe(e.nsNode, root, c, criArgs)
+			if x := pr.CRI; x == nil || x.Result != "skipped" || !x.PresentBefore || x.Removed || !strings.Contains(x.Note, "cached-image lie") {
+				r.problems = append(r.problems, fmt.Sprintf("probe --cri on a cached image: %+v, want skipped with the cached-image note\n%s", x, clip(pr.raw)))
+			}
+			criArgs = append(criArgs, "--cri-fresh")
+		}
+	}
 	start = time.Now()
-	r.probe = e.probe(e.nsNode, root, c, nil)
+	r.probe = e.probe(e.nsNode, root, c, criArgs)
 	r.probeTime = time.Since(start)
+	if c.cri {
+		want, wantClass := "failed", r.explain
+		if r.pullOK {
+			want, wantClass = "ok", "ok"
+		}
+		if x := r.probe.CRI; x == nil || x.Result != want || x.Class != wantClass || x.Agrees == nil || !*x.Agrees || x.Removed != r.pullOK {
+			r.problems = append(r.problems, fmt.Sprintf("probe --cri: %+v, want result %s class %s (containerd's own) agreeing with the probe\n%s", x, want, wantClass, clip(r.probe.raw)))
+		}
+	}
 	if r.probe.Class != c.class {
 		r.problems = append(r.problems, fmt.Sprintf("probe class %q (%s), want %q\n%s", r.probe.Class, r.probe.Code, c.class, clip(r.probe.raw)))
 	}
@@ -267,7 +294,7 @@ func (e *env) probe(ns, root string, c labCase, extra []string) probeResult {
 func (e *env) table(rs []*result) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tCONTAINERD\tTIME\tEXPLAIN\tPROBE\tHOST (ROLE)\tTIME\tRESULT")
+	fmt.Fprintln(tw, "CASE\tCONTAINERD\tTIME\tEXPLAIN\tPROBE\tHOST (ROLE)\tTIME\tPROBE --CRI\tRESULT")
 	for _, r := range rs {
 		pull := "ok"
 		if !r.pullOK {
@@ -289,8 +316,18 @@ func (e *env) table(rs []*result) string {
 		if ex == "" {
 			ex = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.c.name, pull, r.pullTime.Round(10*time.Millisecond), ex, probe, host,
-			r.probeTime.Round(10*time.Millisecond), verdict)
+		cri := "-"
+		if x := r.probe.CRI; x != nil {
+			cri = x.Result + " " + x.Class
+			if x.Removed {
+				cri += " (fresh)"
+			}
+			if x.Agrees != nil && *x.Agrees {
+				cri += ", agrees"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.c.name, pull, r.pullTime.Round(10*time.Millisecond), ex, probe, host,
+			r.probeTime.Round(10*time.Millisecond), cri, verdict)
 	}
 	_ = tw.Flush()
 	return b.String()
