@@ -103,7 +103,7 @@ func TestProbeCRI(t *testing.T) {
 			}
 			// the runtime pulled with the walk's credentials
 			for _, p := range rt.Pulls() {
-				if p.Auth.GetUsername() != demo.User || p.Auth.GetPassword() != demo.Password {
+				if p.Auth.GetUsername() != demo.User || p.Auth.GetPassword() != demo.Password || p.Auth.GetServerAddress() != "" {
 					t.Errorf("PullImage got user %q and not the walk's credentials", p.Auth.GetUsername())
 				}
 			}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/pullpath/pullpath/internal/cri"
-	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -57,10 +56,10 @@ func (o *probeOptions) runtimePull(ctx context.Context, c *cri.Client, rep *repo
 			cred = pc
 		}
 	}
+	// No ServerAddress, as crictl --creds: containerd's CRI (ParseAuth, 1.6 to 2.x) drops the
+	// credentials for any host that is not url.Parse(ServerAddress).Host, and "reg:5000" without a
+	// scheme parses to no host at all; the walk presented them to every host, so does the runtime.
 	auth := cri.Auth{Username: cred.Username, Password: cred.Password, IdentityToken: cred.IdentityToken, RegistryToken: cred.RegistryToken}
-	if ref, err := registry.ParseReference(o.image); err == nil {
-		auth.ServerAddress = ref.Registry
-	}
 	if o.output == "text" && !o.quiet {
 		fmt.Fprintf(o.streams.ErrOut, "pullpath: asking %s to pull %s itself over the CRI\n", c.Socket, o.image)
 	}

@@ -64,11 +64,10 @@ type labCase struct {
 	warn     string // a warning the probe must give (mirror fallback)
 	runtime  string // a warning `pullpath runtime` must give
 	podClass string // probe class from the pod namespace (the VPN sidecar case)
-	cri      bool   // also ask containerd over the CRI (probe --cri): its verdict must be containerd's own
 }
 
 var cases = []labCase{
-	{name: "healthy, blobs redirected to a blob host", image: "registry.lab.test/%s:v1", wantPull: true, class: "ok", cri: true},
+	{name: "healthy, blobs redirected to a blob host", image: "registry.lab.test/%s:v1", wantPull: true, class: "ok"},
 	{name: "healthy, blobs from the registry", image: "direct.lab.test:4443/%s:v1", wantPull: true, class: "ok"},
 	{name: "healthy with credentials", image: "registry.lab.test:5000/%s:v1", creds: labUser + ":" + labPass, wantPull: true, class: "ok"},
 	{name: "registry name NXDOMAIN", image: "nxd.lab.test/%s:v1", explain: "dns", class: "dns", role: "registry"},
@@ -79,8 +78,8 @@ var cases = []labCase{
 		},
 		after: func(e *env) { e.run("ip", "netns", "exec", e.nsReg, "nft", "flush", "chain", "inet", "pplab", "dns") }},
 	{name: "no route to the registry", image: "noroute.lab.test/%s:v1", explain: "route", class: "route", role: "registry"},
-	{name: "registry port refused", image: "registry.lab.test:5999/%s:v1", explain: "route", class: "route", role: "registry", cri: true},
-	{name: "untrusted CA", image: "registry.lab.test:5002/%s:v1", explain: "tls", class: "tls", role: "registry", cri: true},
+	{name: "registry port refused", image: "registry.lab.test:5999/%s:v1", explain: "route", class: "route", role: "registry"},
+	{name: "untrusted CA", image: "registry.lab.test:5002/%s:v1", explain: "tls", class: "tls", role: "registry"},
 	{name: "wrong-name certificate", image: "registry.lab.test:5003/%s:v1", explain: "tls", class: "tls", role: "registry"},
 	{name: "expired certificate", image: "registry.lab.test:5006/%s:v1", explain: "tls", class: "tls", role: "registry"},
 	{name: "plain HTTP registry", image: "registry.lab.test:5004/%s:v1", explain: "tls", class: "tls", role: "registry"},
@@ -210,9 +209,9 @@ func (e *env) runCase(c labCase) *result {
 			r.problems = append(r.problems, fmt.Sprintf("explain class %q, want %q for containerd's error: %s", r.explain, c.explain, r.pullErr))
 		}
 	}
-	var criArgs []string
-	if c.cri {
-		criArgs = []string{"--cri=" + sock}
+	// every case also asks containerd over the CRI (probe --cri): its verdict must be containerd's own
+	criArgs := []string{"--cri=" + sock}
+	{
 		if r.pullOK {
 			// crictl's pull left the image cached: --cri alone must not pull it (the cached-image lie)
 			pr := e.probe(e.nsNode, root, c, criArgs)
@@ -225,7 +224,7 @@ func (e *env) runCase(c labCase) *result {
 	start = time.Now()
 	r.probe = e.probe(e.nsNode, root, c, criArgs)
 	r.probeTime = time.Since(start)
-	if c.cri {
+	{
 		want, wantClass := "failed", r.explain
 		if r.pullOK {
 			want, wantClass = "ok", "ok"
