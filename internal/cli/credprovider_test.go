@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullpath/pullpath/internal/cri/critest"
 	"github.com/pullpath/pullpath/internal/demo"
 )
 
@@ -50,6 +51,13 @@ func TestProbeUsesTheKubeletsCredentialProvider(t *testing.T) {
 	}
 	if strings.Contains(r.out, demo.Password) || strings.Contains(r.errOut, demo.Password) {
 		t.Error("the provider's password reached the output")
+	}
+	// probe --cri: the runtime pulls with the identity the provider gave the walk, never printed
+	rt := critest.Start(t)
+	r = probe("", "--cri="+rt.Socket)
+	if p := rt.Pulls(); r.code != ExitOK || len(p) != 1 || p[0].Auth.GetUsername() != demo.User || p[0].Auth.GetPassword() != demo.Password ||
+		strings.Contains(r.out+r.errOut, demo.Password) || !strings.Contains(r.out, `"agrees": true`) {
+		t.Errorf("--cri with the provider's identity: exit %d, pulls %d\n%.600s", r.code, len(p), r.out)
 	}
 	tree(`fail`)
 	r = probe("")

@@ -52,6 +52,8 @@ type probeOptions struct {
 	runtime       string
 	quiet         bool
 	noDownload    bool
+	cri           string // CRI socket, or "auto" for the runtime's socket under the host root
+	criFresh      bool
 
 	connectTimeout, tlsTimeout, headerTimeout, stallTimeout, timeout time.Duration
 	concurrency                                                      int
@@ -136,6 +138,9 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.DurationVar(&o.stallTimeout, "stall-timeout", probe.DefaultStallTimeout, "a blob download with no bytes for this long is a stall")
 	f.DurationVar(&o.timeout, "timeout", probe.DefaultTimeout, "bound on the whole probe")
 	f.IntVar(&o.concurrency, "concurrency", probe.DefaultConcurrency, "parallel blob downloads")
+	f.StringVar(&o.cri, "cri", "", "after the walk, ask the node's runtime over the CRI to pull the image with the same credentials and set its verdict beside the probe's (default socket: containerd's, k3s's or CRI-O's under the host root)")
+	f.Lookup("cri").NoOptDefVal = "auto"
+	f.BoolVar(&o.criFresh, "cri-fresh", false, "with --cri: remove a cached image first so the runtime really pulls it, but only when no container uses it (an image in use is never evicted)")
 	f.BoolVar(&o.noDownload, "no-download", false, "stop after the manifest and the first byte of each layer (every blob host still reached): for very large images or a rate-limited registry; NOT a full pull, reported as such")
 	addQuiet(cmd, &o.quiet)
 	return cmd
@@ -360,6 +365,9 @@ func (o *probeOptions) Validate() error {
 	if o.username != "" && !o.passwordStdin && o.pullSecret == "" {
 		return errors.New("--username needs --password-stdin (passwords are never taken as flags: they end up in shell history and ps)")
 	}
+	if o.criFresh && o.cri == "" {
+		return errors.New("--cri-fresh needs --cri")
+	}
 	if o.concurrency < 1 || o.concurrency > 64 {
 		return fmt.Errorf("--concurrency %d: want 1 to 64", o.concurrency)
 	}
@@ -416,9 +424,22 @@ func (o *probeOptions) skipMissingHostsFile() {
 // it has not returned a grace period later (a bug), the command gives up rather than hang.
 func (o *probeOptions) Run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
+	var runtimePull func(context.Context, *report.Probe) *report.CRIResult
+	if o.cri != "" {
+		// before the walk: a runtime that does not answer is a usage problem, found in seconds
+		pull, closeCRI, err := o.prepareCRI(ctx)
+		if err != nil {
+			return err
+		}
+		defer closeCRI()
+		runtimePull = pull
+	}
 	rep, err := runBounded(ctx, o.timeout, func(ctx context.Context) (*report.Probe, error) { return probe.Run(ctx, o.probe) })
 	if err != nil {
 		return err
+	}
+	if runtimePull != nil && rep.Interrupted == nil {
+		rep.CRI = runtimePull(ctx, rep)
 	}
 	exit := ExitBroken
 	if i := rep.Interrupted; i != nil {

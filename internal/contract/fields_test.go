@@ -40,7 +40,7 @@ var fieldValues = map[string]any{
 	"report.PullFailureGroup.Command": "pullpath pod web-new -n shop",
 	"report.Download.Partial":         "no-download", "report.Download.Verified": false,
 	"report.Verification.APIVersion": report.APIVersion, "report.Verification.Kind": "Verification",
-	"report.PoolResult.Delivery": "image", "report.RuntimePull.Result": "failed",
+	"report.PoolResult.Delivery": "image", "report.RuntimePull.Result": "failed", "report.CRIResult.Result": "failed",
 	"report.HTTP.Status": 403, "report.Hop.Status": 200, "report.Hop.Seq": 1,
 }
 

@@ -41,6 +41,7 @@ type Probe struct {
 	Resolver  Resolver   `json:"resolver"`
 	Trust     Trust      `json:"trust"`
 	Runtime   *Runtime   `json:"runtime,omitempty"` // with --host-root: the runtime's hosts as tried
+	CRI       *CRIResult `json:"cri,omitempty"`     // with --cri: the runtime's own pull
 	Warnings  []Warning  `json:"warnings,omitempty"`
 	Steps     []Step     `json:"steps"`
 	Hops      []Hop      `json:"hops"`

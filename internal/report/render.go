@@ -74,6 +74,9 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			wrap(b, "  look at   ", "            ", p.WhereToLook, width)
 		}
 	}
+	if c := p.CRI; c != nil {
+		wrap(b, "  cri       ", "            ", criLine(c), width)
+	}
 	for _, x := range p.Warnings {
 		label := paint(o.Color, styleYellow, "WARNING")
 		wrap(b, "  "+label+"   ", "            ", string(x.Code)+": "+x.Message, width)

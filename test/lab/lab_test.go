@@ -119,6 +119,11 @@ type probeResult struct {
 		Bytes      int64   `json:"bytes"`
 		DurationMs float64 `json:"durationMs"`
 	} `json:"download"`
+	CRI *struct {
+		PresentBefore, Removed bool
+		Result, Class, Note    string
+		Agrees                 *bool
+	} `json:"cri"`
 	raw string
 }
 
@@ -204,9 +209,30 @@ func (e *env) runCase(c labCase) *result {
 			r.problems = append(r.problems, fmt.Sprintf("explain class %q, want %q for containerd's error: %s", r.explain, c.explain, r.pullErr))
 		}
 	}
+	// every case also asks containerd over the CRI (probe --cri): its verdict must be containerd's own
+	criArgs := []string{"--cri=" + sock}
+	{
+		if r.pullOK {
+			// crictl's pull left the image cached: --cri alone must not pull it (the cached-image lie)
+			pr := e.probe(e.nsNode, root, c, criArgs)
+			if x := pr.CRI; x == nil || x.Result != "skipped" || !x.PresentBefore || x.Removed || !strings.Contains(x.Note, "cached-image lie") {
+				r.problems = append(r.problems, fmt.Sprintf("probe --cri on a cached image: %+v, want skipped with the cached-image note\n%s", x, clip(pr.raw)))
+			}
+			criArgs = append(criArgs, "--cri-fresh")
+		}
+	}
 	start = time.Now()
-	r.probe = e.probe(e.nsNode, root, c, nil)
+	r.probe = e.probe(e.nsNode, root, c, criArgs)
 	r.probeTime = time.Since(start)
+	{
+		want, wantClass := "failed", r.explain
+		if r.pullOK {
+			want, wantClass = "ok", "ok"
+		}
+		if x := r.probe.CRI; x == nil || x.Result != want || x.Class != wantClass || x.Agrees == nil || !*x.Agrees || x.Removed != r.pullOK {
+			r.problems = append(r.problems, fmt.Sprintf("probe --cri: %+v, want result %s class %s (containerd's own) agreeing with the probe\n%s", x, want, wantClass, clip(r.probe.raw)))
+		}
+	}
 	if r.probe.Class != c.class {
 		r.problems = append(r.problems, fmt.Sprintf("probe class %q (%s), want %q\n%s", r.probe.Class, r.probe.Code, c.class, clip(r.probe.raw)))
 	}
@@ -267,7 +293,7 @@ func (e *env) probe(ns, root string, c labCase, extra []string) probeResult {
 func (e *env) table(rs []*result) string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "CASE\tCONTAINERD\tTIME\tEXPLAIN\tPROBE\tHOST (ROLE)\tTIME\tRESULT")
+	fmt.Fprintln(tw, "CASE\tCONTAINERD\tTIME\tEXPLAIN\tPROBE\tHOST (ROLE)\tTIME\tPROBE --CRI\tRESULT")
 	for _, r := range rs {
 		pull := "ok"
 		if !r.pullOK {
@@ -289,8 +315,18 @@ func (e *env) table(rs []*result) string {
 		if ex == "" {
 			ex = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.c.name, pull, r.pullTime.Round(10*time.Millisecond), ex, probe, host,
-			r.probeTime.Round(10*time.Millisecond), verdict)
+		cri := "-"
+		if x := r.probe.CRI; x != nil {
+			cri = x.Result + " " + x.Class
+			if x.Removed {
+				cri += " (fresh)"
+			}
+			if x.Agrees != nil && *x.Agrees {
+				cri += ", agrees"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.c.name, pull, r.pullTime.Round(10*time.Millisecond), ex, probe, host,
+			r.probeTime.Round(10*time.Millisecond), cri, verdict)
 	}
 	_ = tw.Flush()
 	return b.String()
