@@ -88,5 +88,5 @@ func Check(ctx context.Context, c *Client, req Request) *report.CRIResult {
 	return res
 }
 
-// redact keeps credentials out of a runtime's error text.
-func redact(err error) string { return events.Classify(err.Error()).Message }
+// redact keeps credentials and control characters out of a runtime's error text.
+func redact(err error) string { return events.Redact(err.Error()) }

@@ -668,6 +668,17 @@ var (
 	reKV      = mustLit(`(?i)\b(password|passwd|secret|access_token|refresh_token|token)=([^&\s"]+)`)
 )
 
+// Redact is a message as explain shows it: at most maxMessage bytes, terminal escapes removed and
+// other control characters escaped, credentials redacted (signed URL queries, Authorization
+// values, password= and token= pairs). For another program's text shown as evidence (a runtime's
+// error, a credential provider's stderr); Classify's Message is the same.
+func Redact(msg string) string {
+	if len(msg) > maxMessage {
+		msg = msg[:maxMessage]
+	}
+	return redactText(cleanText(msg))
+}
+
 // redactText removes credentials from a message before it is shown or stored: signed URL queries,
 // Authorization headers, password= and token= pairs. Everything else is kept byte for byte.
 func redactText(s string) string {
