@@ -5,9 +5,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 
+	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/cri"
 	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // dialCRI connects to --cri's socket, or with no value to the first runtime socket under the host
@@ -22,7 +25,10 @@ func (o *probeOptions) dialCRI(ctx context.Context) (*cri.Client, error) {
 		if root == "" {
 			root = "/"
 		}
-		s, err := cri.FindSocket(root)
+		// the socket the kubelet pulls through first: its --image-service-endpoint or
+		// --container-runtime-endpoint (or their KubeletConfiguration fields)
+		k, _, _ := credprovider.FindKubelet(runtimeconfig.Root{FS: os.DirFS(root), Name: root})
+		s, err := cri.FindSocket(root, k.ImageEndpoint, k.ImageEndpointOrigin)
 		if err != nil {
 			return nil, fmt.Errorf("--cri: %w", err)
 		}

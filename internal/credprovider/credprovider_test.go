@@ -122,6 +122,36 @@ func TestFindKubeletFlags(t *testing.T) {
 	}
 }
 
+// The CRI endpoint the kubelet pulls through: the image service endpoint before the runtime's, the
+// flags before the KubeletConfiguration's fields, each with where it was set.
+func TestFindKubeletImageEndpoint(t *testing.T) {
+	for name, c := range map[string]struct {
+		fs             fstest.MapFS
+		endpoint, from string
+	}{
+		"runtime endpoint in the config file": {fstest.MapFS{
+			"etc/default/kubelet": {Data: []byte("KUBELET_FLAGS=--config=/etc/kubelet.yaml\n")},
+			"etc/kubelet.yaml":    {Data: []byte("kind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///run/x/containerd.sock\n")},
+		}, "unix:///run/x/containerd.sock", "/etc/kubelet.yaml:2"},
+		"image endpoint in the file wins over the runtime flag": {fstest.MapFS{
+			"etc/default/kubelet": {Data: []byte("KUBELET_FLAGS=--config=/etc/kubelet.yaml --container-runtime-endpoint=unix:///run/rt.sock\n")},
+			"etc/kubelet.yaml":    {Data: []byte("kind: KubeletConfiguration\nimageServiceEndpoint: unix:///run/img.sock\n")},
+		}, "unix:///run/img.sock", "/etc/kubelet.yaml:2"},
+		"flag wins over the file": {fstest.MapFS{
+			"etc/default/kubelet": {Data: []byte("KUBELET_FLAGS=--config /etc/kubelet.yaml --container-runtime-endpoint unix:///run/flag.sock\n")},
+			"etc/kubelet.yaml":    {Data: []byte("kind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///run/file.sock\n")},
+		}, "unix:///run/flag.sock", "/etc/default/kubelet:1"},
+		"config file unreadable: the flags still count": {fstest.MapFS{
+			"etc/default/kubelet": {Data: []byte("KUBELET_FLAGS=--container-runtime-endpoint=unix:///run/flag.sock --config=/gone.yaml\n")},
+		}, "unix:///run/flag.sock", "/etc/default/kubelet:1"},
+	} {
+		k, _, _ := FindKubelet(runtimeconfig.Root{FS: c.fs, Name: "/host"})
+		if k.ImageEndpoint != c.endpoint || k.ImageEndpointOrigin != c.from {
+			t.Errorf("%s: %q from %q, want %q from %q", name, k.ImageEndpoint, k.ImageEndpointOrigin, c.endpoint, c.from)
+		}
+	}
+}
+
 var (
 	buildOnce sync.Once
 	built     string

@@ -15,10 +15,14 @@ import (
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
-// Kubelet is where the kubelet takes its credential providers from, with where each was set.
+// Kubelet is where the kubelet takes its credential providers from, and the runtime it asks to
+// pull, with where each was set.
 type Kubelet struct {
 	ConfigPath, ConfigOrigin string // --image-credential-provider-config (or the KubeletConfiguration field)
 	BinDir, BinDirOrigin     string // --image-credential-provider-bin-dir
+	// ImageEndpoint is the CRI endpoint the kubelet pulls through: --image-service-endpoint, else
+	// --container-runtime-endpoint (or their KubeletConfiguration fields); "" when not set.
+	ImageEndpoint, ImageEndpointOrigin string
 }
 
 // argVars are the variables distributions hand kubelet flags in (kubeadm, AKS, EKS, k8s packages).
@@ -37,13 +41,14 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 	words := kubeletWords(root)
 	// as pflag: the last occurrence of a flag wins
 	var configFile, configOrigin string
+	var eps endpoints
 	for i := 0; i < len(words); i++ {
 		name, val, hasVal := strings.Cut(strings.TrimLeft(words[i].text, "-"), "=")
 		if !strings.HasPrefix(words[i].text, "-") {
 			continue
 		}
 		switch name {
-		case "image-credential-provider-config", "image-credential-provider-bin-dir", "config":
+		case "image-credential-provider-config", "image-credential-provider-bin-dir", "config", "container-runtime-endpoint", "image-service-endpoint":
 		default:
 			continue
 		}
@@ -62,13 +67,23 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 			k.BinDir, k.BinDirOrigin = val, origin
 		case "config":
 			configFile, configOrigin = val, origin
+		case "container-runtime-endpoint":
+			eps.runtime = [2]string{val, origin}
+		case "image-service-endpoint":
+			eps.image = [2]string{val, origin}
 		}
 	}
 	if configFile != "" {
 		// the flags win over the file's fields (the kubelet's precedence)
-		if err := fromKubeletConfig(root, configFile, configOrigin, &k); err != nil {
-			return k, false, err
-		}
+		err = fromKubeletConfig(root, configFile, configOrigin, &k, &eps)
+	}
+	// the kubelet pulls through the image service endpoint when one is set, else the runtime's
+	k.ImageEndpoint, k.ImageEndpointOrigin = eps.image[0], eps.image[1]
+	if k.ImageEndpoint == "" {
+		k.ImageEndpoint, k.ImageEndpointOrigin = eps.runtime[0], eps.runtime[1]
+	}
+	if err != nil {
+		return k, false, err
 	}
 	if k.ConfigPath == "" {
 		return k, false, nil
@@ -173,7 +188,7 @@ func splitWords(s string) []string {
 
 // fromKubeletConfig fills what the flags left empty from the KubeletConfiguration file's
 // imageCredentialProviderConfigPath and imageCredentialProviderBinDir (newer kubelets).
-func fromKubeletConfig(root runtimeconfig.Root, file, origin string, k *Kubelet) error {
+func fromKubeletConfig(root runtimeconfig.Root, file, origin string, k *Kubelet, eps *endpoints) error {
 	b, err := root.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("the kubelet's --config (%s): %w", origin, err)
@@ -183,8 +198,10 @@ func fromKubeletConfig(root runtimeconfig.Root, file, origin string, k *Kubelet)
 		return fmt.Errorf("the kubelet's configuration %s: neither YAML nor JSON: %v", file, err)
 	}
 	var kc struct {
-		ConfigPath string `json:"imageCredentialProviderConfigPath"`
-		BinDir     string `json:"imageCredentialProviderBinDir"`
+		ConfigPath      string `json:"imageCredentialProviderConfigPath"`
+		BinDir          string `json:"imageCredentialProviderBinDir"`
+		RuntimeEndpoint string `json:"containerRuntimeEndpoint"`
+		ImageEndpoint   string `json:"imageServiceEndpoint"`
 	}
 	if err := json.Unmarshal(j, &kc); err != nil {
 		return fmt.Errorf("the kubelet's configuration %s: %v", file, err)
@@ -195,7 +212,18 @@ func fromKubeletConfig(root runtimeconfig.Root, file, origin string, k *Kubelet)
 	if k.BinDir == "" && kc.BinDir != "" {
 		k.BinDir, k.BinDirOrigin = kc.BinDir, fmt.Sprintf("%s:%d", file, lineOf(b, "imageCredentialProviderBinDir"))
 	}
+	if eps.image[0] == "" && kc.ImageEndpoint != "" {
+		eps.image = [2]string{kc.ImageEndpoint, fmt.Sprintf("%s:%d", file, lineOf(b, "imageServiceEndpoint"))}
+	}
+	if eps.runtime[0] == "" && kc.RuntimeEndpoint != "" {
+		eps.runtime = [2]string{kc.RuntimeEndpoint, fmt.Sprintf("%s:%d", file, lineOf(b, "containerRuntimeEndpoint"))}
+	}
 	return nil
+}
+
+// endpoints are the kubelet's CRI endpoints as {value, origin}, flags first, then the config file.
+type endpoints struct {
+	runtime, image [2]string
 }
 
 // lineOf is the 1-based line of the first line containing all of subs, or 0.

@@ -2,6 +2,7 @@ package cri_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,7 +131,37 @@ func TestDialErrors(t *testing.T) {
 	if _, err := cri.Dial(context.Background(), f, 0); err == nil || !strings.Contains(err.Error(), "not a socket") {
 		t.Errorf("a file: %v", err)
 	}
-	if _, err := cri.FindSocket(dir); err == nil || !strings.Contains(err.Error(), "run/containerd/containerd.sock") {
+	if _, err := cri.FindSocket(dir, "", ""); err == nil || !strings.Contains(err.Error(), "run/containerd/containerd.sock") {
 		t.Errorf("FindSocket of an empty root: %v", err)
+	}
+	if _, err := cri.FindSocket(dir, "unix:///run/custom.sock", "/etc/default/kubelet:2"); err == nil ||
+		!strings.Contains(err.Error(), filepath.Join(dir, "run/custom.sock")+" (the kubelet's endpoint, /etc/default/kubelet:2)") {
+		t.Errorf("FindSocket names the kubelet's endpoint it tried: %v", err)
+	}
+}
+
+// The kubelet's endpoint wins over the default sockets: it is what the kubelet pulls through.
+func TestFindSocketPrefersTheKubelets(t *testing.T) {
+	dir := t.TempDir()
+	for _, p := range []string{"run/containerd/containerd.sock", "srv/cri/runtime.sock"} {
+		full := filepath.Join(dir, p)
+		os.MkdirAll(filepath.Dir(full), 0o755)
+		l, err := net.Listen("unix", full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+	}
+	for endpoint, want := range map[string]string{
+		"unix:///srv/cri/runtime.sock": "srv/cri/runtime.sock",
+		"/srv/cri/runtime.sock":        "srv/cri/runtime.sock",
+		"unix:///srv/cri/gone.sock":    "run/containerd/containerd.sock", // not there: the defaults
+		"":                             "run/containerd/containerd.sock",
+		"tcp://127.0.0.1:1":            "run/containerd/containerd.sock",
+	} {
+		got, err := cri.FindSocket(dir, endpoint, "kubelet.yaml:3")
+		if err != nil || got != filepath.Join(dir, want) {
+			t.Errorf("%q: %s, %v; want %s", endpoint, got, err, want)
+		}
 	}
 }

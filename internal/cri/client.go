@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -29,9 +30,21 @@ var Sockets = []string{
 	"var/run/crio/crio.sock",
 }
 
-// FindSocket returns the first CRI socket under root that exists, or an error naming every path tried.
-func FindSocket(root string) (string, error) {
+// FindSocket returns the CRI socket under root the kubelet pulls through — its image service
+// endpoint (endpoint, set at origin; "" when the kubelet's flags were not found) — else the first
+// of Sockets that exists, or an error naming every path tried.
+func FindSocket(root, endpoint, origin string) (string, error) {
 	var tried []string
+	if p, ok := strings.CutPrefix(endpoint, "unix://"); ok || strings.HasPrefix(endpoint, "/") {
+		if !ok {
+			p = endpoint
+		}
+		full := filepath.Join(root, p)
+		if fi, err := os.Stat(full); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+			return full, nil
+		}
+		tried = append(tried, full+" (the kubelet's endpoint, "+origin+")")
+	}
 	for _, s := range Sockets {
 		p := filepath.Join(root, s)
 		if fi, err := os.Stat(p); err == nil && fi.Mode()&fs.ModeSocket != 0 {
@@ -39,7 +52,7 @@ func FindSocket(root string) (string, error) {
 		}
 		tried = append(tried, p)
 	}
-	return "", fmt.Errorf("no CRI socket found (tried %v): is the runtime running, and is its socket mounted? give it with --cri=SOCKET", tried)
+	return "", fmt.Errorf("no CRI socket found (tried %s): is the runtime running, and is its socket mounted? give it with --cri=SOCKET", strings.Join(tried, ", "))
 }
 
 // Client talks to one runtime's ImageService and RuntimeService.

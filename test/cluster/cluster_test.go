@@ -53,6 +53,10 @@ const (
 	registryUser = "puller"
 	registryPass = "cluster-tier-not-secret"
 	authRegistry = registry + ":5001"
+	// the repositories the credential provider node's kubelet asks its providers about: one answers
+	// with the registry's credentials, the other with a password the registry rejects
+	providerGood = authRegistry + "/provider/good"
+	providerBad  = authRegistry + "/provider/bad"
 )
 
 // Resolvers a node's resolv.conf can point at.
@@ -83,6 +87,9 @@ type nodeSpec struct {
 	MaxImages            int      // nodeStatusMaxImages; 0 keeps the kubelet's default (50)
 	FillImages           int      // images imported before the kubelet starts, to fill status.images
 	PreloadImages        []string // repo:tag under registry.cluster.test, pushed and imported before the kubelet starts
+	// CredentialProvider: the kubelet runs the tests' credential provider (an exec plugin) for
+	// images under providerGood and providerBad, its flags in /etc/default/kubelet as AKS writes them
+	CredentialProvider bool
 }
 
 // scenario is the cluster the package's tests share (issues 9 and 10): pool A healthy, its newest
@@ -96,7 +103,8 @@ var scenario = clusterSpec{Nodes: []nodeSpec{
 	{Name: "poolc-1", Pool: "poolc", CanReachRegistry: true},
 	{Name: "poold-1", Pool: "poold", CanReachRegistry: true, CanReachBlobs: true, Resolver: resolverNoZone},
 	// the newest node: its import takes longest, and overlaps the others' registration
-	{Name: "poola-2", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true, FillImages: 52},
+	// and its kubelet trades the node's identity for registry credentials through a credential provider
+	{Name: "poola-2", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true, FillImages: 52, CredentialProvider: true},
 }}
 
 const (
@@ -147,9 +155,10 @@ type cluster struct {
 	// namespaces can be deleted, NotReady nodes are tainted.
 	Controllers bool
 
-	buildOnce sync.Once
-	pullpath  string
-	buildErr  error
+	buildOnce    sync.Once
+	providerOnce sync.Once // the test credential provider, built for the nodes that run it
+	pullpath     string
+	buildErr     error
 
 	closeOnce sync.Once
 	closeErr  error

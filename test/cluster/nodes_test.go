@@ -138,6 +138,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 		c.write(filepath.Join(n.dir, "var-lib", "dpkg", "status"), st, 0o644)
 	}
 
+	if s.CredentialProvider {
+		c.credentialProvider(n)
+	}
+
 	maxImages := ""
 	if s.MaxImages != 0 {
 		maxImages = fmt.Sprintf("nodeStatusMaxImages: %d\n", s.MaxImages)
@@ -191,6 +195,43 @@ evictionHard: {memory.available: "100Mi"}
 	}
 }
 
+// credentialProvider gives the node's kubelet the tests' credential provider, as AKS configures
+// acr-credential-provider: a CredentialProviderConfig and a bin dir named by flags in
+// /etc/default/kubelet. Two providers, one binary: pullpath-good answers with the registry's
+// credentials, pullpath-bad with a password the registry rejects. Both log who ran them.
+func (c *cluster) credentialProvider(n *node) {
+	dir := filepath.Join(n.dir, "var-lib", "kubelet-credential-provider")
+	c.providerOnce.Do(func() {
+		build := exec.Command("go", "build", "-trimpath", "-o", c.path("bin", "credential-provider"), "../../internal/credprovider/testdata/provider")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0") // static: verify's probe pod runs it from the node's disk
+		out, err := build.CombinedOutput()
+		c.check(err, "build the test credential provider: %s", out)
+	})
+	bin, err := os.ReadFile(c.path("bin", "credential-provider"))
+	c.check(err, "credential provider")
+	for _, name := range []string{"pullpath-good", "pullpath-bad"} {
+		c.write(filepath.Join(dir, "bin", name), bin, 0o755)
+	}
+	c.write(filepath.Join(dir, "config.yaml"), fmt.Appendf(nil, `apiVersion: kubelet.config.k8s.io/v1
+kind: CredentialProviderConfig
+providers:
+- name: pullpath-good
+  matchImages: [%q]
+  defaultCacheDuration: "0s"
+  apiVersion: credentialprovider.kubelet.k8s.io/v1
+  args: [ok, %s, %s]
+  env: [{name: PROVIDER_LOG, value: /var/lib/kubelet-credential-provider/calls.log}]
+- name: pullpath-bad
+  matchImages: [%q]
+  defaultCacheDuration: "0s"
+  apiVersion: credentialprovider.kubelet.k8s.io/v1
+  args: [ok, %s, rejected-by-the-registry]
+  env: [{name: PROVIDER_LOG, value: /var/lib/kubelet-credential-provider/calls.log}]
+`, providerGood, registryUser, registryPass, providerBad, registryUser), 0o644)
+	c.write(filepath.Join(n.dir, "etc-default", "kubelet"), []byte("KUBELET_FLAGS=--config="+filepath.Join(n.dir, "kubelet.yaml")+
+		" --image-credential-provider-config=/var/lib/kubelet-credential-provider/config.yaml --image-credential-provider-bin-dir=/var/lib/kubelet-credential-provider/bin\n"), 0o644)
+}
+
 // startNode runs the node: its network namespace, a private mount and PID namespace (one kill ends
 // every process of the node), a tmpfs on /run, the node's files bound over the machine's, containerd,
 // and the kubelet once the file kubelet.go appears.
@@ -200,7 +241,13 @@ func (c *cluster) startNode(n *node) {
 	for k, v := range s.Labels {
 		labels = append(labels, k+"="+v)
 	}
-	kubelet := strings.Join([]string{filepath.Join(c.bins, "kubelet"), "--config=" + filepath.Join(n.dir, "kubelet.yaml"),
+	mounts := ""
+	if s.CredentialProvider {
+		// the kubelet's flags come from the file pullpath probe --host-root reads: /etc/default/kubelet
+		// (an EnvironmentFile, as systemd reads it for AKS's kubelet.service: not shell syntax)
+		mounts = "mount --bind " + filepath.Join(n.dir, "etc-default") + " /etc/default\nKUBELET_FLAGS=$(sed -n 's/^KUBELET_FLAGS=//p' /etc/default/kubelet)"
+	}
+	kubelet := strings.Join([]string{filepath.Join(c.bins, "kubelet"), "$KUBELET_FLAGS", "--config=" + filepath.Join(n.dir, "kubelet.yaml"),
 		"--kubeconfig=" + filepath.Join(n.dir, "kubelet.kubeconfig"), "--hostname-override=" + s.Name, "--node-ip=" + n.ip,
 		"--node-labels=" + strings.Join(labels, ","), "--v=2"}, " ")
 	script := fmt.Sprintf(`set -e
@@ -210,11 +257,12 @@ mount --bind %[1]s/var-lib /var/lib
 mount --bind %[1]s/var-log /var/log
 mount --bind %[1]s/etc-containerd /etc/containerd
 mount --bind %[1]s/resolv.conf /etc/resolv.conf
+%[4]s
 containerd --config /etc/containerd/config.toml >%[2]s-containerd.log 2>&1 &
 while [ ! -e %[1]s/kubelet.go ]; do sleep 0.05; done
 %[3]s >%[2]s-kubelet.log 2>&1 &
 wait
-`, n.dir, c.path("logs", s.Name), kubelet)
+`, n.dir, c.path("logs", s.Name), kubelet, mounts)
 	n.proc = c.start(s.Name, nil, "nsenter", "--net=/run/netns/"+n.netns, "--", "unshare", "--mount", "--propagation", "slave",
 		"--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script)
 }

@@ -7,7 +7,10 @@
 //	noauth              answer with credentials for another registry only
 //
 // It checks the request like a real provider: apiVersion and kind, an image; and, when
-// PROVIDER_NEED_ENV is set, that the named variable reached it.
+// PROVIDER_NEED_ENV is set, that the named variable reached it. When PROVIDER_LOG names a file it
+// appends "<caller> <image>" there (the caller is the parent process's name, kubelet or pullpath,
+// or "-" when the parent is not in this PID namespace's /proc),
+// so a test can show who ran it; a file it cannot write (a read-only root) is no error.
 package main
 
 import (
@@ -28,6 +31,16 @@ func main() {
 	if v := os.Getenv("PROVIDER_NEED_ENV"); v != "" && os.Getenv(v) == "" {
 		fmt.Fprintf(os.Stderr, "environment variable %s not set\n", v)
 		os.Exit(4)
+	}
+	if log := os.Getenv("PROVIDER_LOG"); log != "" {
+		caller := "-" // a parent outside this PID namespace's /proc
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", os.Getppid())); err == nil && len(b) > 1 {
+			caller = strings.TrimSpace(string(b))
+		}
+		if f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintf(f, "%s %s\n", caller, req.Image)
+			f.Close()
+		}
 	}
 	mode := "ok"
 	if len(os.Args) > 1 {
