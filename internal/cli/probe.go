@@ -176,7 +176,7 @@ func (o *probeOptions) Complete(args []string) error {
 	}
 	rc.HostsFile = o.hostsFile
 
-	cred, plan, err := o.credential(ref, rt)
+	cred, plans, err := o.credential(ref, rt)
 	if err != nil {
 		return err
 	}
@@ -190,7 +190,7 @@ func (o *probeOptions) Complete(args []string) error {
 	}
 	o.probe = probe.Options{
 		Image: o.image, Platform: o.platform, Resolver: rc, CAFiles: o.caFiles, Insecure: o.insecure,
-		Credential: cred, Provider: plan, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
+		Credential: cred, Providers: plans, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
 		StallTimeout: o.stallTimeout, Timeout: o.timeout, Concurrency: o.concurrency, ExpectPrivate: o.expectPrivate,
 		Node: o.node, Progress: progress, Runtime: rt, HostFile: hostFile,
 		Logger: slog.New(slog.NewTextHandler(o.streams.ErrOut, &slog.HandlerOptions{Level: level})),
@@ -260,7 +260,7 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 // (under the host root) has a credential provider for the image, the probe runs that provider as
 // the kubelet does — under --host-root /host that executes the node's binary from /host — and
 // presents the node's own identity; else the docker config; else nothing.
-func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (creds.Credential, *credprovider.Plan, error) {
+func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (creds.Credential, []*credprovider.Plan, error) {
 	if o.anonymous || o.passwordStdin || o.pullSecret != "" {
 		c, err := o.explicitCredential(ref.Registry)
 		return c, nil, err
@@ -268,15 +268,17 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 	note := ""
 	if rt != nil && rt.HostRoot != "" {
 		root := runtimeconfig.Root{FS: os.DirFS(rt.HostRoot), Name: rt.HostRoot}
-		plan, n, err := credprovider.Find(root, ref.Registry+"/"+ref.Repository)
+		plans, n, err := credprovider.FindAll(root, ref.Registry+"/"+ref.Repository)
 		if err != nil {
 			return creds.Credential{}, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
 		}
-		if plan != nil {
+		if len(plans) > 0 {
 			if o.output == "text" {
-				fmt.Fprintf(o.streams.ErrOut, "pullpath: presenting the node's identity: running %s, as the kubelet does\n", plan.Source())
+				for _, p := range plans {
+					fmt.Fprintf(o.streams.ErrOut, "pullpath: presenting the node's identity: running %s, as the kubelet does\n", p.Source())
+				}
 			}
-			return creds.Credential{Source: plan.Source()}, plan, nil
+			return creds.Credential{Source: plans[0].Source()}, plans, nil
 		}
 		note = n
 	}

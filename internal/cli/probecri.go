@@ -57,9 +57,9 @@ func (o *probeOptions) prepareCRI(ctx context.Context) (func(context.Context, *r
 // configuration, as it would for the kubelet.
 func (o *probeOptions) runtimePull(ctx context.Context, c *cri.Client, rep *report.Probe) *report.CRIResult {
 	cred := o.probe.Credential
-	if p := o.probe.Provider; p != nil && cred.Anonymous() {
-		if pc, _, f := p.Run(ctx); f == nil {
-			cred = pc
+	if ps := o.probe.Providers; len(ps) > 0 && cred.Anonymous() {
+		if all := credprovider.RunAll(ctx, ps); len(all.Creds) > 0 {
+			cred = all.Creds[0]
 		}
 	}
 	// No ServerAddress, as crictl --creds: containerd's CRI (ParseAuth, 1.6 to 2.x) drops the

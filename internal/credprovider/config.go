@@ -101,18 +101,29 @@ func ParseConfig(b []byte, file string) (*Config, error) {
 	return &Config{File: file, Providers: doc.Providers}, nil
 }
 
-// Match returns the first provider, in the config's order, whose matchImages cover image, as the
-// kubelet's isImageAllowed does. The kubelet calls every matching provider and merges their auth,
-// the earlier provider winning on the same key; the first is the one whose credentials lead.
+// Match returns the first of MatchAll's providers.
 func (c *Config) Match(image string) (*Provider, bool) {
+	all := c.MatchAll(image)
+	if len(all) == 0 {
+		return nil, false
+	}
+	return all[0], true
+}
+
+// MatchAll returns every provider, in the config's order, whose matchImages cover image, as the
+// kubelet's isImageAllowed decides: the kubelet calls each and combines their answers, the earlier
+// provider winning a key both return.
+func (c *Config) MatchAll(image string) []*Provider {
+	var out []*Provider
 	for i := range c.Providers {
 		for _, m := range c.Providers[i].MatchImages {
 			if ok, _ := URLsMatch(m, image); ok {
-				return &c.Providers[i], true
+				out = append(out, &c.Providers[i])
+				break
 			}
 		}
 	}
-	return nil, false
+	return out
 }
 
 // URLsMatch reports whether image (host[:port]/path, no scheme) matches the glob as the kubelet

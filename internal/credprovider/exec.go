@@ -45,12 +45,22 @@ func (p *Plan) Source() string {
 	return fmt.Sprintf("credential provider %s (%s)", p.Provider.Name, p.Provider.Origin)
 }
 
-// Find reads the kubelet's credential provider configuration under root and returns the provider
-// the kubelet would run for image (host[:port]/repository). plan is nil when the kubelet has no
-// provider configured (note empty) or none matches image (note says which config was read).
-// Under a host root other than /, the provider is executed from the root: this runs the node's
-// provider binary, which is what the kubelet does.
+// Find returns the first of FindAll's plans, or nil.
 func Find(root runtimeconfig.Root, image string) (plan *Plan, note string, err error) {
+	plans, note, err := FindAll(root, image)
+	if len(plans) == 0 {
+		return nil, note, err
+	}
+	return plans[0], note, err
+}
+
+// FindAll reads the kubelet's credential provider configuration under root and returns a plan for
+// every provider the kubelet runs for image (host[:port]/repository), in the config's order: the
+// kubelet runs each whose matchImages cover the image and combines their answers. plans is empty
+// when the kubelet has no provider configured (note empty) or none matches image (note says which
+// config was read). Under a host root other than /, a provider is executed from the root: this runs
+// the node's provider binary, which is what the kubelet does.
+func FindAll(root runtimeconfig.Root, image string) (plans []*Plan, note string, err error) {
 	k, ok, err := FindKubelet(root)
 	if err != nil || !ok {
 		return nil, "", err
@@ -59,20 +69,23 @@ func Find(root runtimeconfig.Root, image string) (plan *Plan, note string, err e
 	if err != nil {
 		return nil, "", fmt.Errorf("%w (named by %s)", err, k.ConfigOrigin)
 	}
-	p, ok := cfg.Match(image)
-	if !ok {
+	matched := cfg.MatchAll(image)
+	if len(matched) == 0 {
 		names := make([]string, 0, len(cfg.Providers))
 		for _, x := range cfg.Providers {
 			names = append(names, x.Name+" "+strings.Join(x.MatchImages, ","))
 		}
 		return nil, fmt.Sprintf("no kubelet credential provider matches %s (%s: %s)", image, k.ConfigPath, strings.Join(names, "; ")), nil
 	}
-	hostBin := path.Join(k.BinDir, p.Name)
-	rel, err := root.Resolve(hostBin)
-	if err != nil {
-		return nil, "", fmt.Errorf("credential provider %s (%s): %w", p.Name, p.Origin, err)
+	for _, p := range matched {
+		hostBin := path.Join(k.BinDir, p.Name)
+		rel, err := root.Resolve(hostBin)
+		if err != nil {
+			return nil, "", fmt.Errorf("credential provider %s (%s): %w", p.Name, p.Origin, err)
+		}
+		plans = append(plans, &Plan{Provider: *p, Image: image, HostBin: hostBin, Bin: filepath.Join(root.Name, filepath.FromSlash(rel)), Kubelet: k})
 	}
-	return &Plan{Provider: *p, Image: image, HostBin: hostBin, Bin: filepath.Join(root.Name, filepath.FromSlash(rel)), Kubelet: k}, "", nil
+	return plans, "", nil
 }
 
 // Hint is how to reproduce the kubelet's call by hand on the node.
@@ -112,6 +125,46 @@ type response struct {
 // read from stdout. secrets lists every credential value the response held (for scrubbing), even
 // when none is used.
 func (p *Plan) Run(ctx context.Context) (c creds.Credential, secrets []string, f *Failure) {
+	auth, secrets, took, f := p.exchange(ctx)
+	if f != nil {
+		return creds.Credential{}, secrets, f
+	}
+	return p.pick(auth, took, secrets)
+}
+
+// pick is the credential of one provider's answer the kubelet's keyring uses first for the image.
+func (p *Plan) pick(auth map[string]authEntry, took time.Duration, secrets []string) (creds.Credential, []string, *Failure) {
+	key, a, ok := pickAuth(auth, p.Image)
+	if !ok {
+		keys := slices.Sorted(maps.Keys(auth))
+		return creds.Credential{}, secrets, p.failure(report.CodeCredentialProviderNoAuth, "exit status 0", "",
+			fmt.Sprintf("the kubelet credential provider %s returned no credentials for %s (auth keys: %s)", p.Provider.Name, p.Image, orNone(keys)))
+	}
+	return p.credential(key, a, took), secrets, nil
+}
+
+func (p *Plan) credential(key string, a authEntry, took time.Duration) creds.Credential {
+	return creds.Credential{Username: a.Username, Password: a.Password, Source: fmt.Sprintf("%s, auth key %s, in %s", p.Source(), key, took)}
+}
+
+// failure is a provider run that gave no credentials, with its evidence.
+func (p *Plan) failure(code report.Code, status, stderr, summary string) *Failure {
+	ev := []string{
+		fmt.Sprintf("provider: %s (%s %s), configured at %s", p.Provider.Name, p.HostBin, strings.Join(p.Provider.Args, " "), p.Provider.Origin),
+		fmt.Sprintf("request: %s CredentialProviderRequest for %s", p.Provider.APIVersion, p.Image),
+		"exit: " + status,
+	}
+	if s := strings.TrimSpace(stderr); s != "" {
+		ev = append(ev, "stderr: "+redact(s))
+	}
+	if p.Kubelet.ConfigPath != "" {
+		ev = append(ev, fmt.Sprintf("kubelet flags: --image-credential-provider-config=%s (%s) --image-credential-provider-bin-dir=%s (%s)", p.Kubelet.ConfigPath, p.Kubelet.ConfigOrigin, p.Kubelet.BinDir, p.Kubelet.BinDirOrigin))
+	}
+	return &Failure{Code: code, Summary: summary, Evidence: ev}
+}
+
+// exchange runs the provider and returns its whole answer.
+func (p *Plan) exchange(ctx context.Context) (auth map[string]authEntry, secrets []string, took time.Duration, f *Failure) {
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -130,20 +183,9 @@ func (p *Plan) Run(ctx context.Context) (c creds.Credential, secrets []string, f
 	cmd.WaitDelay = time.Second // a provider's child holding stdout open must not hang the probe
 	start := time.Now()
 	err := cmd.Run()
-	took := time.Since(start).Round(time.Millisecond)
-	fail := func(code report.Code, status, summary string) (creds.Credential, []string, *Failure) {
-		ev := []string{
-			fmt.Sprintf("provider: %s (%s %s), configured at %s", p.Provider.Name, p.HostBin, strings.Join(p.Provider.Args, " "), p.Provider.Origin),
-			fmt.Sprintf("request: %s CredentialProviderRequest for %s", p.Provider.APIVersion, p.Image),
-			"exit: " + status,
-		}
-		if s := strings.TrimSpace(stderr.String()); s != "" {
-			ev = append(ev, "stderr: "+redact(s))
-		}
-		if p.Kubelet.ConfigPath != "" {
-			ev = append(ev, fmt.Sprintf("kubelet flags: --image-credential-provider-config=%s (%s) --image-credential-provider-bin-dir=%s (%s)", p.Kubelet.ConfigPath, p.Kubelet.ConfigOrigin, p.Kubelet.BinDir, p.Kubelet.BinDirOrigin))
-		}
-		return creds.Credential{}, secrets, &Failure{Code: code, Summary: summary, Evidence: ev}
+	took = time.Since(start).Round(time.Millisecond)
+	fail := func(code report.Code, status, summary string) (map[string]authEntry, []string, time.Duration, *Failure) {
+		return nil, secrets, took, p.failure(code, status, stderr.String(), summary)
 	}
 	var ee *exec.ExitError
 	switch {
@@ -174,13 +216,61 @@ func (p *Plan) Run(ctx context.Context) (c creds.Credential, secrets []string, f
 		return fail(report.CodeCredentialProviderFailed, "exit status 0", fmt.Sprintf("the kubelet credential provider %s answered apiVersion %q kind %q; the kubelet asked for %s CredentialProviderResponse and rejects it",
 			p.Provider.Name, resp.APIVersion, resp.Kind, p.Provider.APIVersion))
 	}
-	key, a, ok := pickAuth(resp.Auth, p.Image)
-	if !ok {
-		keys := slices.Sorted(maps.Keys(resp.Auth))
-		return fail(report.CodeCredentialProviderNoAuth, "exit status 0", fmt.Sprintf("the kubelet credential provider %s returned no credentials for %s (auth keys: %s)", p.Provider.Name, p.Image, orNone(keys)))
+	return resp.Auth, secrets, took, nil
+}
+
+// Outcome is one provider's run for an image.
+type Outcome struct {
+	Plan    *Plan
+	Cred    creds.Credential // the first credential of its own answer for the image; anonymous when it gave none
+	Failure *Failure
+	Took    time.Duration
+}
+
+// Combined is what the kubelet holds for an image once every matching provider ran.
+type Combined struct {
+	Outcomes []Outcome
+	// Creds are the credentials the kubelet tries, in its order: the combined answers' auth keys
+	// that match the image, most specific key first (the keyring's reverse order), a key two
+	// providers returned taken from the earlier one (the kubelet's documented rule). From names
+	// the plan each came from.
+	Creds   []creds.Credential
+	From    []*Plan
+	Secrets []string // every credential value any provider returned, for scrubbing
+}
+
+// RunAll runs every plan in order, as the kubelet runs every provider that matches an image, and
+// combines their answers.
+func RunAll(ctx context.Context, plans []*Plan) Combined {
+	var c Combined
+	auth := map[string]authEntry{}
+	owner := map[string]*Plan{}
+	tookOf := map[*Plan]time.Duration{}
+	for _, p := range plans {
+		a, secrets, took, f := p.exchange(ctx)
+		c.Secrets = append(c.Secrets, secrets...)
+		o := Outcome{Plan: p, Failure: f, Took: took}
+		if f == nil {
+			o.Cred, _, o.Failure = p.pick(a, took, nil)
+			for k, v := range a {
+				if _, seen := auth[k]; !seen {
+					auth[k], owner[k] = v, p
+				}
+			}
+		}
+		tookOf[p] = took
+		c.Outcomes = append(c.Outcomes, o)
 	}
-	return creds.Credential{Username: a.Username, Password: a.Password,
-		Source: fmt.Sprintf("%s, auth key %s, in %s", p.Source(), key, took)}, secrets, nil
+	keys := slices.Collect(maps.Keys(auth))
+	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
+	for _, k := range keys {
+		if ok, _ := URLsMatch(k, plans[0].Image); ok {
+			p := owner[k]
+			c.Creds = append(c.Creds, p.credential(k, auth[k], tookOf[p]))
+			c.From = append(c.From, p)
+		}
+	}
+	return c
 }
 
 // pickAuth picks the response entry the kubelet's keyring uses first: its index is sorted in

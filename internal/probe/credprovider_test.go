@@ -87,7 +87,7 @@ func nodeWithProvider(t *testing.T, e *demo.Env, matchImage string, args ...stri
 func providerOpts(e *demo.Env, plan *credprovider.Plan) probe.Options {
 	o := e.Options(e.Lab.Ref("team/app:1.4"))
 	o.Credential = creds.Credential{Source: plan.Source()}
-	o.Provider = plan
+	o.Providers = []*credprovider.Plan{plan}
 	return o
 }
 
@@ -264,4 +264,86 @@ func TestCredentialProviderExchangesTellIdentityFailuresApart(t *testing.T) {
 		})
 	}
 	e.Lab.SetFaults(registrytest.Faults{})
+}
+
+// The kubelet runs every provider whose matchImages cover the image and combines their answers: a
+// provider that fails while another answers leaves the pull with the other's credential (not
+// anonymous), and several matching credentials are tried in turn, most specific key first.
+func TestCredentialProvidersCombined(t *testing.T) {
+	e := lab(t)
+	nodeWithProvider(t, e, "x", "ok") // builds the provider
+	reg := e.Lab.RegistryAddr()
+	for _, c := range []struct {
+		name               string
+		first, second      string // args
+		class              report.Class
+		source, warn, miss string
+	}{
+		{"the first fails, the second answers", "fail", `ok ` + demo.User + ` ` + demo.Password, report.ClassOK,
+			"credential provider second (", string(report.CodeCredentialProviderFailed), ""},
+		{"both answer: the more specific key first", `ok ` + demo.User + ` wrong-password ` + reg, `ok ` + demo.User + ` ` + demo.Password + ` ` + reg + `/team`, report.ClassOK,
+			"credential provider second (", string(report.CodeCredentialProviderMore), ""},
+		{"both answer the same key: the earlier provider's", `ok ` + demo.User + ` ` + demo.Password, `ok ` + demo.User + ` wrong-password`, report.ClassOK,
+			"credential provider first (", "", string(report.CodeCredentialProviderMore)},
+		{"both fail: the first failure stands", "fail", "noauth", report.ClassAuth,
+			"credential provider first (", "", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			root := t.TempDir()
+			yamlArgs := func(a string) string {
+				var out string
+				for _, w := range strings.Fields(a) {
+					out += "\n  - \"" + w + "\""
+				}
+				return out
+			}
+			files := map[string]string{
+				"etc/default/kubelet": "KUBELET_FLAGS=--image-credential-provider-config=/etc/kubernetes/cp.yaml --image-credential-provider-bin-dir=/opt/cp/bin\n",
+				"etc/kubernetes/cp.yaml": "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n" +
+					"- name: first\n  matchImages: [\"" + reg + "\"]\n  defaultCacheDuration: 0s\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  args:" + yamlArgs(c.first) + "\n" +
+					"- name: second\n  matchImages: [\"" + reg + "/team\"]\n  defaultCacheDuration: 0s\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  args:" + yamlArgs(c.second) + "\n" +
+					"- name: other\n  matchImages: [\"elsewhere.test\"]\n  defaultCacheDuration: 0s\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n",
+			}
+			for _, n := range []string{"first", "second", "other"} {
+				files["opt/cp/bin/"+n] = string(provBin)
+			}
+			for f, data := range files {
+				os.MkdirAll(filepath.Dir(filepath.Join(root, f)), 0o755)
+				if err := os.WriteFile(filepath.Join(root, f), []byte(data), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			plans, _, err := credprovider.FindAll(runtimeconfig.Root{FS: os.DirFS(root), Name: root}, reg+"/team/app")
+			if err != nil || len(plans) != 2 || plans[0].Provider.Name != "first" || plans[1].Provider.Name != "second" {
+				t.Fatalf("FindAll: %v %v (want first and second, not other)", plans, err)
+			}
+			o := e.Options(e.Lab.Ref("team/app:1.4"))
+			o.Credential = creds.Credential{Source: plans[0].Source()}
+			o.Providers = plans
+			rep, err := probe.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Class != c.class || !strings.HasPrefix(rep.CredentialSource, c.source) {
+				t.Errorf("class %s (%s), identity %q; want %s from %s…", rep.Class, rep.Summary, rep.CredentialSource, c.class, c.source)
+			}
+			steps := 0
+			for _, s := range rep.Steps {
+				if strings.HasPrefix(s.Endpoint, "credential provider ") {
+					steps++
+				}
+			}
+			if steps != 2 {
+				t.Errorf("%d provider steps, want one per provider run (2)", steps)
+			}
+			codes := map[report.Code]bool{}
+			for _, w := range rep.Warnings {
+				codes[w.Code] = true
+			}
+			if c.warn != "" && !codes[report.Code(c.warn)] || c.miss != "" && codes[report.Code(c.miss)] {
+				t.Errorf("warnings %+v: want %q, not %q", rep.Warnings, c.warn, c.miss)
+			}
+			assertNoSecret(t, rep, demo.Password, "wrong-password")
+		})
+	}
 }

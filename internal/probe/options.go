@@ -21,10 +21,12 @@ type Options struct {
 	Insecure bool            // skip certificate verification (reported as a warning)
 
 	Credential creds.Credential // anonymous when empty
-	// Provider, when set and Credential is anonymous, is the kubelet's credential provider for the
-	// image: the probe runs it as the kubelet does and walks with what it returns. A provider that
-	// fails is a finding (class auth) when the anonymous pull the kubelet then makes is refused.
-	Provider *credprovider.Plan
+	// Providers, when set and Credential is anonymous, are the kubelet's credential providers for
+	// the image, in its config's order: the probe runs each as the kubelet does, combines their
+	// answers as the kubelet does and walks with the credential the kubelet tries first. Providers
+	// that all fail are a finding (class auth) when the anonymous pull the kubelet then makes is
+	// refused.
+	Providers []*credprovider.Plan
 
 	ConnectTimeout time.Duration // per address; default 5s (containerd: 30s)
 	TLSTimeout     time.Duration // handshake; default 10s, as containerd

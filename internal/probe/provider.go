@@ -9,6 +9,41 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 )
 
+// useProviders takes what the kubelet's providers returned: each run is a step, the walk presents
+// the credential the kubelet tries first, and a provider that failed while another answered, or
+// further credentials the kubelet would try, are warnings. The failure that stands, when no
+// provider gave a credential for the image, is returned.
+func (w *walk) useProviders(all *credprovider.Combined) *credprovider.Failure {
+	w.secrets = append(w.secrets, all.Secrets...)
+	var first *credprovider.Outcome
+	var failed []string
+	for i, o := range all.Outcomes {
+		w.steps = append(w.steps, *providerStep(o.Plan, o.Cred, o.Failure, report.Duration(o.Took)))
+		if o.Failure != nil {
+			failed = append(failed, o.Failure.Summary)
+			if first == nil {
+				first = &all.Outcomes[i]
+			}
+		}
+	}
+	if len(all.Creds) == 0 {
+		w.provider = first.Plan
+		return first.Failure
+	}
+	w.opts.Credential, w.provider = all.Creds[0], all.From[0]
+	if len(failed) > 0 {
+		w.warn(first.Failure.Code, w.ref.Registry, fmt.Sprintf("%s; the kubelet pulls with what %s returned, and so does the walk", strings.Join(failed, "; "), all.From[0].Provider.Name))
+	}
+	if len(all.Creds) > 1 {
+		var srcs []string
+		for _, c := range all.Creds {
+			srcs = append(srcs, c.Source)
+		}
+		w.warn(report.CodeCredentialProviderMore, w.ref.Registry, fmt.Sprintf("the kubelet's providers gave %d credentials for this image and the kubelet tries them in turn until one pulls: %s; the walk presented the first", len(all.Creds), strings.Join(srcs, "; ")))
+	}
+	return nil
+}
+
 // providerFailure decides what a failed kubelet credential provider means for the verdict. The
 // kubelet logs the failure and pulls anonymously; so does the walk. When that anonymous pull is
 // refused (auth, forbidden), the provider is the cause: the finding is the provider's, on the
@@ -16,7 +51,7 @@ import (
 // (dns, route, tls) that failure stands; when it holds, the image needs no identity. Both say
 // what the provider did in a warning.
 func (w *walk) providerFailure(f *failure, pf *credprovider.Failure) *failure {
-	name := w.opts.Provider.Provider.Name
+	name := w.provider.Provider.Name
 	if f == nil || f.cut {
 		w.warn(pf.Code, w.ref.Registry, pf.Summary+"; the walk went on anonymously, as the kubelet does")
 		return f
@@ -51,10 +86,10 @@ func providerStep(p *credprovider.Plan, c creds.Credential, pf *credprovider.Fai
 // credentialSource names the identity the walk presented: "flag", "pull secret FILE", "docker
 // config", "credential provider NAME (file:line)", "runtime config", "anonymous".
 func (w *walk) credentialSource(pf *credprovider.Failure) string {
-	if p := w.opts.Provider; p != nil && w.opts.Credential.Anonymous() && pf != nil {
+	if p := w.provider; p != nil && w.opts.Credential.Anonymous() && pf != nil {
 		return p.Source() + ": failed (" + string(pf.Code) + "), so anonymous"
 	}
-	if p := w.opts.Provider; p != nil && strings.HasPrefix(w.opts.Credential.Source, p.Source()) {
+	if p := w.provider; p != nil && strings.HasPrefix(w.opts.Credential.Source, p.Source()) {
 		return p.Source()
 	}
 	c := w.cred

@@ -183,8 +183,8 @@ func (w *walk) whereToLook(c report.Class, f *failure) string {
 		}
 		return fmt.Sprintf("the certificate served on %s (names, issuer, validity above) and the runtime's trust for it: certs.d/%s/hosts.toml ca = \"/path/ca.pem\", or the node's CA bundle; probe with --ca-file to test a CA", ep.hostport, hostsDir(ep))
 	case report.ClassAuth:
-		if (f.code == report.CodeCredentialProviderFailed || f.code == report.CodeCredentialProviderNoAuth) && w.opts.Provider != nil {
-			return w.opts.Provider.Hint()
+		if (f.code == report.CodeCredentialProviderFailed || f.code == report.CodeCredentialProviderNoAuth) && w.provider != nil {
+			return w.provider.Hint()
 		}
 		return fmt.Sprintf("the pull credentials for %s: the pod's imagePullSecrets, the kubelet credential provider, or the node's identity (here: %s)", w.ref.Registry, w.cred)
 	case report.ClassForbidden:

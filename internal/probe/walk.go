@@ -46,6 +46,7 @@ type walk struct {
 	secrets    []string             // every credential value seen, scrubbed from the report
 	skipped    []report.RuntimeHost // runtime hosts the pull does not use (capabilities)
 	cred       creds.Credential     // of the current attempt
+	provider   *credprovider.Plan   // the kubelet credential provider whose credential (or failure) the walk took
 	anonymous  bool
 	fromIndex  bool // the platform manifest was chosen from an index
 	challenged bool // a challenge after the ping was answered (once per attempt)
@@ -83,21 +84,15 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	// The kubelet's credential provider runs before the pull, as in the kubelet; what it returns
 	// is never output (its secrets join the scrub list even when unused).
 	var provFail *credprovider.Failure
-	var provSecrets []string
-	var provStep *report.Step
-	if p := opts.Provider; p != nil && opts.Credential.Anonymous() {
-		var c creds.Credential
-		t0 := time.Now()
-		c, provSecrets, provFail = p.Run(ctx)
-		provStep = providerStep(p, c, provFail, since(t0))
-		if provFail == nil {
-			opts.Credential = c
-		}
+	var provs *credprovider.Combined
+	if len(opts.Providers) > 0 && opts.Credential.Anonymous() {
+		all := credprovider.RunAll(ctx, opts.Providers)
+		provs = &all
 	}
 	w := &walk{opts: opts, ctx: ctx, ref: ref, platform: plat, rec: &hoptrace.Recorder{},
-		endpoints: map[string]*endpoint{}, secrets: provSecrets}
-	if provStep != nil {
-		w.steps = append(w.steps, *provStep)
+		endpoints: map[string]*endpoint{}}
+	if provs != nil {
+		provFail = w.useProviders(provs)
 	}
 	targets, err := w.targets(roots)
 	if err != nil {
