@@ -5,7 +5,7 @@ package cli
 import "github.com/spf13/cobra"
 
 func init() {
-	clusterCommands = func(s Streams) []*cobra.Command {
-		return []*cobra.Command{newPodCmd(s), newVerifyCmd(s), newCleanupCmd(s), newImageCmd(s)}
+	fullCommands = func(s Streams) []*cobra.Command {
+		return []*cobra.Command{newPodCmd(s), newVerifyCmd(s), newCleanupCmd(s), newImageCmd(s), newDemoCmd(s)}
 	}
 }

@@ -132,9 +132,9 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())
 	})
-	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newDemoCmd(s), newVersionCmd(s))
-	if clusterCommands != nil {
-		root.AddCommand(clusterCommands(s)...)
+	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newVersionCmd(s))
+	if fullCommands != nil {
+		root.AddCommand(fullCommands(s)...)
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
 	registerCompletions(root)
@@ -162,6 +162,7 @@ func oneImage(example string) cobra.PositionalArgs {
 	}
 }
 
-// clusterCommands are the commands that talk to a cluster (pod, verify, cleanup). They are left
-// out of the probe-only build (-tags probeonly) that verify ships to the nodes: no client-go there.
-var clusterCommands func(Streams) []*cobra.Command
+// fullCommands are the commands the probe-only build (-tags probeonly) that verify ships to the
+// nodes leaves out: those that talk to a cluster (pod, verify, cleanup, image: no client-go on the
+// nodes) and demo (an in-process registry: every byte of the probe travels in ConfigMaps).
+var fullCommands func(Streams) []*cobra.Command
