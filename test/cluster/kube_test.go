@@ -195,10 +195,18 @@ func (c *cluster) Run(t testing.TB, args ...string) (stdout, stderr string, code
 // Exec runs a command inside the hub's network namespace with Run's environment.
 func (c *cluster) Exec(t testing.TB, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	return runIn(t, 5*time.Minute, []string{"KUBECONFIG=" + c.Kubeconfig, "PATH=" + c.path("bin") + ":" + os.Getenv("PATH")},
+		append([]string{"nsenter", "--net=/run/netns/" + c.hub, "--"}, args...))
+}
+
+// runIn runs a command with env added to the test's, bounded by timeout, and returns its output
+// and exit code; a command that cannot run at all fails the test.
+func runIn(t testing.TB, timeout time.Duration, env, args []string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + c.hub, "--"}, args...)...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+c.path("bin")+":"+os.Getenv("PATH"))
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()

@@ -1,13 +1,9 @@
 package cluster
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -167,20 +163,7 @@ func (c *cluster) OnNode(t testing.TB, nodeName string, args ...string) (stdout,
 	if pid == "" {
 		t.Fatalf("no containerd in %s's namespaces", nodeName)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + n.netns, "--mount=/proc/" + pid + "/ns/mnt", "--", c.pullpath}, args...)...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var exit *exec.ExitError
-	switch {
-	case errors.As(err, &exit):
-		code = exit.ExitCode()
-	case err != nil:
-		t.Fatalf("on %s: %s: %v", nodeName, strings.Join(args, " "), err)
-	}
-	return o.String(), e.String(), code
+	return runIn(t, 3*time.Minute, nil, append([]string{"nsenter", "--net=/run/netns/" + n.netns, "--mount=/proc/" + pid + "/ns/mnt", "--", c.pullpath}, args...))
 }
 
 func readCalls(t *testing.T, path string) string {
