@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/cluster/clustertest"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -21,53 +21,28 @@ import (
 // same functions and JSON writer the command uses.
 
 const (
-	podImage  = "registry.corp.example/shop/web:1.4"
-	podDigest = "sha256:4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b"
+	podImage  = clustertest.Image
+	podDigest = clustertest.Digest
 )
 
-var t0 = time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+var (
+	t0        = clustertest.T0
+	kubeEvent = clustertest.Event
+)
 
 func kubeNode(name, pool string, created time.Time, images ...string) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created),
-		Labels: map[string]string{"kubernetes.azure.com/agentpool": pool, "kubernetes.azure.com/node-image-version": "AKSUbuntu-2204gen2-202511.15.0"}},
-		Spec: corev1.NodeSpec{ProviderID: "azure:///subscriptions/x/" + name},
-		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-			NodeInfo: corev1.NodeSystemInfo{OSImage: "Ubuntu 22.04.5 LTS", KernelVersion: "5.15.0-1079-azure", ContainerRuntimeVersion: "containerd://1.7.27-1", KubeletVersion: "v1.31.7", Architecture: "amd64"}}}
-	for _, im := range images {
-		n.Status.Images = append(n.Status.Images, corev1.ContainerImage{Names: []string{im}, SizeBytes: 1 << 20})
-	}
-	return n
+	return clustertest.Node(name, pool, created, "AKSUbuntu-2204gen2-202511.15.0", images...)
 }
 
+// kubePod is a pod of a ReplicaSet in namespace shop, with an init container of the same image.
 func kubePod(name, nodeName string, running bool, secrets ...string) *corev1.Pod {
-	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, UID: types.UID("uid-" + name), CreationTimestamp: metav1.NewTime(t0.Add(3 * time.Hour)),
-		OwnerReferences: []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-7d9f8b6c5", Controller: ptr(true)}}},
-		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "web", Image: podImage}},
-			InitContainers: []corev1.Container{{Name: "init", Image: podImage}}}}
-	for _, s := range secrets {
-		p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
-	}
-	st := corev1.ContainerStatus{Name: "web", Image: podImage}
-	if running {
-		p.Status.Phase = corev1.PodRunning
-		st.ImageID = "registry.corp.example/shop/web@" + podDigest
-		st.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0.Add(30 * time.Minute))}
-	} else {
-		p.Status.Phase = corev1.PodPending
-		st.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "` + podImage + `"`}
-	}
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{st}
+	p := clustertest.Pod("shop", name, nodeName, running, secrets...)
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "web-7d9f8b6c5", Controller: ptr(true)}}
+	p.Spec.InitContainers = []corev1.Container{{Name: "init", Image: podImage}}
 	return p
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func kubeEvent(p *corev1.Pod, reason, typ, msg string, at time.Time, count int32) *corev1.Event {
-	return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: fmt.Sprintf("%s.%s%d%d", p.Name, reason, at.Unix(), len(msg))},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, FieldPath: "spec.containers{web}"},
-		Reason:         reason, Type: typ, Message: msg, Count: count, FirstTimestamp: metav1.NewTime(at), LastTimestamp: metav1.NewTime(at.Add(time.Duration(count) * time.Minute)),
-		Source: corev1.EventSource{Component: "kubelet", Host: p.Spec.NodeName}}
-}
 
 // cluster is the cached-image lie: pool a's old node runs the image from its cache, pool b's new
 // node cannot pull it (a 401 at the token realm), pool c's node has a full image list; the pod's
