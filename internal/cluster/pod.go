@@ -74,7 +74,7 @@ func DiagnosePod(ctx context.Context, cs *Client, ns, name string, o Options) (*
 	}
 	c.fill(ctx, d, pod)
 	d.Credentials = credentials(ctx, cs, pod, image, c.nodeOf(pod.Spec.NodeName), &d.Notes)
-	d.Timeline = c.timeline(ctx, pod, evs)
+	d.Timeline, d.TimelineOmitted = c.timeline(ctx, pod, evs)
 	d.Next = c.next(d, pod)
 	return d, nil
 }

@@ -161,3 +161,34 @@ func fakeClient(objs ...runtime.Object) *Client {
 	fc := fake.NewClientset(objs...)
 	return &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
 }
+
+// A long history keeps the oldest entry and the most recent ones, and counts what it cut.
+func TestTimelineCut(t *testing.T) {
+	objs := scenario()
+	for i := range 60 {
+		objs = append(objs, node(fmt.Sprintf("b%02d", i+10), "poolb", t0.Add(time.Duration(i+10)*time.Minute), "AKSUbuntu-2204gen2-202510.01.0"))
+	}
+	fc := fake.NewClientset(objs...)
+	d, err := DiagnosePod(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, "shop", "web-new", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Timeline) != maxTimeline || d.TimelineOmitted == 0 || !d.Timeline[0].Time.Equal(t0) {
+		t.Fatalf("timeline of %d entries, %d omitted, first at %v", len(d.Timeline), d.TimelineOmitted, d.Timeline[0].Time)
+	}
+	for _, e := range d.Timeline {
+		if e.Kind == "note" {
+			t.Errorf("a note entry in the timeline: %+v", e)
+		}
+	}
+	if last := d.Timeline[len(d.Timeline)-1]; last.Kind != "last-failure" && last.Kind != "first-failure" {
+		t.Errorf("the most recent entry must stay: %+v", last)
+	}
+	var b strings.Builder
+	if err := report.WritePodText(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), fmt.Sprintf("(%d entries left out)", d.TimelineOmitted)) {
+		t.Errorf("text does not say what the timeline left out:\n%s", b.String())
+	}
+}

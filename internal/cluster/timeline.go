@@ -14,7 +14,7 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 )
 
-// maxTimeline bounds the timeline; what is cut is said in its last entry.
+// maxTimeline bounds the timeline; how many entries were cut is the diagnosis's timelineOmitted.
 const maxTimeline = 40
 
 // scaleReasons are the events autoscalers write when they add nodes.
@@ -22,7 +22,7 @@ var scaleReasons = []string{"TriggeredScaleUp", "ScaledUpGroup", "Launched", "No
 
 // timeline orders node creations, pool upgrades, scale-ups, the image running and the pull
 // failures into one story.
-func (c *census) timeline(ctx context.Context, pod *corev1.Pod, evs []corev1.Event) []report.TimelineEntry {
+func (c *census) timeline(ctx context.Context, pod *corev1.Pod, evs []corev1.Event) (entries []report.TimelineEntry, omitted int) {
 	var t []report.TimelineEntry
 	add := func(at time.Time, kind, format string, args ...any) {
 		if !at.IsZero() {
@@ -124,10 +124,9 @@ func (c *census) timeline(ctx context.Context, pod *corev1.Pod, evs []corev1.Eve
 	sort.SliceStable(t, func(i, j int) bool { return t[i].Time.Before(t[j].Time) })
 	if len(t) > maxTimeline {
 		cut := len(t) - maxTimeline
-		t = append(t[:1], t[cut+1:]...) // keep the oldest entry and the most recent ones
-		t = append(t, report.TimelineEntry{Time: t[len(t)-1].Time, Kind: "note", Event: fmt.Sprintf("%d earlier entries left out", cut)})
+		return append(t[:1], t[cut+1:]...), cut // keep the oldest entry and the most recent ones
 	}
-	return t
+	return t, 0
 }
 
 func countEvents(evs []corev1.Event) int {

@@ -18,6 +18,7 @@ type PodDiagnosis struct {
 	RunningElsewhere []RunningPod     `json:"runningElsewhere"`
 	Credentials      *PullCredentials `json:"credentials"`
 	Timeline         []TimelineEntry  `json:"timeline"`
+	TimelineOmitted  int              `json:"timelineOmitted,omitempty"` // entries cut after the oldest, before the most recent
 	Next             *NextStep        `json:"next,omitempty"`
 	Notes            []string         `json:"notes,omitempty"` // what could not be read (RBAC) and what that leaves open
 }

@@ -104,8 +104,11 @@ func WritePodText(w io.Writer, d *PodDiagnosis) error {
 	}
 	if len(d.Timeline) > 0 {
 		b.WriteString("\ntimeline\n")
-		for _, t := range d.Timeline {
+		for i, t := range d.Timeline {
 			fmt.Fprintf(b, "  %s  %s\n", t.Time.UTC().Format(time.DateTime+"Z"), t.Event)
+			if i == 0 && d.TimelineOmitted > 0 {
+				fmt.Fprintf(b, "  (%d entries left out)\n", d.TimelineOmitted)
+			}
 		}
 	}
 	if n := d.Next; n != nil {
