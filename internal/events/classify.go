@@ -31,35 +31,35 @@ var rules = []rule{
 	// ("…": Forbidden) is a CONNECT the proxy refused. A registry's own status comes with its number.
 	{reProxyConnectRefused, report.CodeProxyFailed, report.StepHTTP},
 	{regexp.MustCompile("failed to decode hosts\\.toml|invalid `host` tree"), report.CodeHostsTomlInvalid, report.StepConfig},
-	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided|Failed to lookup host: |Could not resolve host`), report.CodeDNSNXDomain, report.StepDNS},
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided|Failed to lookup host: |Could not resolve host|[Nn]ame does not resolve|getaddrinfo ENOTFOUND|No address associated with hostname`), report.CodeDNSNXDomain, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: connection refused|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.StepDNS},
-	{regexp.MustCompile(`lookup \S+(?: on \S+)?: (?:read udp \S+ )?i/o timeout|lookup \S+: Try again|Temporary failure in name resolution|lookup \S+: device or resource busy|getaddrinfow`), report.CodeDNSTimeout, report.StepDNS},
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: (?:read udp \S+ )?i/o timeout|lookup \S+: Try again|Temporary failure in name resolution|lookup \S+: device or resource busy|getaddrinfow|getaddrinfo EAI_AGAIN`), report.CodeDNSTimeout, report.StepDNS},
 	// Go before 1.x printed a resolver timeout as a dial without an address
 	{regexp.MustCompile(`dial tcp: i/o timeout`), report.CodeDNSTimeout, report.StepDNS},
 	{regexp.MustCompile(`server gave HTTP response to HTTPS client|first record does not look like a TLS handshake`), report.CodeTLSPlainHTTP, report.StepTLS},
 	// a plain-HTTP client got a TLS alert back: the server speaks HTTPS (0x15 0x03 is a TLS alert record)
 	{regexp.MustCompile(`malformed HTTP response "\\x15\\x03`), report.CodeTLSHandshake, report.StepTLS},
-	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field`), report.CodeTLSNameMismatch, report.StepTLS},
-	{regexp.MustCompile(`certificate has expired or is not yet valid`), report.CodeTLSExpired, report.StepTLS},
-	{regexp.MustCompile(`certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate`), report.CodeTLSUnknownAuthority, report.StepTLS},
+	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field|doesn't contain any IP SANs|Hostname/IP does not match certificate's altnames|no alternative certificate subject name matches`), report.CodeTLSNameMismatch, report.StepTLS},
+	{regexp.MustCompile(`certificate has expired|CERT_HAS_EXPIRED`), report.CodeTLSExpired, report.StepTLS},
+	{regexp.MustCompile(`certificate signed by unknown authority|unable to get local issuer certificate|self[- ]signed certificate|PKIX path building failed|certificate verify failed|SSL certificate problem|unable to verify the first certificate|x509: certificate is not authorized to sign`), report.CodeTLSUnknownAuthority, report.StepTLS},
 	{regexp.MustCompile(`TLS handshake timeout`), report.CodeTLSHandshakeTimeout, report.StepTLS},
 	{regexp.MustCompile(`remote error: tls: (?:certificate required|bad certificate|unknown certificate authority|expired certificate)`), report.CodeTLSClientCert, report.StepTLS},
-	{regexp.MustCompile(`\btls: |remote error: tls|handshake failure`), report.CodeTLSHandshake, report.StepTLS},
+	{regexp.MustCompile(`\btls: |remote error: tls|handshake failure|\bx509: |SSL routines|SSL_ERROR_SYSCALL|wrong version number`), report.CodeTLSHandshake, report.StepTLS},
 	// a read that timed out mid-stream is a stall when a blob was being copied (fixed up in Classify)
-	{regexp.MustCompile(`read tcp \S+->\S+: (?:read: )?(?:i/o timeout|connection timed out)`), report.CodeBlobStalled, report.StepBlob},
-	{regexp.MustCompile(`connection refused|actively refused`), report.CodeTCPRefused, report.StepTCP},
-	{regexp.MustCompile(`no route to host|host is unreachable|host unreachable|operation was attempted to an unreachable host`), report.CodeTCPHostUnreachable, report.StepTCP},
+	{regexp.MustCompile(`read tcp \S+->\S+: (?:read: )?(?:i/o timeout|connection timed out)|Client\.Timeout or context cancellation while reading body|Client\.Timeout exceeded while reading body`), report.CodeBlobStalled, report.StepBlob},
+	{regexp.MustCompile(`connection refused|actively refused|\bECONNREFUSED\b`), report.CodeTCPRefused, report.StepTCP},
+	{regexp.MustCompile(`no route to host|host is unreachable|host unreachable|operation was attempted to an unreachable host|\bEHOSTUNREACH\b`), report.CodeTCPHostUnreachable, report.StepTCP},
 	// no source address for the destination's family: an IPv6 literal on a node without IPv6, or a
 	// socket source the kernel refuses
-	{regexp.MustCompile(`network is unreachable|cannot assign requested address|network unreachable|operation was attempted to an unreachable network|requested address is not valid in its context`), report.CodeTCPNetUnreachable, report.StepTCP},
-	{regexp.MustCompile(`connection reset by peer|forcibly closed by the remote host|": EOF\b|: EOF$`), report.CodeTCPReset, report.StepTCP},
-	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers|\b408 Request Time-?out|wsarecv: A connection attempt failed`), report.CodeTCPTimeout, report.StepTCP},
+	{regexp.MustCompile(`network is unreachable|cannot assign requested address|network unreachable|operation was attempted to an unreachable network|requested address is not valid in its context|\bENETUNREACH\b|\bEADDRNOTAVAIL\b`), report.CodeTCPNetUnreachable, report.StepTCP},
+	{regexp.MustCompile(`connection reset by peer|forcibly closed by the remote host|\bECONNRESET\b|": EOF\b|: EOF$`), report.CodeTCPReset, report.StepTCP},
+	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers|\b408 Request Time-?out|wsarecv: A connection attempt failed|\bETIMEDOUT\b`), report.CodeTCPTimeout, report.StepTCP},
 	// the AWS SDK's wording when the ECR auth API could not be reached at all
 	{regexp.MustCompile(`RequestError: send request failed`), report.CodeTCPFailed, report.StepTCP},
-	{regexp.MustCompile(`(?i)toomanyrequests|429 Too Many Requests|Status 429|Error 429|pull rate limit`), report.CodeRateLimited, report.StepManifest},
-	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in manifest list for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32`), report.CodePlatformMismatch, report.StepManifest},
-	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|invalid username/password|incorrect username or password|unable to retrieve auth token`), report.CodeAuth401, report.StepAuth},
+	{regexp.MustCompile(`(?i)toomanyrequests|too many requests|Status 429|Error 429|pull rate limit|\brate exceeded|ThrottlingException|rate limit exceeded`), report.CodeRateLimited, report.StepManifest},
+	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in manifest list for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error`), report.CodePlatformMismatch, report.StepManifest},
+	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|unable to retrieve auth token`), report.CodeAuth401, report.StepAuth},
 	// Harbor answers a user or robot without pull rights so (the text says unauthorized, the cause is rights)
 	{regexp.MustCompile(`unauthorized to access repository`), report.CodeAuth403, report.StepAuth},
 	{regexp.MustCompile(`pull access denied|repository does not exist or may require`), codeAmbiguousDenied, report.StepAuth},
@@ -68,14 +68,16 @@ var rules = []rule{
 	{regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`denied: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
 	// 451: the registry refuses this client's location (Docker Hub's export-control block)
-	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied|"DENIED"|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
+	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|AccessDenied|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied|"DENIED"|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
 	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized|"UNAUTHORIZED"`), report.CodeAuth401, report.StepAuth},
+	// a credential helper or the kubelet's credential provider failed: the pull had no identity
+	{regexp.MustCompile(`(?i)credential[ -]?provider|credential[ -]?helper|docker-credential-|error getting credentials`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.StepBlob},
-	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b`), report.CodeManifestUnknown, report.StepManifest},
+	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b|: Not Found\b|repository name not known to registry|\b404 Not Found`), report.CodeManifestUnknown, report.StepManifest},
 	{regexp.MustCompile(`unexpected commit digest|verification failed for digest|[Dd]igest did not match|does not match (?:the )?(?:expected )?digest|digest mismatch`), report.CodeDigestMismatch, report.StepBlob},
 	{regexp.MustCompile(`unexpected commit size|failed size validation|size mismatch`), report.CodeSizeMismatch, report.StepBlob},
-	{regexp.MustCompile(`no space left on device`), report.CodeDiskFull, report.StepBlob},
-	{regexp.MustCompile(`input/output error`), report.CodeDiskIO, report.StepBlob},
+	{regexp.MustCompile(`no space left on device|disk quota exceeded`), report.CodeDiskFull, report.StepBlob},
+	{regexp.MustCompile(`input/output error|read-only file system`), report.CodeDiskIO, report.StepBlob},
 	{regexp.MustCompile(`failed to register layer|failed to extract layer|ApplyLayer|Untar re-exec error|failed to unpack`), report.CodeUnpackFailed, report.StepBlob},
 	{regexp.MustCompile(`unexpected status(?: code)?(?: from \w+ request to)? \S+?: (\d{3})|received unexpected HTTP status: (\d{3})|status code \[?[^\]]*\]?:? ?(\d{3})`), report.CodeHTTPStatus, report.StepHTTP},
 	{regexp.MustCompile(`context deadline exceeded|DeadlineExceeded`), report.CodeTimeout, report.StepTCP},
@@ -117,12 +119,19 @@ func Classify(msg string) report.Finding {
 		// real messages are a few KiB; a hostile or runaway line must not cost seconds of regexps
 		msg = msg[:maxMessage]
 	}
+	fd, _ := classify(msg, true)
+	return fd
+}
+
+// classify reads a message with or without the table learned from the dev corpus, and returns
+// the phrase key of its most decisive error (the table's generator counts by it).
+func classify(msg string, learn bool) (report.Finding, phraseKey) {
 	msg = cleanText(msg)
 	if parts := splitErrors(msg); len(parts) > 1 {
-		return classifyMany(msg, parts)
+		return classifyMany(msg, parts, learn)
 	}
-	fd, _ := classifyOne(msg)
-	return fd
+	fd, _, key := classifyOne(msg, learn)
+	return fd, key
 }
 
 // errPart is one error of a joined message; mirror says it came from a mirror the runtime tried first.
@@ -168,13 +177,13 @@ var decisiveness = map[report.Class]int{report.ClassPlatform: 0, report.ClassNot
 	report.ClassDNS: 4, report.ClassRoute: 5, report.ClassEndpoint: 6, report.ClassForbidden: 7, report.ClassRateLimit: 8,
 	report.ClassAuth: 9, report.ClassOther: 10}
 
-func classifyMany(msg string, parts []errPart) report.Finding {
+func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phraseKey) {
 	var best report.Finding
-	var bestMatched string
+	var bestKey phraseKey
 	bestRank := 99
 	var all []report.Finding
 	for _, p := range parts {
-		fd, matched := classifyOne(p.text)
+		fd, _, key := classifyOne(p.text, learn)
 		if p.mirror && fd.Role == report.RoleRegistry {
 			fd.Role = report.RoleMirror
 		}
@@ -183,25 +192,29 @@ func classifyMany(msg string, parts []errPart) report.Finding {
 			rank = -1 // the runtime was configured to pull from the mirror: its error is the one meant
 		}
 		if rank < bestRank {
-			best, bestMatched, bestRank = fd, matched, rank
+			best, bestKey, bestRank = fd, key, rank
 		}
 		all = append(all, fd)
 	}
 	for _, fd := range all {
-		if fd.Class != best.Class && !slices.Contains(best.Alternatives, fd.Class) && fd.Code != report.CodeUnknown {
+		if fd.Class != best.Class && !slices.Contains(best.Alternatives, fd.Class) && fd.Code != report.CodeUnknown && len(best.Alternatives) < maxAlternatives {
 			best.Alternatives = append(best.Alternatives, fd.Class)
 		}
 	}
 	best.Message = redactText(msg)
-	best.Decided, best.DecidedBecause = decided(best, bestMatched)
-	if len(parts) > 1 && best.Decided {
+	switch {
+	case best.Decided && len(best.Alternatives) > 0:
+		best.Decided = false
+		best.DecidedBecause = fmt.Sprintf("the message joins %d errors that read as different classes; the first is the most decisive", len(parts))
+	case best.Decided:
 		best.DecidedBecause += fmt.Sprintf(" (the most decisive of %d errors in the message)", len(parts))
 	}
-	return best
+	return best, bestKey
 }
 
-// classifyOne reads one error and returns its finding and the text of the cause it matched.
-func classifyOne(msg string) (report.Finding, string) {
+// classifyOne reads one error and returns its finding, the text of the cause it matched and the
+// phrase key it was (or, without learn, would be) looked up by in the learned table.
+func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	f := readFacts(msg)
 	host, role := f.failingHost()
 	code, layer := report.CodeUnknown, report.StepConfig
@@ -221,7 +234,8 @@ func classifyOne(msg string) (report.Finding, string) {
 		// the message names the target, not the proxy: the proxy is the failing hop
 		host, role = "", report.RoleProxy
 	}
-	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token")) {
+	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token") ||
+		strings.Contains(f.text, "GetAuthorizationToken") || strings.Contains(f.text, "credential provider")) {
 		role = report.RoleToken
 	}
 	switch {
@@ -296,6 +310,18 @@ func classifyOne(msg string) (report.Finding, string) {
 			fd.Alternatives = []report.Class{report.ClassAuth}
 		}
 		fd.Reason = reason(fd, f)
+	}
+	var key phraseKey
+	if ph := findPhrase(code, matched, f.text); ph != "" {
+		reg := f.registry
+		if reg == "" && role == report.RoleRegistry {
+			reg = host
+		}
+		key = phraseKey{ph, registryFamily(reg)}
+	}
+	learned := learn && key.phrase != "" && applyLearned(&fd, key)
+	because := fd.DecidedBecause
+	if !learned {
 		if v := vendorMeaning(f, fd); v != nil {
 			fd.Class, fd.Alternatives = v.classes[0], slices.Clone(v.classes[1:])
 			fd.Reason += "; " + v.why
@@ -303,9 +329,12 @@ func classifyOne(msg string) (report.Finding, string) {
 	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
 	fd.Decided, fd.DecidedBecause = decided(fd, matched)
+	if learned && !fd.Decided && len(fd.Alternatives) > 0 {
+		fd.DecidedBecause = because
+	}
 	fd.NextSteps = nextSteps(fd, f)
 	fd.Decide = decide(fd, f)
-	return fd, matched
+	return fd, matched, key
 }
 
 // vendorPhrase is what a registry's own words meant in the threads of the dev corpus: the causes
