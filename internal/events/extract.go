@@ -34,6 +34,7 @@ var (
 		mustLit(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?):`),
 		mustLit(`(?i)pull access denied for ([^\s,]+),`),
 		mustLit(`(?i)manifest for (\S+) not found`),
+		mustLit(`(?i)\bimage ([a-z0-9][^\s:"]*/[^\s:"]+(?::[\w][\w.-]*)?) not found|repository ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"]+) not found`),
 		mustLit(`(?i)for image (\S+?)$|for image (\S+)\s`),
 		mustLit(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
@@ -65,7 +66,7 @@ func readFacts(msg string) facts {
 		if m := re.find(t, low); m != nil {
 			for _, g := range m[1:] {
 				if g != "" {
-					f.image = strings.TrimRight(g, ".,;")
+					f.image = strings.TrimRight(g, ".,;:")
 					break
 				}
 			}
