@@ -242,6 +242,10 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	case code == report.CodeBlobStalled && !f.blobPhase && !strings.Contains(f.text, "/blobs/"):
 		// a read that timed out before any blob was being copied: the registry stopped answering
 		code, layer = report.CodeTCPTimeout, report.StepTCP
+	case code == report.CodeBlobFailed && host != "" && (role == report.RoleToken || role == report.RoleBlob || role == report.RoleMirror):
+		// the connection to a named token, blob or mirror host was cut mid-answer: that host's
+		// reachability (endpoint), not an unexplained download failure
+		code, layer = report.CodeTCPReset, report.StepTCP
 	case code == report.CodeAuth403 && (role == report.RoleBlob || f.blobPhase && role != report.RoleToken && role != report.RoleProxy):
 		// the manifest passed and the download was refused: object storage, not the identity
 		code, layer, role = report.CodeBlobForbidden, report.StepBlob, report.RoleBlob
