@@ -31,6 +31,10 @@ var rules = []rule{
 	// ("…": Forbidden) is a CONNECT the proxy refused. A registry's own status comes with its number.
 	{reProxyConnectRefused, report.CodeProxyFailed, report.StepHTTP},
 	{regexp.MustCompile("failed to decode hosts\\.toml|invalid `host` tree"), report.CodeHostsTomlInvalid, report.StepConfig},
+	// the kubelet or a client could not reach the runtime's own socket: the node, not the pull path
+	{regexp.MustCompile(`dial unix \S+: connect: |Cannot connect to the Docker daemon|Is the docker daemon running`), report.CodeUnknown, report.StepConfig},
+	// a resolver that answers 0.0.0.0 or :: for a registry name is a DNS blocklist or sinkhole
+	{regexp.MustCompile(`dial tcp (?:0\.0\.0\.0|\[::\]):\d+: `), report.CodeDNSPublicForPrivate, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided|Failed to lookup host: |Could not resolve host|[Nn]ame does not resolve|getaddrinfo ENOTFOUND|No address associated with hostname`), report.CodeDNSNXDomain, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: \w[^"]*|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.StepDNS},
@@ -58,7 +62,7 @@ var rules = []rule{
 	// the AWS SDK's wording when the ECR auth API could not be reached at all
 	{regexp.MustCompile(`RequestError: send request failed`), report.CodeTCPFailed, report.StepTCP},
 	{regexp.MustCompile(`(?i)toomanyrequests|too many requests|\b429\b|Status 429|Error 429|pull rate limit|\brate exceeded|ThrottlingException|rate limit exceeded`), report.CodeRateLimited, report.StepManifest},
-	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in manifest list for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
+	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in manifest list for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
 	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|unable to retrieve auth token`), report.CodeAuth401, report.StepAuth},
 	// Harbor answers a user or robot without pull rights so (the text says unauthorized, the cause is rights)
 	{regexp.MustCompile(`unauthorized to access repository`), report.CodeAuth403, report.StepAuth},
@@ -436,6 +440,8 @@ func reason(fd report.Finding, f facts) string {
 		return fmt.Sprintf("the runtime sends the pull through an HTTP proxy (%s) that it cannot use", h)
 	case report.CodeHostsTomlInvalid:
 		return "containerd rejected a hosts.toml and silently ignored its settings (its ca among them), so TLS then fails with an unknown authority"
+	case report.CodeDNSPublicForPrivate:
+		return fmt.Sprintf("the node's resolver%s answered an address nothing can be reached at (0.0.0.0 or ::) for %s: a DNS blocklist or sinkhole (Pi-hole, a filtering resolver)", on, h)
 	case report.CodeDNSNXDomain:
 		return fmt.Sprintf("the node's resolver%s says %s does not exist (NXDOMAIN)", on, h)
 	case report.CodeDNSServFail:
