@@ -43,7 +43,7 @@ var phrases = []phrase{
 	{"no basic auth credentials", groupDenial, regexp.MustCompile(`no basic auth credentials|there are no credentials on this request`)},
 	{"invalid username/password", groupDenial, regexp.MustCompile(`(?i)invalid username/password|incorrect username or password|invalid username or password`)},
 	{"token expired", groupDenial, regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`)},
-	{"auth token", groupDenial, regexp.MustCompile(`unable to retrieve auth token|failed to fetch (?:anonymous|oauth) token|failed to authorize`)},
+	{"auth token", groupDenial, regexp.MustCompile(`unable to retrieve auth token`)},
 	{"credential provider", groupDenial, regexp.MustCompile(`(?i)credential provider|credential helper|docker-credential-|error getting credentials`)},
 	{"pull access denied", groupDenial, regexp.MustCompile(`pull access denied|repository does not exist or may require`)},
 	{"requested access to the resource is denied", groupDenial, regexp.MustCompile(`requested access to the resource is denied`)},
