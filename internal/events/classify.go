@@ -63,14 +63,14 @@ var rules = []rule{
 	{regexp.MustCompile(`RequestError: send request failed`), report.CodeTCPFailed, report.StepTCP},
 	{regexp.MustCompile(`(?i)toomanyrequests|too many requests|\b429\b|Status 429|Error 429|pull rate limit|\brate exceeded|ThrottlingException|rate limit exceeded`), report.CodeRateLimited, report.StepManifest},
 	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in manifest list for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
-	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|unable to retrieve auth token`), report.CodeAuth401, report.StepAuth},
+	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|HTTP Basic: Access denied|password or token is incorrect|unable to retrieve auth token`), report.CodeAuth401, report.StepAuth},
 	// Harbor answers a user or robot without pull rights so (the text says unauthorized, the cause is rights)
 	{regexp.MustCompile(`unauthorized to access repository`), report.CodeAuth403, report.StepAuth},
 	{regexp.MustCompile(`pull access denied|repository does not exist or may require`), codeAmbiguousDenied, report.StepAuth},
 	{regexp.MustCompile(`does not match bearer token resource|insufficient_scope`), report.CodeAuthInsufficientScope, report.StepAuth},
 	// a credential that expired (ECR's 12-hour tokens, a node clock ahead of the issuer)
 	{regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`), report.CodeAuth401, report.StepAuth},
-	{regexp.MustCompile(`denied: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
+	{regexp.MustCompile(`: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
 	// 451: the registry refuses this client's location (Docker Hub's export-control block)
 	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|AccessDenied|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied|"DENIED"|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
 	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized|"UNAUTHORIZED"`), report.CodeAuth401, report.StepAuth},
@@ -261,7 +261,8 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	fd := report.Finding{Code: code, Host: host, Role: role, Message: redactText(msg), Image: f.image, Resolver: f.resolver,
 		Address: f.addr, URL: f.urlText, Count: 1}
 	fd.Operation = f.operation(role)
-	hub := f.registry == "docker.io" || (f.registry == "" && f.image == "")
+	// without an image or a URL naming another host, the docker CLI's default registry is meant
+	hub := f.registry == "docker.io" || f.registry == "" && f.image == "" && (f.url == nil || hubAlias(f.url.Hostname()) == "docker.io")
 
 	switch code {
 	case codeAmbiguousDenied:

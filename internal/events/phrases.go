@@ -41,7 +41,7 @@ type phrase struct {
 // phrases are tried in order within a group, the more specific wording first.
 var phrases = []phrase{
 	{"no basic auth credentials", groupDenial, regexp.MustCompile(`no basic auth credentials|there are no credentials on this request`)},
-	{"invalid username/password", groupDenial, regexp.MustCompile(`(?i)invalid username/password|incorrect username or password|invalid username or password`)},
+	{"invalid username/password", groupDenial, regexp.MustCompile(`(?i)invalid username/password|incorrect username or password|invalid username or password|invalid credentials|HTTP Basic: Access denied|password or token is incorrect`)},
 	{"token expired", groupDenial, regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`)},
 	{"auth token", groupDenial, regexp.MustCompile(`unable to retrieve auth token`)},
 	{"credential provider", groupDenial, regexp.MustCompile(`(?i)credential provider|credential helper|docker-credential-|error getting credentials`)},
@@ -169,6 +169,7 @@ const (
 	minPhraseSupport = 2
 	maxAlternatives  = 3
 	minOverride      = 2 // messages that must agree before the table overrides the text's literal reading
+	minDecide        = 3 // messages that must all agree before the table alone decides
 )
 
 // lookupLearned returns the learned classes behind a phrase on a family, most frequent first.
@@ -212,9 +213,12 @@ func applyLearned(fd *report.Finding, k phraseKey) bool {
 			order = append(order, c.class)
 		}
 	}
-	for _, c := range literal {
-		if c != report.ClassOther && !slices.Contains(order, c) {
-			order = append(order, c)
+	// the rules' own reading stays an alternative unless enough dev messages all agreed
+	if unanimous := len(counts) == 1 && n >= minDecide; !unanimous {
+		for _, c := range literal {
+			if c != report.ClassOther && !slices.Contains(order, c) {
+				order = append(order, c)
+			}
 		}
 	}
 	fd.DecidedBecause = learnedBecause(k.phrase, row, counts)
