@@ -150,10 +150,23 @@ var (
 	reRPCSep  = regexp.MustCompile(`, rpc error: `)
 	// containers/image (CRI-O, podman): "(Mirrors also failed: [m: err]): upstream: err"
 	reMirrors = regexp.MustCompile(`\(Mirrors also failed: \[(.*)\]\): (.*)$`)
+	// podman and buildah list the error of each registry a short name was tried on (multierror):
+	// "N errors occurred:\n\t* err\n\t* err"
+	reOccurred = regexp.MustCompile(`\d+ errors occurred:\s*\n`)
+	reBullet   = regexp.MustCompile(`\n[ \t]*\* `)
 )
 
 // splitErrors returns the errors a message joins, each with the wrapper that names the image.
 func splitErrors(msg string) []errPart {
+	if loc := reOccurred.FindStringIndex(msg); loc != nil {
+		var out []errPart
+		for _, p := range reBullet.Split("\n"+msg[loc[1]:], -1) {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, errPart{text: p})
+			}
+		}
+		return out
+	}
 	if !strings.Contains(msg, "rpc error: ") && !strings.Contains(msg, "Mirrors also failed") {
 		return nil
 	}
