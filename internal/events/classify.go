@@ -104,6 +104,9 @@ var rulePrefilters = func() []prefilter {
 // maxMessage bounds the text one finding is read from.
 const maxMessage = 64 << 10
 
+// maxParts bounds the errors of one message that are read one by one.
+const maxParts = 16
+
 var reProxyConnectRefused = regexp.MustCompile(`failed to do request: (?:Get|Head|Post|GET|HEAD|POST) "?[^"\s]+"?: (?:Forbidden|Bad Gateway|Service Unavailable|Gateway Timeout|Bad Request|Not Found|Method Not Allowed|Internal Server Error|Unauthorized)\b`)
 
 // Pseudo-codes resolved by the ambiguity rules below.
@@ -132,7 +135,8 @@ func Classify(msg string) report.Finding {
 func classify(msg string, learn bool) (report.Finding, phraseKey) {
 	msg = cleanText(msg)
 	if parts := splitErrors(msg); len(parts) > 1 {
-		return classifyMany(msg, parts, learn)
+		// a real message joins a few errors; a runaway list must not cost a classification each
+		return classifyMany(msg, parts[:min(len(parts), maxParts)], learn)
 	}
 	fd, _, key := classifyOne(msg, learn)
 	return fd, key

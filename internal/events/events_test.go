@@ -194,10 +194,22 @@ func FuzzParse(f *testing.F) {
 func FuzzClassify(f *testing.F) {
 	f.Add(`failed to do request: Head "https://r/v2/a/manifests/1": dial tcp: lookup r on 1.1.1.1:53: no such host`)
 	f.Add(`proxyconnect tcp: dial tcp: lookup p: no such host`)
+	f.Add("unable to pull a/b: 2 errors occurred:\n\t* Error reading manifest 1 in quay.io/a/b: unauthorized\n\t* denied: denied\n")
+	f.Add(`Failed to pull image "r/a": [rpc error: code = Unknown desc = 401 Unauthorized, rpc error: code = Unknown desc = manifest unknown]`)
+	f.Add(`pull access denied for a, repository does not exist or may require 'docker login': denied: requested access to the resource is denied`)
 	f.Fuzz(func(t *testing.T, in string) {
 		fd := Classify(in)
 		if !fd.Class.Valid() {
 			t.Fatalf("invalid class %q", fd.Class)
+		}
+		// every finding says whether the text decides it; alternatives are few, distinct and not the class
+		if fd.Owner != fd.Class.Owner() || fd.DecidedBecause == "" || fd.Decided && len(fd.Alternatives) > 0 || len(fd.Alternatives) > maxAlternatives {
+			t.Fatalf("finding %+v", fd)
+		}
+		for i, a := range fd.Alternatives {
+			if a == fd.Class || !a.Valid() || slices.Contains(fd.Alternatives[:i], a) {
+				t.Fatalf("alternatives %v for class %s", fd.Alternatives, fd.Class)
+			}
 		}
 	})
 }
