@@ -690,15 +690,40 @@ func decide(fd report.Finding, f facts) string {
 		return ""
 	}
 	img := fd.Image
+	where := decideWhere
+	if img == "" && pathClass[fd.Class] && f.onHub() {
+		// the text names no image, but the path to Docker Hub failed: any public image walks it
+		img, where = hubProbeImage, "   # any public Docker Hub image walks the same path;"+strings.TrimPrefix(decideWhere, "   #")
+	}
 	if img == "" {
 		img = "IMAGE"
 	}
-	cmd := "pullpath probe " + img + decideWhere
+	cmd := "pullpath probe " + img + where
 	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth) {
 		// anonymous first: then again with the pod's own secret tells a missing repository from a private one
 		cmd += "; then again with --pull-secret and the pod's pull secret (kubectl get secret -o yaml)"
 	}
 	return cmd
+}
+
+// pathClass are the classes of the path to a registry, whatever the image: a probe of any image
+// of that registry settles them.
+var pathClass = map[report.Class]bool{report.ClassDNS: true, report.ClassRoute: true, report.ClassTLS: true,
+	report.ClassProxy: true, report.ClassEndpoint: true}
+
+// hubProbeImage is a small public image on Docker Hub, for a failure on the path to Hub that names no image.
+const hubProbeImage = "docker.io/library/busybox:latest"
+
+// onHub says the failing request went to Docker Hub (its API, token or CDN hosts).
+func (f facts) onHub() bool {
+	if f.registry != "" {
+		return f.registry == "docker.io"
+	}
+	if f.url == nil {
+		return false
+	}
+	h := strings.ToLower(f.url.Hostname())
+	return hubAlias(h) == "docker.io" || h == "auth.docker.io" || strings.HasSuffix(h, ".docker.com") || strings.HasSuffix(h, ".docker.io")
 }
 
 // decideWhere says where the probe pulls the way the runtime does: on the node it reads the

@@ -522,3 +522,15 @@ func TestErrorBodiesAreText(t *testing.T) {
 		}
 	}
 }
+
+// A failure on the path to Docker Hub that names no image still gets a runnable decide line.
+func TestDecideOnHubPathWithoutImage(t *testing.T) {
+	fd := Classify(`Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp 44.1.1.1:443: i/o timeout`)
+	if !strings.Contains(fd.Decide, "pullpath probe "+hubProbeImage) || strings.Contains(fd.Decide, "IMAGE") {
+		t.Errorf("decide = %q", fd.Decide)
+	}
+	// a missing image on an unnamed registry cannot be probed with a stand-in
+	if fd := Classify(`Error response from daemon: manifest unknown: manifest unknown`); strings.Contains(fd.Decide, hubProbeImage) {
+		t.Errorf("decide = %q", fd.Decide)
+	}
+}
