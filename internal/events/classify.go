@@ -32,7 +32,7 @@ var rules = []rule{
 	{reProxyConnectRefused, report.CodeProxyFailed, report.StepHTTP},
 	{regexp.MustCompile("failed to decode hosts\\.toml|invalid `host` tree"), report.CodeHostsTomlInvalid, report.StepConfig},
 	// the kubelet or a client could not reach the runtime's own socket: the node, not the pull path
-	{regexp.MustCompile(`dial unix \S+: connect: |Cannot connect to the Docker daemon|Is the docker daemon running`), report.CodeUnknown, report.StepConfig},
+	{regexp.MustCompile(`dial unix \S+: connect: |Cannot connect to the Docker daemon|Is the docker daemon running|code = Unavailable desc = (?:connection error|error reading from server|transport is closing)`), report.CodeUnknown, report.StepConfig},
 	// a resolver that answers 0.0.0.0 or :: for a registry name is a DNS blocklist or sinkhole
 	{regexp.MustCompile(`dial tcp (?:0\.0\.0\.0|\[::\]):\d+: `), report.CodeDNSPublicForPrivate, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided|Failed to lookup host: |Could not resolve host|[Nn]ame does not resolve|getaddrinfo ENOTFOUND|No address associated with hostname`), report.CodeDNSNXDomain, report.StepDNS},
