@@ -345,14 +345,13 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		}
 		key = phraseKey{ph, registryFamily(reg)}
 	}
+	// the registries' documented wordings first; the table learned from dev then weighs in
+	if v := vendorMeaning(f, fd); v != nil {
+		fd.Class, fd.Alternatives = v.classes[0], slices.Clone(v.classes[1:])
+		fd.Reason += "; " + v.why
+	}
 	learned := learn && key.phrase != "" && applyLearned(&fd, key)
 	because := fd.DecidedBecause
-	if !learned {
-		if v := vendorMeaning(f, fd); v != nil {
-			fd.Class, fd.Alternatives = v.classes[0], slices.Clone(v.classes[1:])
-			fd.Reason += "; " + v.why
-		}
-	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
 	fd.Decided, fd.DecidedBecause = decided(fd, matched)
 	if learned && !fd.Decided && len(fd.Alternatives) > 0 {
