@@ -350,8 +350,15 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		fd.Class, fd.Alternatives = v.classes[0], slices.Clone(v.classes[1:])
 		fd.Reason += "; " + v.why
 	}
-	learned := learn && key.phrase != "" && applyLearned(&fd, key)
+	var learned, phraseDecides bool
+	if learn && key.phrase != "" {
+		learned, phraseDecides = applyLearned(&fd, key)
+	}
 	because := fd.DecidedBecause
+	if learn && !phraseDecides {
+		// a phrase all its dev messages agreed on is more specific than the reading's confusions
+		addConfused(&fd)
+	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
 	fd.Decided, fd.DecidedBecause = decided(fd, matched)
 	if learned && !fd.Decided && len(fd.Alternatives) > 0 {

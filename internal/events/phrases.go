@@ -195,11 +195,12 @@ func total(c []classCount) int {
 }
 
 // applyLearned sets a finding's class and alternatives from the learned table; the rules'
-// literal reading stays an alternative. It reports whether the table had a row for the phrase.
-func applyLearned(fd *report.Finding, k phraseKey) bool {
+// literal reading stays an alternative. It reports whether the table had a row for the phrase,
+// and whether that row decides alone (enough dev messages, all one class).
+func applyLearned(fd *report.Finding, k phraseKey) (found, decides bool) {
 	counts, row := lookupLearned(k)
 	if counts == nil {
-		return false
+		return false, false
 	}
 	literal := append([]report.Class{fd.Class}, fd.Alternatives...)
 	var order []report.Class
@@ -216,7 +217,8 @@ func applyLearned(fd *report.Finding, k phraseKey) bool {
 		}
 	}
 	// the rules' own reading stays an alternative unless enough dev messages all agreed
-	if unanimous := len(counts) == 1 && n >= minDecide; !unanimous {
+	unanimous := len(counts) == 1 && n >= minDecide
+	if !unanimous {
 		for _, c := range literal {
 			if c != report.ClassOther && !slices.Contains(order, c) {
 				order = append(order, c)
@@ -232,7 +234,7 @@ func applyLearned(fd *report.Finding, k phraseKey) bool {
 	if rest := order[1:]; len(rest) > 0 {
 		fd.Alternatives = slices.Clone(rest[:min(len(rest), maxAlternatives)])
 	}
-	return true
+	return true, unanimous && fd.Class == counts[0].class
 }
 
 // learnedBecause is the one-line reason a learned row gives: what the phrase meant in the corpus.
@@ -246,4 +248,28 @@ func learnedBecause(ph string, row phraseKey, counts []classCount) string {
 		parts[i] = fmt.Sprintf("%s %d", c.class, c.n)
 	}
 	return fmt.Sprintf("%q %s stood behind %s of %d messages in pullpath's corpus", ph, where, strings.Join(parts, ", "), total(counts))
+}
+
+// codeKey is one row of the learned confusion table: what the rules read (code) and where (role).
+type codeKey struct {
+	code report.Code
+	role report.Role
+}
+
+// minConfusion is how many dev messages must have carried another label behind a reading before
+// that label is offered as an alternative (1: on dev's three folds, every such label offered
+// found two more right answers among the alternatives and changed no first class).
+var minConfusion = 1
+
+// addConfused appends, as alternatives, the other labels dev messages read this way carried,
+// most frequent first: the alternatives say how often this reading was wrong, not every class.
+func addConfused(fd *report.Finding) {
+	for _, c := range codeTable[codeKey{fd.Code, fd.Role}] {
+		if len(fd.Alternatives) >= maxAlternatives {
+			return
+		}
+		if c.n >= minConfusion && c.class != fd.Class && !slices.Contains(fd.Alternatives, c.class) {
+			fd.Alternatives = append(fd.Alternatives, c.class)
+		}
+	}
 }

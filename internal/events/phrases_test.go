@@ -16,14 +16,45 @@ import (
 
 var updatePhrases = flag.Bool("update-phrases", false, "rewrite phrasetable.go from the dev corpus")
 
-// learnTable counts, over the dev third of the corpus only, which labelled class stood behind
-// each ambiguous phrase, per registry family and on any registry. The phrase is the one the rules
-// read without the table, so the counts do not depend on the table itself.
-func learnTable(t testing.TB) map[phraseKey][]classCount {
-	return learnFrom(t, func(s sample) bool { return !heldOut(s.source) })
+// learnFrom counts, over the samples use admits (the dev third only, or a part of it), which
+// labelled class stood behind each ambiguous phrase, per registry family and on any registry. The
+// phrase is the one the rules read without the tables, so the counts do not depend on the tables.
+// learnCodes counts, over the samples use admits, the labels behind each reading (code, role)
+// of the rules without the tables.
+func learnCodes(t testing.TB, use func(sample) bool) map[codeKey][]classCount {
+	counts := map[codeKey]map[report.Class]int{}
+	for _, file := range corpusFiles {
+		for _, s := range loadCorpus(t, file) {
+			if !use(s) {
+				continue
+			}
+			fd, _ := classify(s.message, false)
+			k := codeKey{fd.Code, fd.Role}
+			if counts[k] == nil {
+				counts[k] = map[report.Class]int{}
+			}
+			counts[k][s.class]++
+		}
+	}
+	out := map[codeKey][]classCount{}
+	for k, m := range counts {
+		out[k] = sortedCounts(m)
+	}
+	return out
 }
 
-// learnFrom counts the samples use admits.
+func sortedCounts(m map[report.Class]int) []classCount {
+	var cs []classCount
+	for c, n := range m {
+		cs = append(cs, classCount{c, n})
+	}
+	// most frequent first; ties in the order of decisiveness, so the table is stable
+	slices.SortFunc(cs, func(a, b classCount) int {
+		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(decisiveness[a.class], decisiveness[b.class]))
+	})
+	return cs
+}
+
 func learnFrom(t testing.TB, use func(sample) bool) map[phraseKey][]classCount {
 	counts := map[phraseKey]map[report.Class]int{}
 	add := func(k phraseKey, c report.Class) {
@@ -60,7 +91,7 @@ func learnFrom(t testing.TB, use func(sample) bool) map[phraseKey][]classCount {
 	return out
 }
 
-func renderTable(m map[phraseKey][]classCount) []byte {
+func renderTable(m map[phraseKey][]classCount, codes map[codeKey][]classCount) []byte {
 	keys := make([]phraseKey, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -74,14 +105,20 @@ func renderTable(m map[phraseKey][]classCount) []byte {
 	b.WriteString("// phraseTable: for each ambiguous phrase on a registry family (\"*\": any), the labelled classes\n// of the dev messages that carried it, most frequent first.\n")
 	b.WriteString("var phraseTable = map[phraseKey][]classCount{\n")
 	for _, k := range keys {
-		fmt.Fprintf(&b, "\t{%q, %q}: {", k.phrase, k.family)
-		for i, c := range m[k] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "{report.Class(%q), %d}", c.class, c.n)
-		}
-		b.WriteString("},\n")
+		fmt.Fprintf(&b, "\t{%q, %q}: ", k.phrase, k.family)
+		writeCounts(&b, m[k])
+	}
+	b.WriteString("}\n\n")
+	ckeys := make([]codeKey, 0, len(codes))
+	for k := range codes {
+		ckeys = append(ckeys, k)
+	}
+	slices.SortFunc(ckeys, func(a, b codeKey) int { return cmp.Or(cmp.Compare(a.code, b.code), cmp.Compare(a.role, b.role)) })
+	b.WriteString("// codeTable: for each reading of the rules (code, role), the labelled classes of the dev messages\n// read so, most frequent first.\n")
+	b.WriteString("var codeTable = map[codeKey][]classCount{\n")
+	for _, k := range ckeys {
+		fmt.Fprintf(&b, "\t{%q, %q}: ", k.code, k.role)
+		writeCounts(&b, codes[k])
 	}
 	b.WriteString("}\n")
 	src, err := format.Source(b.Bytes())
@@ -91,10 +128,22 @@ func renderTable(m map[phraseKey][]classCount) []byte {
 	return src
 }
 
-// TestPhraseTable regenerates the learned table from the dev set and requires the checked-in
-// phrasetable.go to be exactly that: the table cannot hold anything learned from held-out text.
+func writeCounts(b *bytes.Buffer, cs []classCount) {
+	b.WriteString("{")
+	for i, c := range cs {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(b, "{report.Class(%q), %d}", c.class, c.n)
+	}
+	b.WriteString("},\n")
+}
+
+// TestPhraseTable regenerates the learned tables from the dev set and requires the checked-in
+// phrasetable.go to be exactly that: the tables cannot hold anything learned from held-out text.
 func TestPhraseTable(t *testing.T) {
-	want := renderTable(learnTable(t))
+	dev := func(s sample) bool { return !heldOut(s.source) }
+	want := renderTable(learnFrom(t, dev), learnCodes(t, dev))
 	if *updatePhrases {
 		if err := os.WriteFile("phrasetable.go", want, 0o644); err != nil {
 			t.Fatal(err)
@@ -114,8 +163,8 @@ func TestPhraseTable(t *testing.T) {
 // has not seen: dev is cut in three folds by source, the table learned on two is judged on the
 // third. It logs the estimate beside the rules alone; it fails only if the table makes things worse.
 func TestPhraseTableCrossValidated(t *testing.T) {
-	saved := phraseTable
-	defer func() { phraseTable = saved }()
+	saved, savedCodes := phraseTable, codeTable
+	defer func() { phraseTable, codeTable = saved, savedCodes }()
 	fold := func(s sample) int { h := sha256.Sum256([]byte(s.source)); return int(h[1] % 3) }
 	var dev []sample
 	for _, file := range corpusFiles {
@@ -127,7 +176,8 @@ func TestPhraseTableCrossValidated(t *testing.T) {
 	}
 	var n, ruleRight, ruleAlt, cvRight, cvAlt int
 	for k := range 3 {
-		phraseTable = learnFrom(t, func(s sample) bool { return !heldOut(s.source) && fold(s) != k })
+		train := func(s sample) bool { return !heldOut(s.source) && fold(s) != k }
+		phraseTable, codeTable = learnFrom(t, train), learnCodes(t, train)
 		for _, s := range dev {
 			if fold(s) != k {
 				continue
