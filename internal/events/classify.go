@@ -73,11 +73,11 @@ var rules = []rule{
 	{regexp.MustCompile(`: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
 	// 451: the registry refuses this client's location (Docker Hub's export-control block)
 	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|AccessDenied|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied|"DENIED"|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
-	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|authentication required|not authorized|"UNAUTHORIZED"`), report.CodeAuth401, report.StepAuth},
+	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|[Aa]uthentication (?:is )?required|not authorized|"UNAUTHORIZED"`), report.CodeAuth401, report.StepAuth},
 	// a credential helper or the kubelet's credential provider failed: the pull had no identity
 	{regexp.MustCompile(`(?i)credential[ -]?provider|credential[ -]?helper|docker-credential-|error getting credentials`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.StepBlob},
-	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b|: Not Found\b|repository name not known to registry|\b404 Not Found|does not exist in the registry with id|RepositoryNotFoundException|ImageNotFoundException|[Rr]equested image not found`), report.CodeManifestUnknown, report.StepManifest},
+	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b|: Not Found\b|repository name not known to registry|\b404 Not Found|(?:[Cc]ode|[Ee]rror|[Ss]tatus):? 404\b|does not exist in the registry with id|RepositoryNotFoundException|ImageNotFoundException|[Rr]equested image not found`), report.CodeManifestUnknown, report.StepManifest},
 	{regexp.MustCompile(`unexpected commit digest|verification failed for digest|[Dd]igest did not match|does not match (?:the )?(?:expected )?digest|digest mismatch`), report.CodeDigestMismatch, report.StepBlob},
 	{regexp.MustCompile(`unexpected commit size|failed size validation|size mismatch`), report.CodeSizeMismatch, report.StepBlob},
 	{regexp.MustCompile(`no space left on device|disk quota exceeded`), report.CodeDiskFull, report.StepBlob},

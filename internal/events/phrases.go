@@ -45,7 +45,7 @@ var phrases = []phrase{
 	{"token expired", groupDenial, regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`)},
 	{"auth token", groupDenial, regexp.MustCompile(`unable to retrieve auth token`)},
 	{"credential provider", groupDenial, regexp.MustCompile(`(?i)credential provider|credential helper|docker-credential-|error getting credentials`)},
-	{"pull access denied", groupDenial, regexp.MustCompile(`pull access denied|repository does not exist or may require`)},
+	{"pull access denied", groupDenial, regexp.MustCompile(`pull access denied|repository does not exist or may require|does not exist or no pull access`)},
 	{"requested access to the resource is denied", groupDenial, regexp.MustCompile(`requested access to the resource is denied`)},
 	{"insufficient_scope", groupDenial, regexp.MustCompile(`insufficient_scope|does not match bearer token resource`)},
 	{"unauthorized to access repository", groupDenial, regexp.MustCompile(`unauthorized to access repository`)},
