@@ -61,6 +61,11 @@ var rules = []rule{
 	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers|\b408 Request Time-?out|wsarecv: A connection attempt failed|\bETIMEDOUT\b|connect: operation timed out`), report.CodeTCPTimeout, report.StepTCP},
 	// the AWS SDK's wording when the ECR auth API could not be reached at all
 	{regexp.MustCompile(`RequestError: send request failed`), report.CodeTCPFailed, report.StepTCP},
+	// Windows prints its socket and resolver errors in the system's language: after the English
+	// wordings above, a localized text behind the call that failed still names the step
+	{regexp.MustCompile(`lookup \S+(?: on \S+)?: [^\x00-\x7F]`), report.CodeDNSNXDomain, report.StepDNS},
+	{regexp.MustCompile(`connectex: |dial tcp \S+: connect: [^\x00-\x7F]`), report.CodeTCPFailed, report.StepTCP},
+	{regexp.MustCompile(`wsarecv: |wsasend: |read tcp \S+: [^\x00-\x7F]`), report.CodeTCPReset, report.StepTCP},
 	{regexp.MustCompile(`(?i)toomanyrequests|too many requests|\b429\b|Status 429|Error 429|pull rate limit|\brate exceeded|ThrottlingException|rate limit exceeded`), report.CodeRateLimited, report.StepManifest},
 	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in manifest list for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
 	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|HTTP Basic: Access denied|password or token is incorrect|unable to retrieve auth token`), report.CodeAuth401, report.StepAuth},
