@@ -179,11 +179,28 @@ func lookupLearned(k phraseKey) ([]classCount, phraseKey) {
 	if c := phraseTable[k]; total(c) >= minFamilySupport {
 		return c, k
 	}
+	if namedNotHub(k.family) {
+		// Docker Hub's wording dominates the rows of any registry: a named other registry backs off
+		// to the registries that are not Hub, and to all only where every registry agreed
+		if c := phraseTable[phraseKey{k.phrase, notHub}]; total(c) >= minPhraseSupport {
+			return c, phraseKey{k.phrase, notHub}
+		}
+		if c := phraseTable[phraseKey{k.phrase, "*"}]; len(c) != 1 {
+			return nil, k
+		}
+	}
 	any := phraseKey{k.phrase, "*"}
 	if c := phraseTable[any]; total(c) >= minPhraseSupport {
 		return c, any
 	}
 	return nil, k
+}
+
+// notHub is the family of every named registry but Docker Hub.
+const notHub = "!hub"
+
+func namedNotHub(family string) bool {
+	return family != "hub" && family != "none" && family != "*" && family != notHub
 }
 
 func total(c []classCount) int {
@@ -240,7 +257,11 @@ func applyLearned(fd *report.Finding, k phraseKey) (found, decides bool) {
 // learnedBecause is the one-line reason a learned row gives: what the phrase meant in the corpus.
 func learnedBecause(ph string, row phraseKey, counts []classCount) string {
 	where := "on any registry"
-	if row.family != "*" {
+	switch row.family {
+	case "*":
+	case notHub:
+		where = "on registries other than Docker Hub"
+	default:
 		where = "on " + row.family + " registries"
 	}
 	parts := make([]string, len(counts))

@@ -74,6 +74,9 @@ func learnFrom(t testing.TB, use func(sample) bool) map[phraseKey][]classCount {
 			}
 			add(key, s.class)
 			add(phraseKey{key.phrase, "*"}, s.class)
+			if namedNotHub(key.family) {
+				add(phraseKey{key.phrase, notHub}, s.class)
+			}
 		}
 	}
 	out := map[phraseKey][]classCount{}
