@@ -340,6 +340,11 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			// registries also answer 403 to stale or foreign credentials
 			fd.Alternatives = []report.Class{report.ClassAuth}
 		}
+		if fd.Code == report.CodeHTTPStatus && fd.Class != report.ClassOther && re5xx.MatchString(matched) {
+			// a 5xx is the server's own failure: a storage or CDN host on the path, or an outage of
+			// the registry's service that no node-side change fixes
+			fd.Alternatives = append(fd.Alternatives, report.ClassOther)
+		}
 		fd.Reason = reason(fd, f)
 	}
 	var key phraseKey
@@ -557,6 +562,9 @@ func addrOr(f facts, h string) string {
 	}
 	return h
 }
+
+// re5xx is a server error status in a matched status text.
+var re5xx = regexp.MustCompile(`\b5\d\d\b`)
 
 // reExpiredSignature is object storage saying the signed URL is no longer valid.
 var reExpiredSignature = regexp.MustCompile(`(?i)request has expired|signature (?:not valid in the specified time|expired)|url signature expired|ExpiredToken|token is expired`)
