@@ -346,6 +346,16 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			fd.Alternatives = append(fd.Alternatives, report.ClassOther)
 		}
 		fd.Reason = reason(fd, f)
+		if code == report.CodeUnknown && reCutAfterRequest.MatchString(f.text) {
+			// containerd wraps only transport errors in "failed to do request": the cut-off cause is
+			// the name, the connection, TLS or the proxy, in the order dev messages had them
+			order := transportOrder()
+			if role != report.RoleRegistry && role != "" {
+				order = []report.Class{report.ClassFor(role, report.StepTCP, report.CodeTCPFailed)}
+			}
+			fd.Class, fd.Alternatives = order[0], slices.Clone(order[1:min(len(order), maxAlternatives+1)])
+			fd.Reason = "the message is cut off right after the request; containerd wraps only transport failures (the name, the connection, TLS, the proxy) in \"failed to do request\""
+		}
 	}
 	var key phraseKey
 	if ph := findPhrase(code, matched, f.text); ph != "" {
@@ -561,6 +571,28 @@ func addrOr(f facts, h string) string {
 		return f.addr
 	}
 	return h
+}
+
+// reCutAfterRequest is containerd's transport wrapper with nothing after the request's URL.
+var reCutAfterRequest = regexp.MustCompile(`failed to do request: \w+ "?https?://[^\s"]+"?\s*$`)
+
+// transportOrder is the classes of a transport failure at the registry, most frequent first in
+// the dev corpus (codeTable's registry rows).
+func transportOrder() []report.Class {
+	n := map[report.Class]int{}
+	for k, cs := range codeTable {
+		if k.role != report.RoleRegistry {
+			continue
+		}
+		for _, c := range cs {
+			if c.class == report.ClassDNS || c.class == report.ClassRoute || c.class == report.ClassTLS || c.class == report.ClassProxy {
+				n[c.class] += c.n
+			}
+		}
+	}
+	order := []report.Class{report.ClassRoute, report.ClassDNS, report.ClassTLS, report.ClassProxy}
+	slices.SortStableFunc(order, func(a, b report.Class) int { return n[b] - n[a] })
+	return order
 }
 
 // re5xx is a server error status in a matched status text.
