@@ -167,14 +167,16 @@ var (
 
 // splitErrors returns the errors a message joins, each with the wrapper that names the image.
 func splitErrors(msg string) []errPart {
-	if loc := reOccurred.FindStringIndex(msg); loc != nil {
-		var out []errPart
-		for _, p := range reBullet.Split("\n"+msg[loc[1]:], -1) {
-			if p = strings.TrimSpace(p); p != "" {
-				out = append(out, errPart{text: p})
+	if strings.Contains(msg, "errors occurred") {
+		if loc := reOccurred.FindStringIndex(msg); loc != nil {
+			var out []errPart
+			for _, p := range reBullet.Split("\n"+msg[loc[1]:], -1) {
+				if p = strings.TrimSpace(p); p != "" {
+					out = append(out, errPart{text: p})
+				}
 			}
+			return out
 		}
-		return out
 	}
 	if !strings.Contains(msg, "rpc error: ") && !strings.Contains(msg, "Mirrors also failed") {
 		return nil

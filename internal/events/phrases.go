@@ -114,13 +114,23 @@ func findPhrase(code report.Code, matched, text string) string {
 	if g == groupNone {
 		return ""
 	}
-	for _, p := range phrases {
-		if p.group == g && p.re.MatchString(text) {
+	lower := strings.ToLower(text)
+	for i, p := range phrases {
+		if p.group == g && phrasePrefilters[i].mayMatch(lower) && p.re.MatchString(text) {
 			return p.key
 		}
 	}
 	return ""
 }
+
+// phrasePrefilters hold each phrase's literal precondition, in the order of phrases.
+var phrasePrefilters = func() []prefilter {
+	out := make([]prefilter, len(phrases))
+	for i, p := range phrases {
+		out[i] = newPrefilter(p.re)
+	}
+	return out
+}()
 
 // learnedFor says whether the table speaks for a finding on this role: wordings of the
 // registry's answer (denials, statuses) on any host but a blob host, transport wordings only on
