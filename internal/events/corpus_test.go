@@ -200,16 +200,15 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// Floors the corpus must hold: the honest figures reached (2026-12-02: dev 95.1 %, held-out
-// 87.4 % and 91.4 % with alternatives), below issue 11's goal (dev 98 %, held-out 95 % / 99 %).
-// report.ClassFor now follows DESIGN (a certificate failure is tls on any host; a blob, token or
-// mirror host that cannot be resolved or reached is endpoint) and thirteen labels were brought in
-// line with it (corpus.txt's header says which rule); what remains is mostly texts whose 401/403/
-// not-found wording means different things on different registries, and texts that name no cause.
+// Floors the corpus must hold: the honest figures reached (2026-12-03: dev 95.5 %, held-out
+// 89.7 % and 93.5 % with alternatives, on 442 messages), below issue 11's goal (dev 98 %, held-out
+// 95 % / 99 %). The learned tables (phrasetable.go, from dev only) gave nothing on first class
+// across dev's own folds (TestPhraseTableCrossValidated), so they override the rules only with
+// enough dev evidence; what remains is mostly wording no rule knows and texts that name no cause.
 const (
 	devFloor     = 95.0
-	testFloor    = 87.0
-	testAltFloor = 91.0
+	testFloor    = 89.0
+	testAltFloor = 93.0
 	hostFloor    = 0.9
 )
 
