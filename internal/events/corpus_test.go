@@ -70,9 +70,12 @@ func loadCorpus(t testing.TB, path string) []sample {
 
 // corpusFiles are the real messages from public threads and vendor pages; lab.txt (containerd's
 // own strings from the lab) is measured on its own.
-var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt"}
+var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt", "testdata/corpus-c.txt"}
 
-var showHeldOut = flag.Bool("heldout-misses", false, "list the held-out set's misses by family (only once tuning is over)")
+var (
+	showHeldOut = flag.Bool("heldout-misses", false, "list the held-out set's misses by family (only once tuning is over)")
+	tuning      = flag.Bool("tuning", false, "while tuning: neither print nor check the held-out figures, so they cannot steer the rules")
+)
 
 // heldOut puts a source thread in the held-out test third by a hash of its name, so the split was
 // fixed before any tuning and cannot drift: every message of a thread is on the same side.
@@ -160,7 +163,9 @@ func TestCorpus(t *testing.T) {
 		}
 	}
 	t.Log(dev.line("dev (tuned on)"))
-	t.Log(test.line("held-out test"))
+	if !*tuning {
+		t.Log(test.line("held-out test"))
+	}
 	all := newScore()
 	for _, sc := range []*score{dev, test} {
 		all.n += sc.n
@@ -184,6 +189,9 @@ func TestCorpus(t *testing.T) {
 	if pct(dev.right, dev.n) < devFloor {
 		t.Errorf("dev first-class accuracy %.1f%% is below %.1f%%", pct(dev.right, dev.n), devFloor)
 	}
+	if *tuning {
+		return
+	}
 	if pct(test.right, test.n) < testFloor || pct(test.withAlt, test.n) < testAltFloor {
 		t.Errorf("held-out accuracy %.1f%% / %.1f%% with alternatives is below %.1f%% / %.1f%%", pct(test.right, test.n), pct(test.withAlt, test.n), testFloor, testAltFloor)
 	}
@@ -192,16 +200,15 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// Floors the corpus must hold: the honest figures reached (2026-12-02: dev 95.1 %, held-out
-// 87.4 % and 91.4 % with alternatives), below issue 11's goal (dev 98 %, held-out 95 % / 99 %).
-// report.ClassFor now follows DESIGN (a certificate failure is tls on any host; a blob, token or
-// mirror host that cannot be resolved or reached is endpoint) and thirteen labels were brought in
-// line with it (corpus.txt's header says which rule); what remains is mostly texts whose 401/403/
-// not-found wording means different things on different registries, and texts that name no cause.
+// Floors the corpus must hold: the honest figures reached (2026-12-03: dev 95.5 %, held-out
+// 89.7 % and 93.5 % with alternatives, on 442 messages), below issue 11's goal (dev 98 %, held-out
+// 95 % / 99 %). The learned tables (phrasetable.go, from dev only) gave nothing on first class
+// across dev's own folds (TestPhraseTableCrossValidated), so they override the rules only with
+// enough dev evidence; what remains is mostly wording no rule knows and texts that name no cause.
 const (
 	devFloor     = 95.0
-	testFloor    = 87.0
-	testAltFloor = 91.0
+	testFloor    = 89.0
+	testAltFloor = 93.0
 	hostFloor    = 0.9
 )
 

@@ -34,6 +34,7 @@ var (
 		mustLit(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?):`),
 		mustLit(`(?i)pull access denied for ([^\s,]+),`),
 		mustLit(`(?i)manifest for (\S+) not found`),
+		mustLit(`(?i)\bimage ([a-z0-9][^\s:"]*/[^\s:"]+(?::[\w][\w.-]*)?) not found|repository ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"]+) not found`),
 		mustLit(`(?i)for image (\S+?)$|for image (\S+)\s`),
 		mustLit(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
@@ -53,8 +54,13 @@ var (
 	reProxy        = mustLit(`(?:proxyconnect tcp: dial tcp|error connecting to proxy https?://\S+: dial tcp)(?: (\[[0-9a-fA-F:.]+\]:\d+|[^\s:]+:\d+)|: lookup ([^\s:]+))`)
 	reNamed        = mustLit(`(?:pulling from host|error pinging docker registry|pinging container registry) ([^\s:]+(?::\d+)?)`)
 	reInRepo       = mustLit(`(?:reading manifest|Error reading manifest) \S+ in ([a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/`)
-	reEscapes      = strings.NewReplacer(`\\\"`, `"`, `\"`, `"`, `\\n`, " ", `\n`, " ", `\t`, " ")
-	reBlobPath     = regexp.MustCompile(`/blobs/|registry-v2/|/containers/images/|/data\?|/data$`)
+	// escapes and entities of the places text is pasted from (JSON, Go's %q, HTML pages, word
+	// processors' quotes), undone so the rules see the error as the runtime wrote it
+	reEscapes = strings.NewReplacer(`\\\"`, `"`, `\"`, `"`, `\\n`, " ", `\n`, " ", `\t`, " ", `\r`, " ",
+		`\u0026`, "&", `\u003c`, "<", `\u003e`, ">", `\u0027`, "'", `\u003d`, "=",
+		"&quot;", `"`, "&#34;", `"`, "&#39;", "'", "&#x27;", "'", "&lt;", "<", "&gt;", ">", "&amp;", "&",
+		"\u201c", `"`, "\u201d", `"`, "\u2018", "'", "\u2019", "'", "\u00a0", " ")
+	reBlobPath = regexp.MustCompile(`/blobs/|registry-v2/|/containers/images/|/data\?|/data$`)
 )
 
 func readFacts(msg string) facts {
@@ -65,7 +71,7 @@ func readFacts(msg string) facts {
 		if m := re.find(t, low); m != nil {
 			for _, g := range m[1:] {
 				if g != "" {
-					f.image = strings.TrimRight(g, ".,;")
+					f.image = strings.TrimRight(g, ".,;:")
 					break
 				}
 			}
