@@ -120,7 +120,7 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 		results[i] = "not tried: an earlier host held"
 	}
 	for i, t := range targets {
-		f = w.attempt(t)
+		f = w.attemptFallback(t)
 		if f == nil {
 			results[i] = "ok"
 			break
@@ -197,6 +197,26 @@ func (w *walk) attempt(t target) *failure {
 		},
 	}
 	return w.run()
+}
+
+// attemptFallback walks a host the runtime tries over HTTPS first and, when the handshake is
+// answered in plain HTTP, over HTTP (containerd's HTTP fallback for a host with TLS settings and an
+// http:// server, containers/image's insecure registries).
+func (w *walk) attemptFallback(t target) *failure {
+	if !t.fallback {
+		return w.attempt(t)
+	}
+	secure, plain := *t.base, *t.base
+	secure.Scheme, plain.Scheme = "https", "http"
+	first := t
+	first.base = &secure
+	f := w.attempt(first)
+	if f == nil || f.code != report.CodeTLSPlainHTTP {
+		return f
+	}
+	w.warn(report.CodeTLSPlainHTTP, f.ep.hostport, fmt.Sprintf("%s answered the TLS handshake in plain HTTP: the runtime falls back to plain HTTP for it (%s)", f.ep.hostport, t.source))
+	t.base = &plain
+	return w.attempt(t)
 }
 
 type visitFailure struct{ f *failure }
