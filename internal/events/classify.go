@@ -38,6 +38,10 @@ var rules = []rule{
 	// Go before 1.x printed a resolver timeout as a dial without an address
 	{regexp.MustCompile(`dial tcp: i/o timeout`), report.CodeDNSTimeout, report.StepDNS},
 	{regexp.MustCompile(`server gave HTTP response to HTTPS client|first record does not look like a TLS handshake`), report.CodeTLSPlainHTTP, report.StepTLS},
+	// the reverse: plain HTTP to a TLS port, in Go's and nginx's words, or as containerd before
+	// 1.6.25 and 1.7.8 reports it for a localhost registry it speaks plain HTTP to: a bare 400
+	// (the lab shows it with 1.6.20)
+	{regexp.MustCompile(`Client sent an HTTP request to an HTTPS server|plain HTTP request was sent to HTTPS port|pulling from host (?:localhost|127\.[0-9.]+|\[::1\])(?::\d+)? failed with status code \[[^\]]*\]: 400 Bad Request`), report.CodeTLSRequired, report.StepTLS},
 	// a plain-HTTP client got a TLS alert back: the server speaks HTTPS (0x15 0x03 is a TLS alert record)
 	{regexp.MustCompile(`malformed HTTP response "\\x15\\x03`), report.CodeTLSHandshake, report.StepTLS},
 	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field`), report.CodeTLSNameMismatch, report.StepTLS},
@@ -413,6 +417,8 @@ func reason(fd report.Finding, f facts) string {
 		return fmt.Sprintf("the node's resolver%s did not answer for %s in time", on, h)
 	case report.CodeTLSPlainHTTP:
 		return fmt.Sprintf("%s answered plain HTTP where the runtime speaks HTTPS", h)
+	case report.CodeTLSRequired:
+		return fmt.Sprintf("%s speaks only TLS and the runtime sends it plain HTTP (containerd before 1.6.25 and 1.7.8 does so for a localhost registry with no server configured)", h)
 	case report.CodeTLSNameMismatch:
 		return fmt.Sprintf("the certificate %s presents is not valid for that name", h)
 	case report.CodeTLSExpired:
@@ -563,6 +569,9 @@ func nextSteps(fd report.Finding, f facts) []string {
 	case report.ClassTLS:
 		if fd.Code == report.CodeTLSPlainHTTP {
 			return []string{fmt.Sprintf("serve TLS on %s, or declare it plain HTTP for the runtime (containerd: certs.d/%s/hosts.toml server = \"http://%s\")", h, certsDir(h), h)}
+		}
+		if fd.Code == report.CodeTLSRequired {
+			return []string{fmt.Sprintf("have the runtime speak HTTPS to %s (containerd: certs.d/%s/hosts.toml server = \"https://%s\" with its ca, or skip_verify), or upgrade containerd to 1.6.25+/1.7.8+, which tries HTTPS first for localhost", h, certsDir(h), h)}
 		}
 		if fd.Code == report.CodeHostsTomlInvalid {
 			return []string{"fix the hosts.toml containerd rejected (containerd 1.6 needs a [host.\"…\"] table or an empty [host]); see pullpath runtime"}

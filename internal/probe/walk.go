@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -550,6 +551,9 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	return nil
 }
 
+// tlsOnlyPort is a web server's answer to plain HTTP on its TLS port (Go's net/http, nginx).
+var tlsOnlyPort = regexp.MustCompile(`Client sent an HTTP request to an HTTPS server|plain HTTP request was sent to HTTPS port`)
+
 // statusFailure maps an unexpected HTTP status on ep to a failure, reading registry error codes.
 func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte, layer report.StepName, what string) *failure {
 	ev := report.Evidence{HTTP: httpEvidence(resp, body)}
@@ -565,6 +569,14 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 	}
 	if ev.HTTP.Challenge != "" {
 		f.evidence = append(f.evidence, "WWW-Authenticate: "+ev.HTTP.Challenge)
+	}
+	if resp.StatusCode == http.StatusBadRequest && tlsOnlyPort.Match(body) {
+		// the runtime spoke plain HTTP (as this host is configured for it) to a port that speaks TLS
+		f.step, f.code = report.StepTLS, report.CodeTLSRequired
+		f.summary = fmt.Sprintf("%s speaks only TLS, and the runtime sends it plain HTTP: %s answered %s", ep.hostport, what, st)
+		f.evidence = append(f.evidence, "the answer is a web server's to plain HTTP on its TLS port; containerd before 1.6.25 and 1.7.8 speaks plain HTTP to a localhost registry with no server configured")
+		w.step(ep, report.StepTLS, report.Fail, f.code, f.summary, ev, lastHop(resp).Duration)
+		return f
 	}
 	has := func(c string) bool { return strings.Contains(codes, c) }
 	switch resp.StatusCode {

@@ -117,8 +117,8 @@ var cases = []labCase{
 	{name: "localhost, plain HTTP", image: "localhost:5005/%s:v1", hosts: true, wantPull: true, class: "ok"},
 	// a TLS registry on the loopback whose certificate nobody trusts: 1.6.20 speaks plain HTTP to
 	// it; 2.x skips verification for localhost
-	// 1.6.20's error is a bare "400 Bad Request" (Go's TLS server answering plain HTTP): other
-	{name: "localhost, untrusted certificate", image: "localhost:5007/%s:v1", hosts: true, explain: "other", class: "other", role: "registry",
+	// 1.6.20's error is a bare "400 Bad Request" (Go's TLS server answering plain HTTP): tls
+	{name: "localhost, untrusted certificate", image: "localhost:5007/%s:v1", hosts: true, explain: "tls", class: "tls", role: "registry",
 		v2: &labCase{wantPull: true, class: "ok"}},
 	{name: "mirror down, upstream works", image: "mirrored.lab.test/%s:v1", wantPull: true, class: "ok", warn: "mirror.lab.test:443"},
 	{name: "HTTPS proxy without NO_PROXY for the registry", image: "registry.lab.test/%s:v1", proxied: true, explain: "proxy", class: "proxy", role: "proxy"},
