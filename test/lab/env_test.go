@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -228,6 +229,9 @@ func newEnv(t *testing.T, pullpath, crictl, ctrd2 string) *env {
 		t.FailNow()
 	}
 	e.ctrds = rts
+	for _, rt := range rts {
+		e.checkVersion(rt)
+	}
 	return e
 }
 
@@ -504,6 +508,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	}
 	e.t.Errorf("containerd %s %s did not come up; see %s", rt.key, name, filepath.Join(e.dir, "logs", logName+".log"))
 	return "", ""
+}
+
+// checkVersion asserts that pullpath reads each root as the containerd that runs with it: the
+// version rules depend on it (1.6's from the dpkg database, 2.4's from the binary under usr/bin).
+func (e *env) checkVersion(rt *ctrd) {
+	e.t.Helper()
+	for _, root := range []string{rt.root, rt.proxRoot, rt.splitRoot} {
+		out, _ := exec.Command(e.pullpath, "runtime", "-o", "json", "--host-root", root, "registry.lab.test/lab/x:v1").Output()
+		var doc struct{ Runtime, Version, VersionSource string }
+		if err := json.Unmarshal(out, &doc); err != nil || doc.Runtime != "containerd" || !strings.HasPrefix(doc.Version, rt.key+".") {
+			e.t.Fatalf("pullpath runtime reads %s as %s %q (from %s), want containerd %s.x: %v\n%s", root, doc.Runtime, doc.Version, doc.VersionSource, rt.key, err, out)
+		}
+	}
 }
 
 // push writes a fresh image (random layers: never in containerd's content store) to the shared

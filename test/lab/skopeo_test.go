@@ -55,9 +55,11 @@ blocked = true
 prefix = "registry.lab.test:5004"
 location = "registry.lab.test:5004"
 insecure = true
+`
 
-# the mirror serves pulls by digest only; the upstream is not in DNS
-[[registry]]
+// crioDropIn is a registries.conf.d drop-in: the mirror serves pulls by digest only, and the
+// upstream is not in DNS.
+const crioDropIn = `[[registry]]
 prefix = "digest.lab.test"
 location = "digest.lab.test"
 
@@ -66,11 +68,12 @@ location = "registry.lab.test"
 pull-from-mirror = "digest-only"
 `
 
-// crio writes the CRI-O host root: crio.conf, registries.conf, certs.d with the lab CA.
+// crio writes the CRI-O host root: crio.conf, registries.conf and a drop-in, certs.d with the lab CA.
 func (e *env) crio() string {
 	root := filepath.Join(e.dir, "crio", "root")
 	writeFile(e.t, filepath.Join(root, "etc", "crio", "crio.conf"), "[crio]\n[crio.image]\n")
 	writeFile(e.t, filepath.Join(root, "etc", "containers", "registries.conf"), crioRegistries)
+	writeFile(e.t, filepath.Join(root, "etc", "containers", "registries.conf.d", "50-digest.conf"), crioDropIn)
 	writeFile(e.t, filepath.Join(root, "etc", "containers", "policy.json"), `{"default": [{"type": "insecureAcceptAnything"}]}`+"\n")
 	for _, h := range []string{"registry.lab.test", "direct.lab.test:4443"} {
 		writeFile(e.t, filepath.Join(root, "etc", "containers", "certs.d", h, "ca.crt"), string(e.ca.PEM))
