@@ -31,6 +31,8 @@ var rules = []rule{
 	// ("…": Forbidden) is a CONNECT the proxy refused. A registry's own status comes with its number.
 	{reProxyConnectRefused, report.CodeProxyFailed, report.StepHTTP},
 	{regexp.MustCompile("failed to decode hosts\\.toml|invalid `host` tree"), report.CodeHostsTomlInvalid, report.StepConfig},
+	// containers/image (CRI-O, podman, skopeo) refusing a registry its registries.conf blocks
+	{regexp.MustCompile(`registry \S+ is blocked in `), report.CodeRegistryBlocked, report.StepConfig},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided|Failed to lookup host: |Could not resolve host`), report.CodeDNSNXDomain, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: connection refused|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.StepDNS},
@@ -89,6 +91,8 @@ var rules = []rule{
 	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.StepConfig},
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
+
+var reBlocked = regexp.MustCompile(`^registry (\S+) is blocked in `)
 
 // rulePrefilters hold each rule's literal precondition, in the order of rules.
 var rulePrefilters = func() []prefilter {
@@ -238,6 +242,9 @@ func classifyOne(msg string) (report.Finding, string) {
 		if host == f.registryHost() {
 			host = ""
 		}
+	}
+	if m := reBlocked.FindStringSubmatch(matched); m != nil && host == "" {
+		host, role = m[1], report.RoleRegistry
 	}
 	host = f.withPort(host, role)
 	fd := report.Finding{Code: code, Host: host, Role: role, Message: redactText(msg), Image: f.image, Resolver: f.resolver,
@@ -405,6 +412,8 @@ func reason(fd report.Finding, f facts) string {
 			return "the HTTP proxy in the runtime's environment refused to open a tunnel to " + target + " (a bare status after \"failed to do request\" is the proxy's CONNECT answer, not the registry's)"
 		}
 		return fmt.Sprintf("the runtime sends the pull through an HTTP proxy (%s) that it cannot use", h)
+	case report.CodeRegistryBlocked:
+		return fmt.Sprintf("the runtime's registries.conf blocks %s (blocked = true) and no mirror served the pull: it refuses the pull without contacting anything", h)
 	case report.CodeHostsTomlInvalid:
 		return "containerd rejected a hosts.toml and silently ignored its settings (its ca among them), so TLS then fails with an unknown authority"
 	case report.CodeDNSNXDomain:
@@ -519,6 +528,8 @@ func nextSteps(fd report.Finding, f facts) []string {
 		return s
 	}
 	switch fd.Code {
+	case report.CodeRegistryBlocked:
+		return []string{"remove blocked = true from the [[registry]] entry for this prefix (/etc/containers/registries.conf or a registries.conf.d drop-in), or give it a mirror that serves the image; pullpath runtime --host-root shows the entry"}
 	case report.CodeTCPRefused:
 		return steps(fmt.Sprintf("nothing accepts TCP %s at %s: check that the service listens on port %s (the registry, its load balancer or ingress), and that the port in the image reference or mirror is right", port, where, port),
 			fmt.Sprintf("or a firewall actively rejects TCP %s (a REJECT rule, a host firewall on the registry)", port))

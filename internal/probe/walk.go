@@ -24,6 +24,7 @@ import (
 	"github.com/pullpath/pullpath/internal/hoptrace"
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 type walk struct {
@@ -110,8 +111,14 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	start := time.Now()
 	var f *failure
 	if len(targets) == 0 {
+		code := report.CodeUnknown
+		for _, x := range runtimeWarnings(opts.Runtime) {
+			if x.Code == runtimeconfig.WarnRegistryBlocked {
+				code = report.CodeRegistryBlocked // explain's code for the runtime's own refusal
+			}
+		}
 		f = &failure{ep: &endpoint{hostport: ref.Host, host: ref.Host, role: report.RoleRegistry, layers: map[report.StepName]report.Verdict{}},
-			step: report.StepConfig, code: report.CodeUnknown, class: report.ClassOther,
+			step: report.StepConfig, code: code, class: report.ClassOther,
 			summary: "the runtime's configuration leaves no host to pull " + ref.Registry + " from (blocked, or no host with the pull capability)"}
 	}
 	// Walk the hosts in the runtime's order; the first that holds decides, as containerd's resolver
@@ -198,6 +205,13 @@ func (w *walk) attempt(t target) *failure {
 		},
 	}
 	return w.run()
+}
+
+func runtimeWarnings(c *runtimeconfig.Config) []runtimeconfig.Warning {
+	if c == nil {
+		return nil
+	}
+	return c.Warnings
 }
 
 // attemptFallback walks a host the runtime tries over HTTPS first and, when the handshake is

@@ -205,6 +205,11 @@ func TestLab(t *testing.T) {
 	} else {
 		crio = e.skopeo(t)
 		report += "\n" + crioTable(crio)
+		for _, r := range crio {
+			if !r.ok {
+				t.Logf("skopeo, %s: %s", r.c.name, r.err)
+			}
+		}
 	}
 	t.Log("\n" + report)
 	if p := os.Getenv("PULLPATH_LAB_REPORT"); p != "" {

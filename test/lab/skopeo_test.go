@@ -22,13 +22,14 @@ type crioCase struct {
 	wantOK  bool   // skopeo succeeds
 	class   string // explain of skopeo's error, and the probe's class
 	role    string // the probe's failing role
+	code    string // the code explain and the probe must both give
 	first   string // the host `pullpath runtime` lists first ("" when none)
 	runtime string // a warning `pullpath runtime` must give
 }
 
 var crioCases = []crioCase{
 	{name: "mirror (the upstream is not in DNS)", image: "crio-mirrored.lab.test/%s:v1", wantOK: true, class: "ok", first: "registry.lab.test"},
-	{name: "blocked registry", image: "direct.lab.test:4443/%s:v1", class: "other", runtime: "REGISTRY_BLOCKED"},
+	{name: "blocked registry", image: "direct.lab.test:4443/%s:v1", class: "other", code: "REGISTRY_BLOCKED", runtime: "REGISTRY_BLOCKED"},
 	{name: "insecure registry, plain HTTP", image: "registry.lab.test:5004/%s:v1", wantOK: true, class: "ok", first: "registry.lab.test:5004"},
 	{name: "digest-only mirror, tag pull", image: "digest.lab.test/%s:v1", class: "dns", role: "registry", first: "digest.lab.test", runtime: "MIRROR_SKIPPED"},
 	{name: "digest-only mirror, digest pull", image: "digest.lab.test/%s@%s", wantOK: true, class: "ok", first: "registry.lab.test"},
@@ -135,9 +136,14 @@ func (e *env) crioCase(root string, c crioCase) *crioResult {
 		ex := exec.Command(e.pullpath, "explain", "-o", "json")
 		ex.Stdin = strings.NewReader(r.err)
 		eo, _ := ex.Output()
-		var doc struct{ Findings []struct{ Class string } }
+		var doc struct {
+			Findings []struct{ Class, Code string }
+		}
 		if json.Unmarshal(eo, &doc) == nil && len(doc.Findings) > 0 {
 			r.explain = doc.Findings[0].Class
+			if c.code != "" && doc.Findings[0].Code != c.code {
+				r.problems = append(r.problems, fmt.Sprintf("explain code %q, want %q for skopeo's error: %s", doc.Findings[0].Code, c.code, r.err))
+			}
 		}
 		if r.explain != c.class {
 			r.problems = append(r.problems, fmt.Sprintf("explain class %q, want %q for skopeo's error: %s", r.explain, c.class, r.err))
@@ -149,6 +155,9 @@ func (e *env) crioCase(root string, c crioCase) *crioResult {
 	}
 	if c.role != "" && (r.probe.Failing == nil || r.probe.Failing.Role != c.role) {
 		r.problems = append(r.problems, fmt.Sprintf("probe failing %+v, want role %s", r.probe.Failing, c.role))
+	}
+	if c.code != "" && r.probe.Code != c.code {
+		r.problems = append(r.problems, fmt.Sprintf("probe code %q, want %q", r.probe.Code, c.code))
 	}
 	ro, _ := exec.Command(e.pullpath, "runtime", "-o", "json", "--host-root", root, c.image).Output()
 	r.runtimeOut = string(ro)
