@@ -2,9 +2,9 @@
 # The whole test suite: formatting, vet, unit and in-process tests (race detector on), the
 # network-namespace lab (test/lab) and the cluster tier (test/cluster: a real kube-apiserver, real
 # kubelets and containerd). As root, the components are installed when missing (Debian packages,
-# crictl from the Go module proxy, and kube-apiserver, kubelet and etcd built by scripts/kubebins.sh,
-# about 20 min cold); without root both tiers skip with one line. PULLPATH_LAB=0 and
-# PULLPATH_CLUSTER=0 skip one tier.
+# crictl from the Go module proxy, containerd 2.x built by scripts/containerd2.sh, about 3 min cold,
+# and kube-apiserver, kubelet and etcd built by scripts/kubebins.sh, about 20 min cold); without
+# root both tiers skip with one line. PULLPATH_LAB=0 and PULLPATH_CLUSTER=0 skip one tier.
 # -race needs a C compiler: as root, gcc is installed when missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,18 +18,24 @@ fi
 
 if [ "$(id -u)" = 0 ] && [ "${PULLPATH_LAB:-1}" != 0 ]; then
   missing=""
-  for b in containerd docker-registry dnsmasq htpasswd nft ip; do
+  for b in containerd docker-registry dnsmasq htpasswd nft ip skopeo; do
     command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
   done
   if [ -n "$missing" ]; then
-    echo "lab: installing containerd docker-registry dnsmasq apache2-utils nftables (missing:$missing)"
+    echo "lab: installing containerd docker-registry dnsmasq apache2-utils nftables skopeo (missing:$missing)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq containerd docker-registry dnsmasq apache2-utils nftables iproute2 >/dev/null
+    apt-get install -y -qq containerd docker-registry dnsmasq apache2-utils nftables iproute2 skopeo >/dev/null
   fi
   if ! command -v crictl >/dev/null 2>&1; then
     echo "lab: building crictl v1.37.0 (Debian 12 has no cri-tools)"
     GOBIN=/usr/local/bin go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0
+  fi
+  # the second runtime: containerd 2.x from the module proxy (about 3 min cold, cached)
+  if PULLPATH_CONTAINERD2=$(bash scripts/containerd2.sh); then
+    export PULLPATH_CONTAINERD2
+  else
+    echo "lab: scripts/containerd2.sh failed; the containerd 2.x column will skip"
   fi
 fi
 

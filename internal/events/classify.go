@@ -35,6 +35,8 @@ var rules = []rule{
 	{regexp.MustCompile(`dial unix \S+: connect: |Cannot connect to the Docker daemon|Is the docker daemon running|code = Unavailable desc = (?:connection error|error reading from server|transport is closing)`), report.CodeUnknown, report.StepConfig},
 	// a resolver that answers 0.0.0.0 or :: for a registry name is a DNS blocklist or sinkhole
 	{regexp.MustCompile(`dial tcp (?:0\.0\.0\.0|\[::\]):\d+: `), report.CodeDNSPublicForPrivate, report.StepDNS},
+	// containers/image (CRI-O, podman, skopeo) refusing a registry its registries.conf blocks
+	{regexp.MustCompile(`registry \S+ is blocked in `), report.CodeRegistryBlocked, report.StepConfig},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided|Failed to lookup host: |Could not resolve host|[Nn]ame does not resolve|getaddrinfo ENOTFOUND|No address associated with hostname`), report.CodeDNSNXDomain, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: \w[^"]*|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.StepDNS},
@@ -42,6 +44,10 @@ var rules = []rule{
 	// Go before 1.x printed a resolver timeout as a dial without an address
 	{regexp.MustCompile(`dial tcp: i/o timeout`), report.CodeDNSTimeout, report.StepDNS},
 	{regexp.MustCompile(`server gave HTTP response to HTTPS client|first record does not look like a TLS handshake`), report.CodeTLSPlainHTTP, report.StepTLS},
+	// the reverse: plain HTTP to a TLS port, in Go's and nginx's words, or as containerd before
+	// 1.6.25 and 1.7.8 reports it for a localhost registry it speaks plain HTTP to: a bare 400
+	// (the lab shows it with 1.6.20)
+	{regexp.MustCompile(`Client sent an HTTP request to an HTTPS server|plain HTTP request was sent to HTTPS port|pulling from host (?:localhost|127\.[0-9.]+|\[::1\])(?::\d+)? failed with status code \[[^\]]*\]: 400 Bad Request`), report.CodeTLSRequired, report.StepTLS},
 	// a plain-HTTP client got a TLS alert back: the server speaks HTTPS (0x15 0x03 is a TLS alert record)
 	{regexp.MustCompile(`malformed HTTP response "\\x15\\x03`), report.CodeTLSHandshake, report.StepTLS},
 	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field|doesn't contain any IP SANs|Hostname/IP does not match certificate's altnames|no alternative certificate subject name matches`), report.CodeTLSNameMismatch, report.StepTLS},
@@ -96,6 +102,8 @@ var rules = []rule{
 	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.StepConfig},
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
+
+var reBlocked = regexp.MustCompile(`^registry (\S+) is blocked in `)
 
 // rulePrefilters hold each rule's literal precondition, in the order of rules.
 var rulePrefilters = func() []prefilter {
@@ -280,6 +288,9 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		if host == f.registryHost() {
 			host = ""
 		}
+	}
+	if m := reBlocked.FindStringSubmatch(matched); m != nil && host == "" {
+		host, role = m[1], report.RoleRegistry
 	}
 	host = f.withPort(host, role)
 	fd := report.Finding{Code: code, Host: host, Role: role, Message: redactText(msg), Image: f.image, Resolver: f.resolver,
@@ -484,6 +495,8 @@ func reason(fd report.Finding, f facts) string {
 			return "the HTTP proxy in the runtime's environment refused to open a tunnel to " + target + " (a bare status after \"failed to do request\" is the proxy's CONNECT answer, not the registry's)"
 		}
 		return fmt.Sprintf("the runtime sends the pull through an HTTP proxy (%s) that it cannot use", h)
+	case report.CodeRegistryBlocked:
+		return fmt.Sprintf("the runtime's registries.conf blocks %s (blocked = true) and no mirror served the pull: it refuses the pull without contacting anything", h)
 	case report.CodeHostsTomlInvalid:
 		return "containerd rejected a hosts.toml and silently ignored its settings (its ca among them), so TLS then fails with an unknown authority"
 	case report.CodeDNSPublicForPrivate:
@@ -498,6 +511,8 @@ func reason(fd report.Finding, f facts) string {
 		return fmt.Sprintf("the node's resolver%s did not answer for %s in time", on, h)
 	case report.CodeTLSPlainHTTP:
 		return fmt.Sprintf("%s answered plain HTTP where the runtime speaks HTTPS", h)
+	case report.CodeTLSRequired:
+		return fmt.Sprintf("%s speaks only TLS and the runtime sends it plain HTTP (containerd before 1.6.25 and 1.7.8 does so for a localhost registry with no server configured)", h)
 	case report.CodeTLSNameMismatch:
 		return fmt.Sprintf("the certificate %s presents is not valid for that name", h)
 	case report.CodeTLSExpired:
@@ -623,6 +638,8 @@ func nextSteps(fd report.Finding, f facts) []string {
 		return s
 	}
 	switch fd.Code {
+	case report.CodeRegistryBlocked:
+		return []string{"remove blocked = true from the [[registry]] entry for this prefix (/etc/containers/registries.conf or a registries.conf.d drop-in), or give it a mirror that serves the image; pullpath runtime --host-root shows the entry"}
 	case report.CodeTCPRefused:
 		return steps(fmt.Sprintf("nothing accepts TCP %s at %s: check that the service listens on port %s (the registry, its load balancer or ingress), and that the port in the image reference or mirror is right", port, where, port),
 			fmt.Sprintf("or a firewall actively rejects TCP %s (a REJECT rule, a host firewall on the registry)", port))
@@ -673,6 +690,9 @@ func nextSteps(fd report.Finding, f facts) []string {
 	case report.ClassTLS:
 		if fd.Code == report.CodeTLSPlainHTTP {
 			return []string{fmt.Sprintf("serve TLS on %s, or declare it plain HTTP for the runtime (containerd: certs.d/%s/hosts.toml server = \"http://%s\")", h, certsDir(h), h)}
+		}
+		if fd.Code == report.CodeTLSRequired {
+			return []string{fmt.Sprintf("have the runtime speak HTTPS to %s (containerd: certs.d/%s/hosts.toml server = \"https://%s\" with its ca, or skip_verify), or upgrade containerd to 1.6.25+/1.7.8+, which tries HTTPS first for localhost", h, certsDir(h), h)}
 		}
 		if fd.Code == report.CodeHostsTomlInvalid {
 			return []string{"fix the hosts.toml containerd rejected (containerd 1.6 needs a [host.\"…\"] table or an empty [host]); see pullpath runtime"}

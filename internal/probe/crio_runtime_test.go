@@ -68,3 +68,46 @@ location = "` + reg + `/team"
 		t.Errorf("the report names the image as given: %+v", rep.Reference)
 	}
 }
+
+// An insecure CRI-O registry that speaks plain HTTP: containers/image pings it over HTTPS without
+// verification, is answered in HTTP, and falls back to plain HTTP; so does the probe. Without
+// insecure, the same registry is a tls failure.
+func TestRuntimeCRIOInsecureFallsBackToHTTP(t *testing.T) {
+	e := lab(t)
+	plain := e.Lab.PlainAddr()
+	image := plain + "/team/app:1.4"
+	for _, tc := range []struct {
+		insecure bool
+		class    report.Class
+	}{{true, report.ClassOK}, {false, report.ClassTLS}} {
+		conf := "[[registry]]\nprefix = \"" + plain + "\"\nlocation = \"" + plain + "\"\n"
+		if tc.insecure {
+			conf += "insecure = true\n"
+		}
+		fsys := fstest.MapFS{"etc/crio/crio.conf": {Data: []byte("[crio]\n")}, "etc/containers/registries.conf": {Data: []byte(conf)}}
+		cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: image})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := cfg.Hosts[0]; h.HTTPFallback != tc.insecure || h.SkipVerify != tc.insecure {
+			t.Errorf("insecure=%t: host %+v", tc.insecure, h)
+		}
+		o := e.Options(image)
+		o.CAFiles = nil
+		o.Runtime, o.HostFile = cfg, runtimeconfig.Root{FS: fsys, Name: "/host"}.ReadFile
+		rep, err := probe.Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Class != tc.class {
+			t.Errorf("insecure=%t: class %s (%s), want %s", tc.insecure, rep.Class, rep.Summary, tc.class)
+		}
+		warned := false
+		for _, w := range rep.Warnings {
+			warned = warned || w.Code == report.CodeTLSPlainHTTP
+		}
+		if warned != tc.insecure {
+			t.Errorf("insecure=%t: fallback warning %t: %+v", tc.insecure, warned, rep.Warnings)
+		}
+	}
+}

@@ -25,6 +25,9 @@ type target struct {
 	desc   string // for messages: the URL and where it was configured
 	source string
 	cred   *creds.Credential // the runtime's own credentials for this host, if any
+	// fallback: the runtime speaks plain HTTP to this host when its TLS handshake is answered in
+	// HTTP (containerd's localhost rule, containers/image's insecure registries)
+	fallback bool
 }
 
 // targets lists the hosts to walk: the runtime's, in its order, when Options.Runtime is set; else
@@ -50,7 +53,7 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("runtime host %q: %v", h.URL, err)
 		}
-		t := target{base: base, repo: w.ref.Repository, role: report.RoleRegistry, header: http.Header{}, desc: h.URL, source: h.Source}
+		t := target{base: base, repo: w.ref.Repository, role: report.RoleRegistry, header: http.Header{}, desc: h.URL, source: h.Source, fallback: h.HTTPFallback}
 		if h.Repository != "" {
 			t.repo = h.Repository
 		}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/pullpath/pullpath/internal/hoptrace"
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 type walk struct {
@@ -104,8 +106,14 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	start := time.Now()
 	var f *failure
 	if len(targets) == 0 {
+		code := report.CodeUnknown
+		for _, x := range runtimeWarnings(opts.Runtime) {
+			if x.Code == runtimeconfig.WarnRegistryBlocked {
+				code = report.CodeRegistryBlocked // explain's code for the runtime's own refusal
+			}
+		}
 		f = &failure{ep: &endpoint{hostport: ref.Host, host: ref.Host, role: report.RoleRegistry, layers: map[report.StepName]report.Verdict{}},
-			step: report.StepConfig, code: report.CodeUnknown, class: report.ClassOther,
+			step: report.StepConfig, code: code, class: report.ClassOther,
 			summary: "the runtime's configuration leaves no host to pull " + ref.Registry + " from (blocked, or no host with the pull capability)"}
 	}
 	// Walk the hosts in the runtime's order; the first that holds decides, as containerd's resolver
@@ -115,7 +123,7 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 		results[i] = "not tried: an earlier host held"
 	}
 	for i, t := range targets {
-		f = w.attempt(t)
+		f = w.attemptFallback(t)
 		if f == nil {
 			results[i] = "ok"
 			break
@@ -192,6 +200,33 @@ func (w *walk) attempt(t target) *failure {
 		},
 	}
 	return w.run()
+}
+
+func runtimeWarnings(c *runtimeconfig.Config) []runtimeconfig.Warning {
+	if c == nil {
+		return nil
+	}
+	return c.Warnings
+}
+
+// attemptFallback walks a host the runtime tries over HTTPS first and, when the handshake is
+// answered in plain HTTP, over HTTP (containerd's HTTP fallback for a host with TLS settings and an
+// http:// server, containers/image's insecure registries).
+func (w *walk) attemptFallback(t target) *failure {
+	if !t.fallback {
+		return w.attempt(t)
+	}
+	secure, plain := *t.base, *t.base
+	secure.Scheme, plain.Scheme = "https", "http"
+	first := t
+	first.base = &secure
+	f := w.attempt(first)
+	if f == nil || f.code != report.CodeTLSPlainHTTP {
+		return f
+	}
+	w.warn(report.CodeTLSPlainHTTP, f.ep.hostport, fmt.Sprintf("%s answered the TLS handshake in plain HTTP: the runtime falls back to plain HTTP for it (%s)", f.ep.hostport, t.source))
+	t.base = &plain
+	return w.attempt(t)
 }
 
 type visitFailure struct{ f *failure }
@@ -525,6 +560,9 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	return nil
 }
 
+// tlsOnlyPort is a web server's answer to plain HTTP on its TLS port (Go's net/http, nginx).
+var tlsOnlyPort = regexp.MustCompile(`Client sent an HTTP request to an HTTPS server|plain HTTP request was sent to HTTPS port`)
+
 // statusFailure maps an unexpected HTTP status on ep to a failure, reading registry error codes.
 func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte, layer report.StepName, what string) *failure {
 	ev := report.Evidence{HTTP: httpEvidence(resp, body)}
@@ -540,6 +578,14 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 	}
 	if ev.HTTP.Challenge != "" {
 		f.evidence = append(f.evidence, "WWW-Authenticate: "+ev.HTTP.Challenge)
+	}
+	if resp.StatusCode == http.StatusBadRequest && tlsOnlyPort.Match(body) {
+		// the runtime spoke plain HTTP (as this host is configured for it) to a port that speaks TLS
+		f.step, f.code = report.StepTLS, report.CodeTLSRequired
+		f.summary = fmt.Sprintf("%s speaks only TLS, and the runtime sends it plain HTTP: %s answered %s", ep.hostport, what, st)
+		f.evidence = append(f.evidence, "the answer is a web server's to plain HTTP on its TLS port; containerd before 1.6.25 and 1.7.8 speaks plain HTTP to a localhost registry with no server configured")
+		w.step(ep, report.StepTLS, report.Fail, f.code, f.summary, ev, lastHop(resp).Duration)
+		return f
 	}
 	has := func(c string) bool { return strings.Contains(codes, c) }
 	switch resp.StatusCode {

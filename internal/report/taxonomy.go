@@ -176,6 +176,8 @@ const (
 	CodeTLSExpired            Code = "TLS_EXPIRED"
 	CodeTLSInvalid            Code = "TLS_INVALID_CERTIFICATE"
 	CodeTLSPlainHTTP          Code = "HTTP_PLAIN_ON_TLS"
+	CodeTLSRequired           Code = "HTTP_PLAIN_TO_TLS" // the reverse: plain HTTP sent to a port that speaks only TLS
+	CodeRegistryBlocked       Code = "REGISTRY_BLOCKED"  // the runtime's own configuration refuses the registry (CRI-O blocked)
 	CodeTLSHandshakeTimeout   Code = "TLS_HANDSHAKE_TIMEOUT"
 	CodeTLSHandshake          Code = "TLS_HANDSHAKE_FAILED"
 	CodeTLSClientCert         Code = "TLS_CLIENT_CERT_REJECTED"

@@ -130,8 +130,9 @@ func (l *loader) localhostDefault(h *Host, reg string) {
 		scheme, skip = "http", false
 	case port == "" || port == "443":
 	default:
-		// the probe speaks plain HTTP, as containerd ends up doing with the usual local registry
-		scheme = "http"
+		// containerd lists it as http and, since TLS is configured (skip verify), tries HTTPS
+		// first with its HTTP fallback; the probe does the same (the lab shows both with 2.4.2)
+		scheme, h.HTTPFallback = "http", true
 		l.note(WarnPlainHTTP, fmt.Sprintf("%s is on this node's loopback and has no server configured: containerd tries HTTPS without verifying the certificate, then falls back to plain HTTP", reg), "", "default")
 	}
 	d := defaultHost(scheme + "://" + reg)

@@ -104,7 +104,7 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 	if best == nil {
 		h := defaultHost(defaultServer(reg))
 		if src, ok := insecure[reg]; ok {
-			h.SkipVerify, h.Source = true, src
+			h.SkipVerify, h.HTTPFallback, h.Source = true, true, src
 		}
 		return l.crioCerts([]Host{h}), nil
 	}
@@ -124,7 +124,7 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 		if err != nil {
 			return nil, err
 		}
-		h.Role, h.Source, h.SkipVerify = "mirror", m.source, m.Insecure
+		h.Role, h.Source, h.SkipVerify, h.HTTPFallback = "mirror", m.source, m.Insecure, m.Insecure
 		hosts = append(hosts, h)
 	}
 	// blocked refuses the entry's own location only (containers/image newDockerClient looks the physical
@@ -141,7 +141,9 @@ func (l *loader) crioHosts(ref registry.Reference) ([]Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.Source, h.SkipVerify = best.source, best.Insecure
+	// insecure: containers/image pings over HTTPS unverified, then over plain HTTP
+	// (docker_client.go detectPropertiesHelper, v5.23 as in Debian's skopeo 1.9.3, and main)
+	h.Source, h.SkipVerify, h.HTTPFallback = best.source, best.Insecure, best.Insecure
 	return l.crioCerts(append(hosts, h)), nil
 }
 

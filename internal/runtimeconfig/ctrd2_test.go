@@ -143,11 +143,12 @@ func TestContainerdVersionSpecificPaths(t *testing.T) {
 		{"1.7.7", "127.0.0.1:5000/app:1", "http://127.0.0.1:5000/v2", true},
 		{"1.7.24", "localhost/app:1", "https://localhost/v2", true},
 		{"2.0.5", "localhost:80/app:1", "http://localhost:80/v2", false},
-		{"2.0.5", "localhost:5000/app:1", "http://localhost:5000/v2", true},
+		{"2.0.5", "localhost:5000/app:1", "http://localhost:5000/v2", true}, // HTTPS first (HTTPFallback)
 	} {
 		c := load(t, withResolv(fstest.MapFS{"var/lib/dpkg/status": dpkg("containerd", tc.ver), "etc/containerd/config.toml": file(kindConfig)}), tc.image, "")
 		h := c.Hosts[0]
-		if h.URL != tc.url || h.SkipVerify != tc.skip || c.Broken() {
+		fallback := tc.ver == "2.0.5" && strings.Contains(tc.image, ":5000") // HTTPS first, then plain HTTP
+		if h.URL != tc.url || h.SkipVerify != tc.skip || h.HTTPFallback != fallback || c.Broken() {
 			t.Errorf("containerd %s, %s: host %s skipVerify %t broken %t, want %s %t (%+v)", tc.ver, tc.image, h.URL, h.SkipVerify, c.Broken(), tc.url, tc.skip, c.Warnings)
 		}
 	}

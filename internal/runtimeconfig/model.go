@@ -51,7 +51,8 @@ type Host struct {
 	Client       [][2]string         `json:"client,omitempty"` // cert, key file pairs
 	SkipVerify   bool                `json:"skipVerify"`
 	PlainHTTP    bool                `json:"plainHTTP,omitempty"`
-	Header       map[string][]string `json:"header,omitempty"` // values of credential headers redacted
+	HTTPFallback bool                `json:"httpFallback,omitempty"` // HTTPS (unverified) first, then plain HTTP when the handshake is answered in HTTP
+	Header       map[string][]string `json:"header,omitempty"`       // values of credential headers redacted
 	OverridePath bool                `json:"overridePath,omitempty"`
 	DialTimeout  string              `json:"dialTimeout,omitempty"`
 	Proxy        string              `json:"proxy"`          // the proxy this host is reached through, "" for direct

@@ -44,6 +44,9 @@ func WriteText(w io.Writer, c *Config) error {
 		if h.PlainHTTP {
 			trust = "plain HTTP"
 		}
+		if h.HTTPFallback {
+			trust = "HTTPS NOT VERIFIED, then plain HTTP"
+		}
 		if len(h.Client) > 0 {
 			trust += fmt.Sprintf("; client cert %s", h.Client[0][0])
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -54,11 +56,33 @@ type env struct {
 	rogue    *registrytest.CA
 	pullpath string
 	crictl   string
-	nodeRoot string // the node's host root as pullpath reads it (the files containerd runs with)
-	proxRoot string // the same node, as seen by the containerd that has the proxy in its environment
-	nodeSock string
-	proxSock string
+	ctrds    []*ctrd // the real containerds every case is pulled with: Debian's 1.6, and 2.x when built
+	crioRoot string  // a CRI-O host root skopeo pulls with (containers/image)
 	procs    []*exec.Cmd
+	mu       sync.Mutex
+}
+
+// ctrd is one containerd version under test, as three daemons in the node namespace: the node
+// itself, the same node with a proxy in containerd's environment, and the node with a
+// ':'-separated config_path. Each root is what pullpath reads with --host-root.
+type ctrd struct {
+	key, label           string // "1.6", "CONTAINERD 1.6"
+	v2                   bool
+	bin                  string // containerd's binary; "" for the one on PATH
+	sock, root           string
+	proxSock, proxRoot   string
+	splitSock, splitRoot string
+}
+
+// sockRoot is the daemon and host root a case pulls with.
+func (c *ctrd) sockRoot(lc labCase) (string, string) {
+	switch {
+	case lc.proxied:
+		return c.proxSock, c.proxRoot
+	case lc.split:
+		return c.splitSock, c.splitRoot
+	}
+	return c.sock, c.root
 }
 
 func (e *env) run(name string, args ...string) string {
@@ -88,7 +112,9 @@ func (e *env) start(logName string, env []string, name string, args ...string) *
 	if err := cmd.Start(); err != nil {
 		e.t.Fatalf("start %s: %v", logName, err)
 	}
+	e.mu.Lock()
 	e.procs = append(e.procs, cmd)
+	e.mu.Unlock()
 	return cmd
 }
 
@@ -138,6 +164,7 @@ type registry struct {
 	ca         string   // "lab", "rogue", "expired"
 	htpasswd   bool
 	redirect   string // blob redirect base URL
+	inNode     bool   // listens in the node namespace
 }
 
 var registries = []registry{
@@ -153,6 +180,9 @@ var registries = []registry{
 	{name: "dropblobs", addr: regIP + ":5012", names: []string{"registry.lab.test"}, ca: "lab", redirect: "https://dropblobs.lab.test/"},
 	{name: "dropped", addr: dropIP + ":443", names: []string{"dropped.lab.test"}, ca: "lab"},
 	{name: "vpn", addr: vpnRegIP + ":443", names: []string{"vpn.lab.test"}, ca: "lab"},
+	// on the node's own loopback (localhost:PORT): containerd's localhost rule applies
+	{name: "lhplain", addr: "127.0.0.1:5005", inNode: true},
+	{name: "lhtls", addr: "127.0.0.1:5007", names: []string{"localhost"}, ca: "rogue", inNode: true},
 }
 
 // certsHosts are the registries containerd is configured to trust the lab CA for.
@@ -160,7 +190,7 @@ var certsHosts = []string{"registry.lab.test", "direct.lab.test:4443", "registry
 	"registry.lab.test:5003", "registry.lab.test:5004", "registry.lab.test:5006", "registry.lab.test:5010",
 	"registry.lab.test:5011", "registry.lab.test:5012", "registry.lab.test:5999", "dropped.lab.test", "vpn.lab.test", "noroute.lab.test"}
 
-func newEnv(t *testing.T, pullpath, crictl string) *env {
+func newEnv(t *testing.T, pullpath, crictl, ctrd2 string) *env {
 	id := fmt.Sprintf("%04x", os.Getpid()&0xffff)
 	dir, err := os.MkdirTemp("", "pplab-")
 	if err != nil {
@@ -177,10 +207,31 @@ func newEnv(t *testing.T, pullpath, crictl string) *env {
 	e.network()
 	e.pki()
 	e.services()
-	e.nodeRoot = e.containerd("node", nil)
-	e.proxRoot = e.containerd("proxied", []string{"HTTPS_PROXY=http://" + proxyIP + ":3128"})
-	e.nodeSock = filepath.Join(e.dir, "node", "ctr.sock")
-	e.proxSock = filepath.Join(e.dir, "proxied", "ctr.sock")
+	rts := []*ctrd{{key: "1.6", label: "CONTAINERD 1.6"}}
+	if ctrd2 != "" {
+		rts = append(rts, &ctrd{key: "2.4", label: "CONTAINERD 2.4", v2: true, bin: filepath.Join(ctrd2, "usr", "bin", "containerd")})
+	}
+	var wg sync.WaitGroup
+	for _, rt := range rts {
+		wg.Add(3)
+		go func() { defer wg.Done(); rt.sock, rt.root = e.containerd(rt, "node", nil, "") }()
+		go func() {
+			defer wg.Done()
+			rt.proxSock, rt.proxRoot = e.containerd(rt, "proxied", []string{"HTTPS_PROXY=http://" + proxyIP + ":3128"}, "")
+		}()
+		go func() {
+			defer wg.Done()
+			rt.splitSock, rt.splitRoot = e.containerd(rt, "split", nil, "/etc/containerd/certs.d:/etc/containerd/certs2.d")
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	e.ctrds = rts
+	for _, rt := range rts {
+		e.checkVersion(rt)
+	}
 	return e
 }
 
@@ -191,7 +242,11 @@ func removeStale() {
 	out, _ := exec.Command("ip", "netns", "list").Output()
 	for _, line := range strings.Split(string(out), "\n") {
 		f := strings.Fields(line)
-		if len(f) > 0 && staleNS.MatchString(f[0]) {
+		if len(f) == 0 || !staleNS.MatchString(f[0]) {
+			continue
+		}
+		// another lab may be running beside this one: its namespaces hold its daemons
+		if pids, err := exec.Command("ip", "netns", "pids", f[0]).Output(); err == nil && len(strings.TrimSpace(string(pids))) == 0 {
 			_ = exec.Command("ip", "netns", "del", f[0]).Run()
 		}
 	}
@@ -298,7 +353,11 @@ func (e *env) services() {
 		}
 		path := filepath.Join(e.dir, "registry", r.name+".yml")
 		writeFile(e.t, path, cfg)
-		e.start("registry-"+r.name, nil, "ip", e.inNS(e.nsReg, "docker-registry", "serve", path)...)
+		ns := e.nsReg
+		if r.inNode {
+			ns = e.nsNode
+		}
+		e.start("registry-"+r.name, nil, "ip", e.inNS(ns, "docker-registry", "serve", path)...)
 	}
 	// the blob host and the proxy are this test binary in a helper role
 	blobCert, blobKey := writePair(e.t, filepath.Join(e.dir, "pki"), "blobs", e.leaf("lab", []string{"blobs.lab.test", "deadblobs.lab.test", "dropblobs.lab.test"}))
@@ -311,6 +370,8 @@ func (e *env) services() {
 		e.waitTCP(e.nsReg, a)
 	}
 	e.waitTCP(e.nsReg, regIP+":53")
+	e.waitTCP(e.nsNode, "127.0.0.1:5005")
+	e.waitTCP(e.nsNode, "127.0.0.1:5007")
 }
 
 // waitTCP polls until addr accepts connections from inside ns.
@@ -355,11 +416,17 @@ func (e *env) dialIn(ns string) func(ctx context.Context, network, addr string) 
 
 // containerd writes a node root (the files this containerd runs with, as pullpath reads them) and
 // starts containerd in the node namespace with those files bound over /etc in its private mounts.
-func (e *env) containerd(name string, extraEnv []string) string {
-	base := filepath.Join(e.dir, name)
-	root := filepath.Join(base, "root")
+// Both versions get the same registry settings: config_path certs.d with the same hosts.toml
+// files and the same CA; 2.x gets a version 3 file with its own plugin tables.
+func (e *env) containerd(rt *ctrd, name string, extraEnv []string, configPath string) (sock, root string) {
+	base := filepath.Join(e.dir, "c"+strings.ReplaceAll(rt.key, ".", "")+"-"+name)
+	root = filepath.Join(base, "root")
+	sock = filepath.Join(base, "ctr.sock")
 	etc := filepath.Join(root, "etc", "containerd")
-	writeFile(e.t, filepath.Join(etc, "config.toml"), fmt.Sprintf(`version = 2
+	if configPath == "" {
+		configPath = "/etc/containerd/certs.d"
+	}
+	cfg := fmt.Sprintf(`version = 2
 root = %q
 state = %q
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
@@ -372,9 +439,27 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
     bin_dir = %q
     conf_dir = %q
   [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = "/etc/containerd/certs.d"
-`, filepath.Join(base, "ctr", "root"), filepath.Join(base, "ctr", "state"), filepath.Join(base, "ctr.sock"), filepath.Join(base, "opt"),
-		filepath.Join(base, "cni", "bin"), filepath.Join(base, "cni", "net.d")))
+    config_path = %q
+`, filepath.Join(base, "ctr", "root"), filepath.Join(base, "ctr", "state"), sock, filepath.Join(base, "opt"),
+		filepath.Join(base, "cni", "bin"), filepath.Join(base, "cni", "net.d"), configPath)
+	if rt.v2 {
+		// nri would create /var/run/nri; the snapshotters that need kernel support are off
+		cfg = fmt.Sprintf(`version = 3
+root = %q
+state = %q
+disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.erofs", "io.containerd.differ.v1.erofs", "io.containerd.nri.v1.nri"]
+[grpc]
+  address = %q
+[plugins."io.containerd.cri.v1.runtime".cni]
+  bin_dir = %q
+  conf_dir = %q
+[plugins."io.containerd.cri.v1.images".registry]
+  config_path = %q
+`, filepath.Join(base, "ctr", "root"), filepath.Join(base, "ctr", "state"), sock,
+			filepath.Join(base, "cni", "bin"), filepath.Join(base, "cni", "net.d"), configPath)
+	}
+	writeFile(e.t, filepath.Join(etc, "config.toml"), cfg)
 	writeFile(e.t, filepath.Join(etc, "ca.pem"), string(e.ca.PEM))
 	for _, h := range certsHosts {
 		writeFile(e.t, filepath.Join(etc, "certs.d", h, "hosts.toml"), fmt.Sprintf("server = \"https://%s\"\nca = \"/etc/containerd/ca.pem\"\n\n[host]\n", h))
@@ -384,9 +469,23 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	// a mirror that is down, before a working upstream
 	writeFile(e.t, filepath.Join(etc, "certs.d", "mirrored.lab.test", "hosts.toml"),
 		"server = \"https://mirrored.lab.test\"\nca = \"/etc/containerd/ca.pem\"\n\n[host.\"https://mirror.lab.test\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/containerd/ca.pem\"\n")
+	// the second config_path directory: the only way to hidden.lab.test (not in DNS) is its mirror
+	writeFile(e.t, filepath.Join(etc, "certs2.d", "hidden.lab.test", "hosts.toml"),
+		"server = \"https://hidden.lab.test\"\n\n[host.\"https://registry.lab.test\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/containerd/ca.pem\"\n")
 	writeFile(e.t, filepath.Join(root, "etc", "resolv.conf"), "nameserver "+regIP+"\n")
 	writeFile(e.t, filepath.Join(root, "etc", "hosts"), "127.0.0.1 localhost\n")
-	if st, err := os.ReadFile("/var/lib/dpkg/status"); err == nil { // the installed containerd's real version
+	bin := "containerd"
+	if rt.bin != "" {
+		// the version pullpath detects is the binary's own, as on a node without a package
+		bin = rt.bin
+		dst := filepath.Join(root, "usr", "bin", "containerd")
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			e.t.Fatal(err)
+		}
+		if err := os.Link(bin, dst); err != nil {
+			e.run("cp", bin, dst)
+		}
+	} else if st, err := os.ReadFile("/var/lib/dpkg/status"); err == nil { // the installed containerd's real version
 		writeFile(e.t, filepath.Join(root, "var", "lib", "dpkg", "status"), string(st))
 	}
 	if len(extraEnv) > 0 {
@@ -396,24 +495,37 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 		}
 		writeFile(e.t, filepath.Join(root, "etc", "systemd", "system", "containerd.service.d", "http-proxy.conf"), unit)
 	}
-	script := fmt.Sprintf("mount --bind %s /etc/containerd && mount --bind %s /etc/resolv.conf && exec containerd --config /etc/containerd/config.toml",
-		etc, filepath.Join(root, "etc", "resolv.conf"))
-	e.start("containerd-"+name, extraEnv, "ip", e.inNS(e.nsNode, "sh", "-c", script)...)
-	sock := filepath.Join(base, "ctr.sock")
-	deadline := time.Now().Add(20 * time.Second)
+	script := fmt.Sprintf("mount --bind %s /etc/containerd && mount --bind %s /etc/resolv.conf && exec %s --config /etc/containerd/config.toml",
+		etc, filepath.Join(root, "etc", "resolv.conf"), bin)
+	logName := "containerd-" + rt.key + "-" + name
+	e.start(logName, extraEnv, "ip", e.inNS(e.nsNode, "sh", "-c", script)...)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if err := exec.Command(e.crictl, "--runtime-endpoint", "unix://"+sock, "--image-endpoint", "unix://"+sock, "--timeout", "2s", "images").Run(); err == nil {
-			return root
+			return sock, root
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	e.t.Fatalf("containerd %s did not come up; see %s", name, filepath.Join(e.dir, "logs", "containerd-"+name+".log"))
-	return ""
+	e.t.Errorf("containerd %s %s did not come up; see %s", rt.key, name, filepath.Join(e.dir, "logs", logName+".log"))
+	return "", ""
+}
+
+// checkVersion asserts that pullpath reads each root as the containerd that runs with it: the
+// version rules depend on it (1.6's from the dpkg database, 2.4's from the binary under usr/bin).
+func (e *env) checkVersion(rt *ctrd) {
+	e.t.Helper()
+	for _, root := range []string{rt.root, rt.proxRoot, rt.splitRoot} {
+		out, _ := exec.Command(e.pullpath, "runtime", "-o", "json", "--host-root", root, "registry.lab.test/lab/x:v1").Output()
+		var doc struct{ Runtime, Version, VersionSource string }
+		if err := json.Unmarshal(out, &doc); err != nil || doc.Runtime != "containerd" || !strings.HasPrefix(doc.Version, rt.key+".") {
+			e.t.Fatalf("pullpath runtime reads %s as %s %q (from %s), want containerd %s.x: %v\n%s", root, doc.Runtime, doc.Version, doc.VersionSource, rt.key, err, out)
+		}
+	}
 }
 
 // push writes a fresh image (random layers: never in containerd's content store) to the shared
 // registry storage through the direct registry, dialing from inside the registry namespace.
-func (e *env) push(repo string, layers, layerBytes int64) {
+func (e *env) push(repo string, layers, layerBytes int64) string {
 	e.t.Helper()
 	img, err := random.Image(layerBytes, layers)
 	if err != nil {
@@ -439,4 +551,9 @@ func (e *env) push(repo string, layers, layerBytes int64) {
 	if err := remote.Write(ref, img, remote.WithTransport(tr)); err != nil {
 		e.t.Fatalf("push %s: %v", repo, err)
 	}
+	d, err := img.Digest()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d.String()
 }
