@@ -3,8 +3,9 @@
 # the lab's second runtime, and caches it outside the repository, keyed by the version, this
 # script and the Go version. Prints the cache directory (binaries under usr/bin, so the directory
 # doubles as the host root pullpath's version detection reads).
-# A cold build (module download included, empty build cache) took 3 min 8 s on 2 cores shared with another
-# build (measured 2026-12-03, go1.26.8); a cache hit takes no time.
+# A cold build (module download included) took 3 min 8 s on 2 cores while the Kubernetes build ran
+# beside it and shared its Go build cache (2026-12-03, go1.26.8); shared/notes measured about 11 min
+# with nothing cached. A cache hit takes no time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=${PULLPATH_CACHE:-/var/cache/pullpath}
