@@ -230,12 +230,12 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 			l.legacyWarning("registry.mirrors", c.legacySrc)
 		}
 		for _, ep := range eps {
-			h := defaultHost(ep)
+			h := legacyEndpointHost(ep)
 			h.Role, h.Capabilities, h.Source = "mirror", []string{"pull", "resolve"}, c.legacySrc
 			hosts = append(hosts, h)
 		}
 	}
-	if len(hosts) == 0 || hosts[len(hosts)-1].URL != defaultHost(server).URL {
+	if !legacyListsRegistry(hosts, reg) {
 		hosts = append(hosts, defaultHost(server))
 	}
 	for i := range hosts {
