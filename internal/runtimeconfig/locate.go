@@ -1,6 +1,7 @@
 package runtimeconfig
 
 import (
+	"fmt"
 	"os"
 	"path"
 	"slices"
@@ -85,4 +86,32 @@ func (l *loader) disablesCRI(f string) bool {
 	return slices.ContainsFunc(m.Disabled, func(p string) bool {
 		return p == "cri" || p == criV1 || p == criImages
 	})
+}
+
+// microk8sEnv is the environment file MicroK8s's wrapper (run-containerd-with-args) sources with
+// `set -a` before it execs containerd: where MicroK8s documents the runtime's proxy.
+const microk8sEnv = "/var/snap/microk8s/current/args/containerd-env"
+
+// wrapperEnv returns what a distribution's start script adds to containerd's environment after
+// systemd's: MicroK8s's args/containerd-env. Assignments that expand variables ($PATH) are skipped.
+func (l *loader) wrapperEnv(configFile string) map[string]envVal {
+	if configFile != microk8sConfig {
+		return nil
+	}
+	b, err := l.root.ReadFile(microk8sEnv)
+	if err != nil {
+		return nil
+	}
+	l.read(microk8sEnv)
+	env := map[string]envVal{}
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimPrefix(strings.TrimSpace(line), "export ")
+		if line == "" || line[0] == '#' || strings.Contains(line, "$") {
+			continue
+		}
+		for k, v := range parseEnvAssignments(line) {
+			env[k] = envVal{v, fmt.Sprintf("%s:%d", microk8sEnv, i+1)}
+		}
+	}
+	return env
 }
