@@ -26,6 +26,8 @@ func embeddedUnits(configFile string) (svc string, units []string) {
 		return "k3s", []string{"k3s", "k3s-agent"}
 	case rke2Config:
 		return "rke2", []string{"rke2-server", "rke2-agent"}
+	case k0sConfig: // k0s's supervisor passes its environment on, CONTAINERD_* proxies first (pkg/supervisor getEnv)
+		return "k0s", []string{"k0scontroller", "k0sworker"}
 	}
 	return "", nil
 }
