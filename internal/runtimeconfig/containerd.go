@@ -19,19 +19,6 @@ const (
 	rke2Config = "/var/lib/rancher/rke2/agent/etc/containerd/config.toml"
 )
 
-// configFile returns the containerd config this node runs with: the standard one, else k3s's or
-// rke2's.
-func (l *loader) configFile() string {
-	if !l.root.Exists(containerdConfig) {
-		for _, f := range []string{k3sConfig, rke2Config} {
-			if l.root.Exists(f) {
-				return f
-			}
-		}
-	}
-	return containerdConfig
-}
-
 // embeddedUnits names the systemd units whose environment an embedded containerd inherits.
 func embeddedUnits(configFile string) (svc string, units []string) {
 	switch configFile {
@@ -39,6 +26,8 @@ func embeddedUnits(configFile string) (svc string, units []string) {
 		return "k3s", []string{"k3s", "k3s-agent"}
 	case rke2Config:
 		return "rke2", []string{"rke2-server", "rke2-agent"}
+	case k0sConfig: // k0s's supervisor passes its environment on, CONTAINERD_* proxies first (pkg/supervisor getEnv)
+		return "k0s", []string{"k0scontroller", "k0sworker"}
 	}
 	return "", nil
 }
@@ -46,6 +35,7 @@ func embeddedUnits(configFile string) (svc string, units []string) {
 // ctrdConfig is the part of containerd's config.toml (and its imports) that decides pulls.
 type ctrdConfig struct {
 	major      int    // containerd's major version whose reading applies: 1 or 2
+	proven2    bool   // a file has version 3+: only containerd 2.x starts with it, whatever the version source says
 	configPath string // CRI registry config_path, possibly a ':'-separated list
 	pathSource string
 	pathDflt   bool                // config_path is containerd 2.2+'s built-in default
@@ -204,7 +194,7 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 							"add an empty [host] table, or write [host.\""+hf.hosts[len(hf.hosts)-1].URL+"\"] with the ca", f)
 						return []Host{l.certFilesHost(server, dir)}
 					}
-					if l.cfg.Version == "" {
+					if l.cfg.Version == "" && !c.proven2 {
 						l.warn(WarnHostsTomlRejected, msg+" (the containerd version is unknown here)", "add an empty [host] table so every containerd version reads the file", f)
 					}
 				}
@@ -231,12 +221,12 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 			l.legacyWarning("registry.mirrors", c.legacySrc)
 		}
 		for _, ep := range eps {
-			h := defaultHost(ep)
+			h := legacyEndpointHost(ep)
 			h.Role, h.Capabilities, h.Source = "mirror", []string{"pull", "resolve"}, c.legacySrc
 			hosts = append(hosts, h)
 		}
 	}
-	if len(hosts) == 0 || hosts[len(hosts)-1].URL != defaultHost(server).URL {
+	if !legacyListsRegistry(hosts, reg) {
 		hosts = append(hosts, defaultHost(server))
 	}
 	for i := range hosts {

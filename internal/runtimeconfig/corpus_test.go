@@ -12,9 +12,9 @@ import (
 // corpusCase is one node of testdata/corpus: a node tree as a distribution generates it (root/) and
 // case.txt with its SOURCE and what the runtime's own code says it does with it.
 type corpusCase struct {
-	name, split, image, version, proxy string
-	hosts, errors, notes, headers      []string
-	versionSet                         bool
+	name, split, image, version, proxy, config string
+	hosts, errors, notes, headers, cas         []string
+	versionSet                                 bool
 }
 
 func readCase(t *testing.T, dir string) corpusCase {
@@ -54,6 +54,10 @@ func readCase(t *testing.T, dir string) corpusCase {
 			c.proxy = v
 		case "header":
 			c.headers = append(c.headers, v)
+		case "config": // the containerd config file the runtime starts with: it must be among the files read
+			c.config = v
+		case "ca": // "URL file": that host trusts that CA file
+			c.cas = append(c.cas, v)
 		}
 	}
 	if !source || c.image == "" || len(c.hosts) == 0 || (c.split != "tuned" && c.split != "heldout") {
@@ -92,6 +96,16 @@ func (c corpusCase) check(cfg *Config) []string {
 			if !slices.Contains(host.Header[k], v) {
 				bad = append(bad, host.URL+" lacks header "+h)
 			}
+		}
+	}
+	if c.config != "" && !slices.Contains(cfg.Files, c.config) {
+		bad = append(bad, c.config+" not read (read: "+strings.Join(cfg.Files, " ")+")")
+	}
+	for _, ca := range c.cas {
+		u, f, _ := strings.Cut(ca, " ")
+		i := slices.IndexFunc(cfg.Hosts, func(h Host) bool { return h.URL == u })
+		if i < 0 || !slices.Contains(cfg.Hosts[i].CA, f) {
+			bad = append(bad, u+" does not trust "+f)
 		}
 	}
 	if c.versionSet && cfg.Version != c.version {

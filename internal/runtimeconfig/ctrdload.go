@@ -98,6 +98,7 @@ func (l *loader) loadContainerd() (*ctrdConfig, error) {
 		}
 	}
 	c.major = l.containerdMajor(docs)
+	c.proven2 = slices.ContainsFunc(docs, func(d ctrdDoc) bool { return d.version >= 3 })
 	target := l.configVersion()
 	merged := map[string]any{}
 	var regDocs []ctrdDoc // the files whose registry settings survive, in order

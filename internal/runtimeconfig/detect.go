@@ -1,6 +1,9 @@
 package runtimeconfig
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // Detect reports which runtime's pull configuration the root holds, and the file that shows it:
 // containerd's config.toml or certs.d, k3s's or rke2's containerd config, CRI-O's crio.conf or
@@ -12,7 +15,7 @@ func Detect(root Root) (rt Runtime, evidence string, ok bool) {
 		rt    Runtime
 		paths []string
 	}{
-		{Containerd, []string{containerdConfig, "/etc/containerd/certs.d", k3sConfig, rke2Config}},
+		{Containerd, append([]string{containerdConfig, "/etc/containerd/certs.d"}, distroConfigs...)},
 		{CRIO, []string{"/etc/crio/crio.conf", "/etc/crio/crio.conf.d", "/etc/containers/registries.conf", "/etc/containers/registries.conf.d"}},
 		{Docker, []string{dockerDaemonJSON}},
 	} {
@@ -35,7 +38,7 @@ func Detect(root Root) (rt Runtime, evidence string, ok bool) {
 // docker is docker's.
 func (l *loader) detect() Runtime {
 	switch {
-	case l.root.Exists(containerdConfig) || l.root.IsDir("/etc/containerd") || l.unitExists("containerd") || l.root.Exists(k3sConfig) || l.root.Exists(rke2Config):
+	case l.root.Exists(containerdConfig) || l.root.IsDir("/etc/containerd") || l.unitExists("containerd") || slices.ContainsFunc(distroConfigs, l.root.Exists):
 		if l.criDisabled() && l.dockerPresent() {
 			return Docker
 		}

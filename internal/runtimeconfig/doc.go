@@ -16,6 +16,9 @@
 //	localhost without a server: HTTPS unverified, HTTP fallback (port ≠ 443, 80)   1.6.25+, 1.7.8+, 2.x
 //	registry.mirrors/configs/auths read                   up to 2.3 (removed in 2.4)  LEGACY_REGISTRY_CONFIG
 //
+// The config file is the one the CRI's containerd starts with (locate.go): the unit's --config, else
+// /etc/containerd/config.toml unless it disables the CRI, else k3s's, rke2's, k0s's, MicroK8s's or Talos's.
+//
 // Warnings have a severity: "error" when the pull breaks or silently does not go as configured,
 // "info" when it does not change the pull.
 package runtimeconfig

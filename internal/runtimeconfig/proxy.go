@@ -299,6 +299,9 @@ func (l *loader) loadProxy(rt Runtime) {
 			}
 		}
 	}
+	if rt == Containerd {
+		maps.Copy(env, l.wrapperEnv(l.configFile()))
+	}
 	hp, hsp, np := proxyVars(env)
 	p := Proxy{HTTPProxy: hp.value, HTTPSProxy: hsp.value, NoProxy: np.value, Source: origins(hsp, hp, np)}
 	if dj := l.docker; rt == Docker && dj != nil && (dj.Proxies.HTTP != "" || dj.Proxies.HTTPS != "") {

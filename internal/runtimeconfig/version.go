@@ -20,9 +20,10 @@ var runtimePackages = map[Runtime][]string{
 
 // runtimeBinaries are where the runtime's binary lives; k3s and rke2 ship their own containerd.
 var runtimeBinaries = map[Runtime][]string{
-	Containerd: {"/usr/bin/containerd", "/usr/local/bin/containerd", "/var/lib/rancher/rke2/bin/containerd", "/var/lib/rancher/k3s/data/current/bin/containerd"},
-	CRIO:       {"/usr/bin/crio", "/usr/local/bin/crio"},
-	Docker:     {"/usr/bin/dockerd", "/usr/local/bin/dockerd"},
+	Containerd: {"/usr/bin/containerd", "/usr/local/bin/containerd", "/var/lib/rancher/rke2/bin/containerd", "/var/lib/rancher/k3s/data/current/bin/containerd",
+		"/var/lib/k0s/bin/containerd", "/snap/microk8s/current/bin/containerd"},
+	CRIO:   {"/usr/bin/crio", "/usr/local/bin/crio"},
+	Docker: {"/usr/bin/dockerd", "/usr/local/bin/dockerd"},
 }
 
 // rpmDatabases are the RPM databases: sqlite (RHEL 9, AL2023, Azure Linux 3, Fedora), the

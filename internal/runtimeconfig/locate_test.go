@@ -1,0 +1,38 @@
+package runtimeconfig
+
+import (
+	"testing"
+	"testing/fstest"
+)
+
+func TestConfigFile(t *testing.T) {
+	talosSystem := file("version = 3\ndisabled_plugins = [\n    \"io.containerd.cri.v1.images\",\n    \"io.containerd.grpc.v1.cri\",\n]\n")
+	for _, tc := range []struct {
+		name string
+		fsys fstest.MapFS
+		want string
+	}{
+		{"standard", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig)}, containerdConfig},
+		{"nothing: built-in defaults", fstest.MapFS{}, containerdConfig},
+		{"Flatcar: --config ${CONTAINERD_CONFIG} from the unit", fstest.MapFS{
+			"usr/lib/systemd/system/containerd.service": file("[Service]\nEnvironment=CONTAINERD_CONFIG=/usr/share/containerd/config.toml\nExecStart=/usr/bin/containerd --config ${CONTAINERD_CONFIG}\n"),
+			"etc/containerd/config.toml":                file(kindConfig), // not the one containerd runs with
+		}, "/usr/share/containerd/config.toml"},
+		{"a drop-in's -c replaces ExecStart", fstest.MapFS{
+			"lib/systemd/system/containerd.service":                         file("[Service]\nExecStart=/usr/bin/containerd\n"),
+			"etc/systemd/system/containerd.service.d/10-custom-config.conf": file("[Service]\nExecStart=\nExecStart=/usr/bin/containerd -c /etc/containerd/custom.toml\n"),
+		}, "/etc/containerd/custom.toml"},
+		{"k0s", fstest.MapFS{"etc/k0s/containerd.toml": file("version = 3\n")}, k0sConfig},
+		{"Talos: the system containerd's file disables the CRI", fstest.MapFS{
+			"etc/containerd/config.toml": talosSystem,
+			"etc/cri/containerd.toml":    file("version = 3\nimports = [\"/etc/cri/conf.d/cri.toml\"]\n"),
+		}, talosCRIConfig},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &loader{root: Root{FS: tc.fsys, Name: "/"}, cfg: &Config{}}
+			if got := l.configFile(); got != tc.want {
+				t.Errorf("configFile = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
