@@ -367,10 +367,20 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		}
 		key = phraseKey{ph, registryFamily(reg)}
 	}
-	// the registries' documented wordings first; the table learned from dev then weighs in
-	if v := vendorMeaning(f, fd); v != nil {
-		fd.Class, fd.Alternatives = v.classes[0], slices.Clone(v.classes[1:])
-		fd.Reason += "; " + v.why
+	// the registries' documented answers first; the table learned from dev then weighs in
+	vrow := registryMeaning(f, fd, code, hub)
+	if vrow != nil {
+		if !denialCodes[fd.Code] {
+			// the rules read no denial, the registry's own words name one
+			fd.Code = map[report.Class]report.Code{report.ClassAuth: report.CodeAuth401, report.ClassForbidden: report.CodeAuth403}[vrow.classes[0]]
+			if fd.Code == "" {
+				fd.Code = report.CodeNameUnknown
+			}
+			fd.Class = vrow.classes[0]
+			fd.Reason = reason(fd, f)
+		}
+		fd.Class, fd.Alternatives = vrow.classes[0], slices.Clone(vrow.classes[1:])
+		fd.Reason += "; " + vrow.why
 	}
 	var learned, phraseDecides bool
 	if learn && key.phrase != "" {
@@ -383,45 +393,17 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
 	fd.Decided, fd.DecidedBecause = decided(fd, matched)
-	if learned && !fd.Decided && len(fd.Alternatives) > 0 {
+	switch {
+	case learned && !fd.Decided && len(fd.Alternatives) > 0:
 		fd.DecidedBecause = because
+	case vrow != nil && fd.Decided:
+		fd.DecidedBecause = vrow.why + " (" + vrow.source + ")"
+	case vrow != nil:
+		fd.DecidedBecause = vrow.why + "; the probe with the pull secret tells them apart (" + vrow.source + ")"
 	}
 	fd.NextSteps = nextSteps(fd, f)
 	fd.Decide = decide(fd, f)
 	return fd, matched, key
-}
-
-// vendorPhrase is what a registry's own words meant in the threads of the dev corpus: the causes
-// behind the phrase, most frequent first.
-type vendorPhrase struct {
-	registry, phrase *regexp.Regexp
-	classes          []report.Class
-	why              string
-}
-
-var vendorPhrases = []vendorPhrase{
-	{regexp.MustCompile(`(^|\.)ghcr\.io$`), regexp.MustCompile(`denied: denied|\bdenied$`), []report.Class{report.ClassAuth, report.ClassForbidden, report.ClassNotFound},
-		"ghcr.io answers \"denied\" to missing or stale credentials (a PAT without read:packages) more often than to a package the identity may not read"},
-	{regexp.MustCompile(`(^|\.)gitlab\.`), regexp.MustCompile(`access forbidden`), []report.Class{report.ClassNotFound, report.ClassForbidden, report.ClassAuth},
-		"GitLab's registry answers 403 \"access forbidden\" for a project or image path that does not exist as for one the identity may not read"},
-}
-
-// vendorMeaning finds the registry-specific reading of an ambiguous denial.
-func vendorMeaning(f facts, fd report.Finding) *vendorPhrase {
-	if fd.Code != report.CodeAuth401 && fd.Code != report.CodeAuth403 {
-		return nil
-	}
-	reg := f.registry
-	if reg == "" {
-		reg = hostName(fd.Host)
-	}
-	for i := range vendorPhrases {
-		v := &vendorPhrases[i]
-		if v.registry.MatchString(hostName(reg)) && v.phrase.MatchString(f.text) {
-			return v
-		}
-	}
-	return nil
 }
 
 // reTruncated is a message cut before its end: a trailing colon, an ellipsis, an open quote.
@@ -752,7 +734,8 @@ func decide(fd report.Finding, f facts) string {
 		img = "IMAGE"
 	}
 	cmd := "pullpath probe " + img + where
-	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth) {
+	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth ||
+		fd.Class == report.ClassForbidden && (slices.Contains(fd.Alternatives, report.ClassAuth) || slices.Contains(fd.Alternatives, report.ClassNotFound))) {
 		// anonymous first: then again with the pod's own secret tells a missing repository from a private one
 		cmd += "; then again with --pull-secret and the pod's pull secret (kubectl get secret -o yaml)"
 	}

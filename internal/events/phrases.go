@@ -180,7 +180,7 @@ var (
 	minFamilySupport = 2
 	minPhraseSupport = 3
 	maxAlternatives  = 3
-	minOverride      = 4 // messages that must stand behind a class before it overrides the text's literal reading
+	minOverride      = 5 // messages that must stand behind a class before it overrides the text's literal reading
 	minDecide        = 3 // messages that must all agree before the table alone decides
 )
 

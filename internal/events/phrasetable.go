@@ -111,7 +111,7 @@ var phraseTable = map[phraseKey][]classCount{
 // codeTable: for each reading of the rules (code, role), the labelled classes of the dev messages
 // read so, most frequent first.
 var codeTable = map[codeKey][]classCount{
-	{"AUTH_401", ""}:                         {{report.Class("auth"), 7}, {report.Class("not_found"), 2}, {report.Class("endpoint"), 1}},
+	{"AUTH_401", ""}:                         {{report.Class("auth"), 8}, {report.Class("not_found"), 2}, {report.Class("endpoint"), 1}},
 	{"AUTH_401", "mirror"}:                   {{report.Class("auth"), 1}},
 	{"AUTH_401", "registry"}:                 {{report.Class("auth"), 23}, {report.Class("not_found"), 4}},
 	{"AUTH_401", "token"}:                    {{report.Class("auth"), 3}},
@@ -140,7 +140,7 @@ var codeTable = map[codeKey][]classCount{
 	{"MANIFEST_UNKNOWN", ""}:                 {{report.Class("not_found"), 9}, {report.Class("other"), 3}, {report.Class("auth"), 1}},
 	{"MANIFEST_UNKNOWN", "registry"}:         {{report.Class("not_found"), 23}, {report.Class("other"), 1}},
 	{"NAME_UNKNOWN", ""}:                     {{report.Class("not_found"), 2}, {report.Class("auth"), 1}},
-	{"NAME_UNKNOWN", "registry"}:             {{report.Class("not_found"), 13}},
+	{"NAME_UNKNOWN", "registry"}:             {{report.Class("not_found"), 15}},
 	{"PLATFORM_NO_MATCH", ""}:                {{report.Class("platform"), 17}},
 	{"PLATFORM_NO_MATCH", "registry"}:        {{report.Class("platform"), 7}},
 	{"PROXY_FAILED", "proxy"}:                {{report.Class("proxy"), 11}},
@@ -176,8 +176,8 @@ var codeTable = map[codeKey][]classCount{
 	{"TLS_UNKNOWN_AUTHORITY", "blob"}:        {{report.Class("tls"), 2}},
 	{"TLS_UNKNOWN_AUTHORITY", "registry"}:    {{report.Class("tls"), 11}},
 	{"TLS_UNKNOWN_AUTHORITY", "token"}:       {{report.Class("tls"), 1}},
-	{"UNKNOWN", ""}:                          {{report.Class("other"), 9}, {report.Class("not_found"), 1}, {report.Class("auth"), 1}},
-	{"UNKNOWN", "registry"}:                  {{report.Class("not_found"), 2}, {report.Class("other"), 2}, {report.Class("dns"), 1}, {report.Class("route"), 1}, {report.Class("auth"), 1}},
+	{"UNKNOWN", ""}:                          {{report.Class("other"), 9}, {report.Class("not_found"), 1}},
+	{"UNKNOWN", "registry"}:                  {{report.Class("other"), 2}, {report.Class("dns"), 1}, {report.Class("route"), 1}, {report.Class("auth"), 1}},
 	{"UNKNOWN", "token"}:                     {{report.Class("other"), 1}},
 	{"UNPACK_FAILED", "registry"}:            {{report.Class("other"), 1}},
 }
