@@ -369,6 +369,14 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	}
 	// the registries' documented answers first; the table learned from dev then weighs in
 	vrow := registryMeaning(f, fd, code, hub)
+	if (code == codeAmbiguousDenied || code == codeHubDenied) && reDeniedBareHost.MatchString(f.text) {
+		// "pull access denied for registry.example.com": the reference names a registry and no
+		// repository, so Docker looked the host name up as a repository on Docker Hub
+		vrow = nil
+		fd.Code, fd.Class, fd.Alternatives = report.CodeNameUnknown, report.ClassNotFound, nil
+		fd.Reason = "the image reference names a registry host but no repository; Docker read the host name as a repository on Docker Hub, which has none of that name"
+		key = phraseKey{}
+	}
 	if vrow != nil {
 		if !denialCodes[fd.Code] {
 			// the rules read no denial, the registry's own words name one
@@ -872,3 +880,7 @@ func redactURLText(u string) string {
 	}
 	return u[:q+1] + strings.Join(parts, "&") + u[end:]
 }
+
+// reDeniedBareHost is Docker's denial for a "repository" that is only a host name (a dot or a
+// port, no slash): the registry alone, with the repository left out of the reference.
+var reDeniedBareHost = regexp.MustCompile(`pull access denied for [^\s,/]+(?:\.[a-zA-Z]{2,}|:\d+),`)

@@ -94,10 +94,10 @@ var phraseTable = map[phraseKey][]classCount{
 	{"not found", "none"}:                                          {{report.Class("not_found"), 2}, {report.Class("other"), 1}},
 	{"not found", "other"}:                                         {{report.Class("other"), 1}},
 	{"pull access denied", "!hub"}:                                 {{report.Class("not_found"), 1}},
-	{"pull access denied", "*"}:                                    {{report.Class("not_found"), 14}, {report.Class("auth"), 2}},
+	{"pull access denied", "*"}:                                    {{report.Class("not_found"), 13}, {report.Class("auth"), 2}},
 	{"pull access denied", "gitlab"}:                               {{report.Class("not_found"), 1}},
 	{"pull access denied", "hub"}:                                  {{report.Class("not_found"), 10}},
-	{"pull access denied", "none"}:                                 {{report.Class("not_found"), 3}, {report.Class("auth"), 2}},
+	{"pull access denied", "none"}:                                 {{report.Class("not_found"), 2}, {report.Class("auth"), 2}},
 	{"requested access to the resource is denied", "*"}:            {{report.Class("not_found"), 3}},
 	{"requested access to the resource is denied", "hub"}:          {{report.Class("not_found"), 3}},
 	{"token expired", "*"}:                                         {{report.Class("auth"), 2}},
@@ -111,7 +111,7 @@ var phraseTable = map[phraseKey][]classCount{
 // codeTable: for each reading of the rules (code, role), the labelled classes of the dev messages
 // read so, most frequent first.
 var codeTable = map[codeKey][]classCount{
-	{"AUTH_401", ""}:                         {{report.Class("auth"), 8}, {report.Class("not_found"), 2}, {report.Class("endpoint"), 1}},
+	{"AUTH_401", ""}:                         {{report.Class("auth"), 8}, {report.Class("not_found"), 1}, {report.Class("endpoint"), 1}},
 	{"AUTH_401", "mirror"}:                   {{report.Class("auth"), 1}},
 	{"AUTH_401", "registry"}:                 {{report.Class("auth"), 23}, {report.Class("not_found"), 4}},
 	{"AUTH_401", "token"}:                    {{report.Class("auth"), 3}},
@@ -139,7 +139,7 @@ var codeTable = map[codeKey][]classCount{
 	{"INVALID_REFERENCE", ""}:                {{report.Class("other"), 2}},
 	{"MANIFEST_UNKNOWN", ""}:                 {{report.Class("not_found"), 9}, {report.Class("other"), 3}, {report.Class("auth"), 1}},
 	{"MANIFEST_UNKNOWN", "registry"}:         {{report.Class("not_found"), 23}, {report.Class("other"), 1}},
-	{"NAME_UNKNOWN", ""}:                     {{report.Class("not_found"), 2}, {report.Class("auth"), 1}},
+	{"NAME_UNKNOWN", ""}:                     {{report.Class("not_found"), 3}, {report.Class("auth"), 1}},
 	{"NAME_UNKNOWN", "registry"}:             {{report.Class("not_found"), 15}},
 	{"PLATFORM_NO_MATCH", ""}:                {{report.Class("platform"), 17}},
 	{"PLATFORM_NO_MATCH", "registry"}:        {{report.Class("platform"), 7}},
