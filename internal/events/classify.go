@@ -224,9 +224,21 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 		}
 		all = append(all, fd)
 	}
-	for _, fd := range all {
-		if fd.Class != best.Class && !slices.Contains(best.Alternatives, fd.Class) && fd.Code != report.CodeUnknown && len(best.Alternatives) < maxAlternatives {
-			best.Alternatives = append(best.Alternatives, fd.Class)
+	// the other errors' readings, then what each of them could also mean, are alternatives
+	for pass := range 2 {
+		for _, fd := range all {
+			if fd.Code == report.CodeUnknown {
+				continue
+			}
+			cs := []report.Class{fd.Class}
+			if pass == 1 {
+				cs = fd.Alternatives
+			}
+			for _, c := range cs {
+				if c != best.Class && !slices.Contains(best.Alternatives, c) && len(best.Alternatives) < maxAlternatives {
+					best.Alternatives = append(best.Alternatives, c)
+				}
+			}
 		}
 	}
 	best.Message = redactText(msg)
@@ -368,11 +380,11 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		key = phraseKey{ph, registryFamily(reg)}
 	}
 	// the registries' documented answers first; the table learned from dev then weighs in
-	vrow := registryMeaning(f, fd, code, hub)
+	vrow, bareHost := registryMeaning(f, fd, code, hub), false
 	if (code == codeAmbiguousDenied || code == codeHubDenied) && reDeniedBareHost.MatchString(f.text) {
 		// "pull access denied for registry.example.com": the reference names a registry and no
 		// repository, so Docker looked the host name up as a repository on Docker Hub
-		vrow = nil
+		vrow, bareHost = nil, true
 		fd.Code, fd.Class, fd.Alternatives = report.CodeNameUnknown, report.ClassNotFound, nil
 		fd.Reason = "the image reference names a registry host but no repository; Docker read the host name as a repository on Docker Hub, which has none of that name"
 		key = phraseKey{}
@@ -390,6 +402,11 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		fd.Class, fd.Alternatives = vrow.classes[0], slices.Clone(vrow.classes[1:])
 		fd.Reason += "; " + vrow.why
 	}
+	// what the registry documents as ambiguous stays so, whatever few dev messages agreed on
+	var documented []report.Class
+	if vrow != nil && len(vrow.classes) > 1 || !bareHost && (code == codeHubDenied || code == codeAmbiguousDenied) {
+		documented = append([]report.Class{fd.Class}, fd.Alternatives...)
+	}
 	var learned, phraseDecides bool
 	if learn && key.phrase != "" {
 		learned, phraseDecides = applyLearned(&fd, key)
@@ -399,11 +416,23 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// a phrase all its dev messages agreed on is more specific than the reading's confusions
 		addConfused(&fd)
 	}
+	for _, c := range documented {
+		if c == fd.Class || slices.Contains(fd.Alternatives, c) {
+			continue
+		}
+		if len(fd.Alternatives) < maxAlternatives {
+			fd.Alternatives = append(fd.Alternatives, c)
+		} else {
+			fd.Alternatives[len(fd.Alternatives)-1] = c
+		}
+	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
 	fd.Decided, fd.DecidedBecause = decided(fd, matched)
 	switch {
 	case learned && !fd.Decided && len(fd.Alternatives) > 0:
 		fd.DecidedBecause = because
+	case bareHost:
+		fd.DecidedBecause = "the reference names a registry host and no repository (Docker's \"pull access denied for HOST\")"
 	case vrow != nil && fd.Decided:
 		fd.DecidedBecause = vrow.why + " (" + vrow.source + ")"
 	case vrow != nil:
