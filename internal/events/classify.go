@@ -232,9 +232,21 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 		}
 		all = append(all, fd)
 	}
-	for _, fd := range all {
-		if fd.Class != best.Class && !slices.Contains(best.Alternatives, fd.Class) && fd.Code != report.CodeUnknown && len(best.Alternatives) < maxAlternatives {
-			best.Alternatives = append(best.Alternatives, fd.Class)
+	// the other errors' readings, then what each of them could also mean, are alternatives
+	for pass := range 2 {
+		for _, fd := range all {
+			if fd.Code == report.CodeUnknown {
+				continue
+			}
+			cs := []report.Class{fd.Class}
+			if pass == 1 {
+				cs = fd.Alternatives
+			}
+			for _, c := range cs {
+				if c != best.Class && !slices.Contains(best.Alternatives, c) && len(best.Alternatives) < maxAlternatives {
+					best.Alternatives = append(best.Alternatives, c)
+				}
+			}
 		}
 	}
 	best.Message = redactText(msg)
@@ -378,10 +390,33 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		}
 		key = phraseKey{ph, registryFamily(reg)}
 	}
-	// the registries' documented wordings first; the table learned from dev then weighs in
-	if v := vendorMeaning(f, fd); v != nil {
-		fd.Class, fd.Alternatives = v.classes[0], slices.Clone(v.classes[1:])
-		fd.Reason += "; " + v.why
+	// the registries' documented answers first; the table learned from dev then weighs in
+	vrow, bareHost := registryMeaning(f, fd, code, hub), false
+	if (code == codeAmbiguousDenied || code == codeHubDenied) && reDeniedBareHost.MatchString(f.text) {
+		// "pull access denied for registry.example.com": the reference names a registry and no
+		// repository, so Docker looked the host name up as a repository on Docker Hub
+		vrow, bareHost = nil, true
+		fd.Code, fd.Class, fd.Alternatives = report.CodeNameUnknown, report.ClassNotFound, nil
+		fd.Reason = "the image reference names a registry host but no repository; Docker read the host name as a repository on Docker Hub, which has none of that name"
+		key = phraseKey{}
+	}
+	if vrow != nil {
+		if !denialCodes[fd.Code] {
+			// the rules read no denial, the registry's own words name one
+			fd.Code = map[report.Class]report.Code{report.ClassAuth: report.CodeAuth401, report.ClassForbidden: report.CodeAuth403}[vrow.classes[0]]
+			if fd.Code == "" {
+				fd.Code = report.CodeNameUnknown
+			}
+			fd.Class = vrow.classes[0]
+			fd.Reason = reason(fd, f)
+		}
+		fd.Class, fd.Alternatives = vrow.classes[0], slices.Clone(vrow.classes[1:])
+		fd.Reason += "; " + vrow.why
+	}
+	// what the registry documents as ambiguous stays so, whatever few dev messages agreed on
+	var documented []report.Class
+	if vrow != nil && len(vrow.classes) > 1 || !bareHost && (code == codeHubDenied || code == codeAmbiguousDenied) {
+		documented = append([]report.Class{fd.Class}, fd.Alternatives...)
 	}
 	var learned, phraseDecides bool
 	if learn && key.phrase != "" {
@@ -392,47 +427,31 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// a phrase all its dev messages agreed on is more specific than the reading's confusions
 		addConfused(&fd)
 	}
+	for _, c := range documented {
+		if c == fd.Class || slices.Contains(fd.Alternatives, c) {
+			continue
+		}
+		if len(fd.Alternatives) < maxAlternatives {
+			fd.Alternatives = append(fd.Alternatives, c)
+		} else {
+			fd.Alternatives[len(fd.Alternatives)-1] = c
+		}
+	}
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
 	fd.Decided, fd.DecidedBecause = decided(fd, matched)
-	if learned && !fd.Decided && len(fd.Alternatives) > 0 {
+	switch {
+	case learned && !fd.Decided && len(fd.Alternatives) > 0:
 		fd.DecidedBecause = because
+	case bareHost:
+		fd.DecidedBecause = "the reference names a registry host and no repository (Docker's \"pull access denied for HOST\")"
+	case vrow != nil && fd.Decided:
+		fd.DecidedBecause = vrow.why + " (" + vrow.source + ")"
+	case vrow != nil:
+		fd.DecidedBecause = vrow.why + "; the probe with the pull secret tells them apart (" + vrow.source + ")"
 	}
 	fd.NextSteps = nextSteps(fd, f)
 	fd.Decide = decide(fd, f)
 	return fd, matched, key
-}
-
-// vendorPhrase is what a registry's own words meant in the threads of the dev corpus: the causes
-// behind the phrase, most frequent first.
-type vendorPhrase struct {
-	registry, phrase *regexp.Regexp
-	classes          []report.Class
-	why              string
-}
-
-var vendorPhrases = []vendorPhrase{
-	{regexp.MustCompile(`(^|\.)ghcr\.io$`), regexp.MustCompile(`denied: denied|\bdenied$`), []report.Class{report.ClassAuth, report.ClassForbidden, report.ClassNotFound},
-		"ghcr.io answers \"denied\" to missing or stale credentials (a PAT without read:packages) more often than to a package the identity may not read"},
-	{regexp.MustCompile(`(^|\.)gitlab\.`), regexp.MustCompile(`access forbidden`), []report.Class{report.ClassNotFound, report.ClassForbidden, report.ClassAuth},
-		"GitLab's registry answers 403 \"access forbidden\" for a project or image path that does not exist as for one the identity may not read"},
-}
-
-// vendorMeaning finds the registry-specific reading of an ambiguous denial.
-func vendorMeaning(f facts, fd report.Finding) *vendorPhrase {
-	if fd.Code != report.CodeAuth401 && fd.Code != report.CodeAuth403 {
-		return nil
-	}
-	reg := f.registry
-	if reg == "" {
-		reg = hostName(fd.Host)
-	}
-	for i := range vendorPhrases {
-		v := &vendorPhrases[i]
-		if v.registry.MatchString(hostName(reg)) && v.phrase.MatchString(f.text) {
-			return v
-		}
-	}
-	return nil
 }
 
 // reTruncated is a message cut before its end: a trailing colon, an ellipsis, an open quote.
@@ -772,7 +791,8 @@ func decide(fd report.Finding, f facts) string {
 		img = "IMAGE"
 	}
 	cmd := "pullpath probe " + img + where
-	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth) {
+	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth ||
+		fd.Class == report.ClassForbidden && (slices.Contains(fd.Alternatives, report.ClassAuth) || slices.Contains(fd.Alternatives, report.ClassNotFound))) {
 		// anonymous first: then again with the pod's own secret tells a missing repository from a private one
 		cmd += "; then again with --pull-secret and the pod's pull secret (kubectl get secret -o yaml)"
 	}
@@ -909,3 +929,7 @@ func redactURLText(u string) string {
 	}
 	return u[:q+1] + strings.Join(parts, "&") + u[end:]
 }
+
+// reDeniedBareHost is Docker's denial for a "repository" that is only a host name (a dot or a
+// port, no slash): the registry alone, with the repository left out of the reference.
+var reDeniedBareHost = regexp.MustCompile(`pull access denied for [^\s,/]+(?:\.[a-zA-Z]{2,}|:\d+),`)
