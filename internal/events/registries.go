@@ -28,6 +28,8 @@ type denialRow struct {
 	why     string
 }
 
+// The Artifactory, Nexus and Quay tag-expiry pages below were cited from what those vendors
+// document, not re-read through this workplace's search tools: check them before relying on a row.
 const (
 	srcMoby        = "https://github.com/moby/moby/blob/master/distribution/errors.go"
 	srcGHCR        = "https://docs.github.com/en/packages/working-with-a-github-packages-registry/working-with-the-container-registry#authenticating-to-the-container-registry"
