@@ -324,11 +324,27 @@ func (l *loader) loadProxy(rt Runtime) {
 		if hp, hsp, _ := proxyVars(env); hp.value != "" || hsp.value != "" {
 			l.read("/etc/environment")
 			l.warn(WarnProxyNotForRuntime, "/etc/environment sets a proxy for login shells, but "+svc+"'s unit does not: curl from a shell goes through the proxy, the runtime goes direct",
-				"if the node needs the proxy, set HTTP(S)_PROXY and NO_PROXY in a "+svc+".service.d drop-in and restart "+svc, "/etc/environment")
+				"if the node needs the proxy, set HTTP(S)_PROXY and NO_PROXY "+l.proxyHome(rt, svc), "/etc/environment")
 		}
 	}
 	if hp, hsp, _ := proxyVars(l.unitEnv("kubelet")); hp.value != "" || hsp.value != "" {
 		l.warn(WarnProxyNotForRuntime, "the kubelet's unit sets a proxy but "+svc+"'s does not: image pulls are done by "+svc+", so they go direct",
-			"set the same HTTP(S)_PROXY and NO_PROXY in a "+svc+".service.d drop-in", origins(hsp, hp))
+			"set the same HTTP(S)_PROXY and NO_PROXY "+l.proxyHome(rt, svc), origins(hsp, hp))
 	}
+}
+
+// proxyHome says where this node's runtime takes its proxy from, for a fix: the distributions that
+// start containerd themselves have their own place, the rest a systemd drop-in.
+func (l *loader) proxyHome(rt Runtime, svc string) string {
+	if rt == Containerd {
+		switch l.configFile() {
+		case microk8sConfig:
+			return "in " + microk8sEnv + " (MicroK8s's containerd wrapper sources it) and restart MicroK8s"
+		case k0sConfig:
+			return "in the k0sworker (or k0scontroller) unit's environment, where k0s hands CONTAINERD_HTTPS_PROXY and HTTP(S)_PROXY to its containerd, and restart k0s"
+		case talosCRIConfig:
+			return "in the Talos machine config (machine.env: https_proxy, no_proxy) and apply it"
+		}
+	}
+	return "in a " + svc + ".service.d drop-in and restart " + svc
 }

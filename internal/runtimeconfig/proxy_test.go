@@ -96,3 +96,33 @@ func TestProxySystemdOrder(t *testing.T) {
 		})
 	}
 }
+
+// The fix for a proxy the runtime lacks points where this distribution's containerd takes its
+// environment from: MicroK8s's args/containerd-env, Talos's machine config, else a drop-in.
+func TestProxyFixWhereTheRuntimeReadsIt(t *testing.T) {
+	for name, c := range map[string]struct {
+		config, body, want string
+	}{
+		"MicroK8s": {"var/snap/microk8s/current/args/containerd.toml", kindConfig, "/var/snap/microk8s/current/args/containerd-env"},
+		"Talos":    {"etc/cri/containerd.toml", kindConfig, "Talos machine config (machine.env"},
+		"systemd":  {"etc/containerd/config.toml", kindConfig, "containerd.service.d drop-in"},
+	} {
+		fsys := withResolv(fstest.MapFS{
+			c.config:          file(c.body),
+			"etc/environment": file("HTTPS_PROXY=http://10.0.0.4:3128/\n"),
+		})
+		cfg := load(t, fsys, "registry.example/team/app:1", "")
+		found := false
+		for _, w := range cfg.Warnings {
+			if w.Code == WarnProxyNotForRuntime {
+				found = true
+				if !strings.Contains(w.Fix, c.want) {
+					t.Errorf("%s: fix %q, want it to name %q", name, w.Fix, c.want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: no %s among %+v", name, WarnProxyNotForRuntime, cfg.Warnings)
+		}
+	}
+}
