@@ -16,6 +16,10 @@ func TestDetect(t *testing.T) {
 		{"containerd certs.d only", fstest.MapFS{"etc/containerd/certs.d/r.example/hosts.toml": file("[host]\n")}, Containerd, "/etc/containerd/certs.d"},
 		{"k3s", fstest.MapFS{"var/lib/rancher/k3s/agent/etc/containerd/config.toml": file(kindConfig)}, Containerd, k3sConfig},
 		{"rke2", fstest.MapFS{"var/lib/rancher/rke2/agent/etc/containerd/config.toml": file(kindConfig)}, Containerd, rke2Config},
+		{"Talos: the CRI's config, not the system containerd's", fstest.MapFS{
+			"etc/containerd/config.toml": file("version = 2\ndisabled_plugins = [\n  \"io.containerd.grpc.v1.cri\",\n]\n"),
+			"etc/cri/containerd.toml":    file(kindConfig),
+		}, Containerd, talosCRIConfig},
 		{"crio", fstest.MapFS{"etc/crio/crio.conf": file("[crio]\n")}, CRIO, "/etc/crio/crio.conf"},
 		{"registries.conf", fstest.MapFS{"etc/containers/registries.conf": file("")}, CRIO, "/etc/containers/registries.conf"},
 		{"docker", fstest.MapFS{"etc/docker/daemon.json": file("{}")}, Docker, dockerDaemonJSON},
