@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/pullpath/pullpath/internal/credprovider"
+	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/cri"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
@@ -53,15 +54,27 @@ func (o *probeOptions) prepareCRI(ctx context.Context) (func(context.Context, *r
 
 // runtimePull asks the runtime to pull the image with the credentials the walk presented: the
 // flag's, the pull secret's, the docker config's, or the kubelet's credential provider's (run
-// again, as the kubelet runs it before each pull). With none, the runtime uses its own
-// configuration, as it would for the kubelet.
+// again, as the kubelet runs it before each pull; each credential they give in turn until one
+// pulls, as the kubelet hands them). With none, the runtime uses its own configuration, as it
+// would for the kubelet.
 func (o *probeOptions) runtimePull(ctx context.Context, c *cri.Client, rep *report.Probe) *report.CRIResult {
-	cred := o.probe.Credential
-	if ps := o.probe.Providers; len(ps) > 0 && cred.Anonymous() {
+	cands := []creds.Credential{o.probe.Credential}
+	if ps := o.probe.Providers; len(ps) > 0 && o.probe.Credential.Anonymous() {
 		if all := credprovider.RunAll(ctx, ps); len(all.Creds) > 0 {
-			cred = all.Creds[0]
+			cands = all.Creds // the kubelet hands the runtime each in turn until one pulls
 		}
 	}
+	var res *report.CRIResult
+	for _, cred := range cands {
+		if res = o.runtimePullWith(ctx, c, rep, cred); res.Result != "failed" {
+			break
+		}
+	}
+	return res
+}
+
+// runtimePullWith is one CRI pull with one credential.
+func (o *probeOptions) runtimePullWith(ctx context.Context, c *cri.Client, rep *report.Probe, cred creds.Credential) *report.CRIResult {
 	// No ServerAddress, as crictl --creds: containerd's CRI (ParseAuth, 1.6 to 2.x) drops the
 	// credentials for any host that is not url.Parse(ServerAddress).Host, and "reg:5000" without a
 	// scheme parses to no host at all; the walk presented them to every host, so does the runtime.

@@ -287,6 +287,10 @@ func TestCredentialProvidersCombined(t *testing.T) {
 			"credential provider first (", "", string(report.CodeCredentialProviderMore)},
 		{"both fail: the first failure stands", "fail", "noauth", report.ClassAuth,
 			"credential provider first (", "", ""},
+		{"the first credential is refused: the next one pulls, as the kubelet tries them in turn", `ok ` + demo.User + ` wrong-password ` + reg + `/team`, `ok ` + demo.User + ` ` + demo.Password + ` ` + reg, report.ClassOK,
+			"credential provider second (", string(report.CodeCredentialProviderMore), ""},
+		{"every credential refused: the first one's finding, all listed", `ok ` + demo.User + ` wrong-password ` + reg + `/team`, `ok ` + demo.User + ` wrong-too ` + reg, report.ClassAuth,
+			"credential provider first (", string(report.CodeCredentialProviderMore), ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			root := t.TempDir()
@@ -343,7 +347,12 @@ func TestCredentialProvidersCombined(t *testing.T) {
 			if c.warn != "" && !codes[report.Code(c.warn)] || c.miss != "" && codes[report.Code(c.miss)] {
 				t.Errorf("warnings %+v: want %q, not %q", rep.Warnings, c.warn, c.miss)
 			}
-			assertNoSecret(t, rep, demo.Password, "wrong-password")
+			assertNoSecret(t, rep, demo.Password, "wrong-password", "wrong-too")
+			for _, w := range rep.Warnings {
+				if w.Code == report.CodeCredentialProviderMore && c.class == report.ClassAuth && !strings.Contains(w.Message, "none did") {
+					t.Errorf("every credential refused, but the warning does not say so: %s", w.Message)
+				}
+			}
 		})
 	}
 }

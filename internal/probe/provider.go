@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -42,6 +43,51 @@ func (w *walk) useProviders(all *credprovider.Combined) *credprovider.Failure {
 		w.warn(report.CodeCredentialProviderMore, w.ref.Registry, fmt.Sprintf("the kubelet's providers gave %d credentials for this image and the kubelet tries them in turn until one pulls: %s; the walk presented the first", len(all.Creds), strings.Join(srcs, "; ")))
 	}
 	return nil
+}
+
+// tryInTurn does what the kubelet does when the pull with the first credential its providers gave
+// fails: it pulls again with each further credential, in order, until one pulls. The report of the
+// pull that held keeps the providers' steps and lists what each credential got; when none held,
+// the first credential's report stands, with that list.
+func tryInTurn(parent context.Context, opts Options, all *credprovider.Combined, first *report.Probe) *report.Probe {
+	if len(all.Creds) < 2 || first.Class == report.ClassOK || first.Interrupted != nil {
+		return first
+	}
+	tried := []string{fmt.Sprintf("%s: %s (%s)", all.Creds[0].Source, first.Class, first.Code)}
+	var provSteps []report.Step
+	for _, s := range first.Steps {
+		if strings.HasPrefix(s.Endpoint, "credential provider ") {
+			provSteps = append(provSteps, s)
+		}
+	}
+	scrub := (&walk{secrets: all.Secrets}).scrub
+	for i := 1; i < len(all.Creds); i++ {
+		o := opts
+		o.Credential, o.Providers = all.Creds[i], nil
+		rep, err := Run(parent, o)
+		if err != nil || rep.Interrupted != nil {
+			break
+		}
+		tried = append(tried, fmt.Sprintf("%s: %s (%s)", all.Creds[i].Source, rep.Class, rep.Code))
+		if rep.Class != report.ClassOK {
+			continue
+		}
+		rep.Steps = append(provSteps, rep.Steps...)
+		rep.Warnings = append(rep.Warnings, report.Warning{Code: report.CodeCredentialProviderMore, Host: first.Reference.Registry,
+			Message: "the kubelet tries each credential its providers gave until one pulls, and so did the probe: " + strings.Join(tried, "; ")})
+		rep.Duration += first.Duration
+		scrub(rep)
+		return rep
+	}
+	msg := "the kubelet tries each credential its providers gave until one pulls; none did: " + strings.Join(tried, "; ")
+	for i := range first.Warnings {
+		if first.Warnings[i].Code == report.CodeCredentialProviderMore {
+			first.Warnings[i].Message = msg
+			return first
+		}
+	}
+	first.Warnings = append(first.Warnings, report.Warning{Code: report.CodeCredentialProviderMore, Host: first.Reference.Registry, Message: msg})
+	return first
 }
 
 // providerFailure decides what a failed kubelet credential provider means for the verdict. The

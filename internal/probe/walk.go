@@ -156,6 +156,9 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 			rep.Runtime.Hosts = append(rep.Runtime.Hosts, h)
 		}
 	}
+	if provs != nil {
+		rep = tryInTurn(parent, opts, provs, rep)
+	}
 	return rep, nil
 }
 
