@@ -2,11 +2,13 @@ package probe_test
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
 
+	"github.com/pullpath/pullpath/internal/demo"
 	"github.com/pullpath/pullpath/internal/probe"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
@@ -38,13 +40,7 @@ location = "` + reg + `/team"
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := e.Options(image)
-	o.CAFiles = nil
-	o.Runtime, o.HostFile = cfg, runtimeconfig.Root{FS: fsys, Name: "/host"}.ReadFile
-	rep, err := probe.Run(context.Background(), o)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := probeWithRuntime(t, e, fsys, cfg, image)
 	if rep.Class != report.ClassOK {
 		t.Fatalf("class %s (%s), want ok through the mirror's team/ path", rep.Class, rep.Summary)
 	}
@@ -92,13 +88,7 @@ func TestRuntimeCRIOInsecureFallsBackToHTTP(t *testing.T) {
 		if h := cfg.Hosts[0]; h.HTTPFallback != tc.insecure || h.SkipVerify != tc.insecure {
 			t.Errorf("insecure=%t: host %+v", tc.insecure, h)
 		}
-		o := e.Options(image)
-		o.CAFiles = nil
-		o.Runtime, o.HostFile = cfg, runtimeconfig.Root{FS: fsys, Name: "/host"}.ReadFile
-		rep, err := probe.Run(context.Background(), o)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rep := probeWithRuntime(t, e, fsys, cfg, image)
 		if rep.Class != tc.class {
 			t.Errorf("insecure=%t: class %s (%s), want %s", tc.insecure, rep.Class, rep.Summary, tc.class)
 		}
@@ -110,4 +100,18 @@ func TestRuntimeCRIOInsecureFallsBackToHTTP(t *testing.T) {
 			t.Errorf("insecure=%t: fallback warning %t: %+v", tc.insecure, warned, rep.Warnings)
 		}
 	}
+}
+
+// probeWithRuntime probes image as on a node whose files are fsys (mounted at /host) and whose
+// runtime configuration is cfg: the system roots only, the runtime's own trust.
+func probeWithRuntime(t *testing.T, e *demo.Env, fsys fs.FS, cfg *runtimeconfig.Config, image string) *report.Probe {
+	t.Helper()
+	o := e.Options(image)
+	o.CAFiles = nil
+	o.Runtime, o.HostFile = cfg, runtimeconfig.Root{FS: fsys, Name: "/host"}.ReadFile
+	rep, err := probe.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
 }
