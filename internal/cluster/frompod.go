@@ -110,16 +110,32 @@ func compareFromPod(pp *report.PodProbe, pools []report.PoolResult) {
 		pp.Comparison = fmt.Sprintf("pool %s of the pod's node %s was not probed: nothing to compare (verify that pool too)", pp.Pool, pp.Node)
 	default:
 		pp.NodeClass = node.Class
-		podOK, nodeOK := pp.Class == report.ClassOK, node.Class == report.ClassOK
+		// the comparison is about the network: a registry that answered with a refusal was reached
+		// (the probe in the pod runs without the pull secret, which cannot be mounted into it)
+		podOK, nodeOK := reached(pp.Class), reached(node.Class)
+		answered := ""
+		if pp.Class != report.ClassOK {
+			answered = fmt.Sprintf(" (it answered %s: the probe in the pod runs without the pull secret)", pp.Class)
+		}
 		switch {
 		case podOK && !nodeOK:
-			pp.Comparison = fmt.Sprintf("the pod reaches the registry, the node does not (%s on %s): the pull is done by the node, from the node's network, so what the pod reaches (a VPN sidecar's route, the pod's resolver) does not help the pull", node.Class, node.Node)
+			pp.Comparison = fmt.Sprintf("the pod reaches the registry%s, the node does not (%s on %s): the pull is done by the node, from the node's network, so what the pod reaches (a VPN sidecar's route, the pod's resolver) does not help the pull", answered, node.Class, node.Node)
 		case !podOK && nodeOK:
 			pp.Comparison = fmt.Sprintf("the node %s reaches the registry, the pod does not (%s): the pull is done by the node, so the pod's own path does not stop it", node.Node, pp.Class)
 		case podOK:
-			pp.Comparison = "the pod and the node " + node.Node + " both reach the registry"
+			pp.Comparison = "the pod and the node " + node.Node + " both reach the registry" + answered
 		default:
 			pp.Comparison = fmt.Sprintf("neither the pod (%s) nor the node %s (%s) reaches the registry", pp.Class, node.Node, node.Class)
 		}
 	}
+}
+
+// reached says the probe got an answer from the registry API itself: ok, or a refusal or an answer
+// about the image (identity, rights, name, platform, rate limit) rather than a path failure.
+func reached(c report.Class) bool {
+	switch c {
+	case report.ClassOK, report.ClassAuth, report.ClassForbidden, report.ClassNotFound, report.ClassPlatform, report.ClassRateLimit:
+		return true
+	}
+	return false
 }

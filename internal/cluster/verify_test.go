@@ -276,3 +276,24 @@ func TestVerifyWithoutItsNamespace(t *testing.T) {
 		t.Errorf("report %+v", v)
 	}
 }
+
+// The comparison from the pod is about the network: a registry that refused the probe in the pod
+// (which has no pull secret) was reached.
+func TestCompareFromPod(t *testing.T) {
+	for _, c := range []struct {
+		pod, node report.Class
+		want      string
+	}{
+		{report.ClassOK, report.ClassRoute, "the pod reaches the registry, the node does not (route on b2)"},
+		{report.ClassAuth, report.ClassRoute, "the pod reaches the registry (it answered auth: the probe in the pod runs without the pull secret), the node does not"},
+		{report.ClassAuth, report.ClassOK, "the pod and the node b2 both reach the registry (it answered auth"},
+		{report.ClassDNS, report.ClassOK, "the node b2 reaches the registry, the pod does not (dns)"},
+		{report.ClassRoute, report.ClassEndpoint, "neither the pod (route) nor the node b2 (endpoint)"},
+	} {
+		pp := &report.PodProbe{Pool: "poolb", Node: "b2", Class: c.pod, Probe: &report.Probe{Class: c.pod}}
+		compareFromPod(pp, []report.PoolResult{{Pool: "poolb", Node: "b2", Class: c.node, Probe: &report.Probe{Class: c.node}}})
+		if !strings.Contains(pp.Comparison, c.want) {
+			t.Errorf("pod %s, node %s: %q, want %q", c.pod, c.node, pp.Comparison, c.want)
+		}
+	}
+}
