@@ -24,6 +24,8 @@ func TestProbeFlagConflicts(t *testing.T) {
 		{args: []string{"--anonymous", "--pull-secret", "/nonexistent/secret.yaml"}, want: "cannot be combined with --pull-secret"},
 		{args: []string{"--pull-secret", "-", "-u", "me", "--password-stdin"}, stdin: "pw\n", want: "both read stdin"},
 		{args: []string{"--anonymous", "--hosts-file", "/nonexistent/hosts"}, want: "--hosts-file: stat /nonexistent/hosts"},
+		{args: []string{"--anonymous", "--pull-secret-env", "X"}, want: "cannot be combined with --pull-secret-env"},
+		{args: []string{"--pull-secret", "/nonexistent/secret.yaml", "--pull-secret-env", "X"}, want: "both name a pull secret"},
 	} {
 		r := run(t, tc.stdin, append(append([]string{"probe"}, tc.args...), "registry.example/app:1")...)
 		if r.code != ExitUsage || !strings.Contains(r.errOut, tc.want) {
@@ -67,6 +69,25 @@ func TestPullSecretFromStdin(t *testing.T) {
 	r = run(t, "not a secret", labArgs(e, "--pull-secret", "-", e.Lab.Ref("team/app:1.4"))...)
 	if r.code != ExitUsage || !strings.Contains(r.errOut, "pull secret from stdin") {
 		t.Errorf("bad secret on stdin: exit %d %q", r.code, r.errOut)
+	}
+}
+
+// --pull-secret-env reads a config.json from the environment: how verify --from-pod hands the
+// pod's pull secret to its probe (an env var from the secret; no volume can be added there).
+func TestPullSecretFromEnv(t *testing.T) {
+	e := lab(t)
+	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, e.Lab.RegistryAddr(), base64.StdEncoding.EncodeToString([]byte(demo.User+":"+demo.Password)))
+	t.Setenv("PULLPATH_TEST_SECRET", cfg)
+	r := run(t, "", labArgs(e, "--pull-secret-env", "PULLPATH_TEST_SECRET", "-o", "json", e.Lab.Ref("team/app:1.4"))...)
+	if r.code != ExitOK || !strings.Contains(r.out, `"credentialSource": "pull secret from $PULLPATH_TEST_SECRET`) {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
+	if strings.Contains(r.out+r.errOut, demo.Password) {
+		t.Error("the password leaked")
+	}
+	r = run(t, "", labArgs(e, "--pull-secret-env", "PULLPATH_TEST_UNSET", e.Lab.Ref("team/app:1.4"))...)
+	if r.code != ExitUsage || !strings.Contains(r.errOut, "--pull-secret-env PULLPATH_TEST_UNSET: the variable is not set") {
+		t.Errorf("unset variable: exit %d %q", r.code, r.errOut)
 	}
 }
 

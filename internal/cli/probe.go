@@ -41,6 +41,7 @@ type probeOptions struct {
 	username      string
 	passwordStdin bool
 	pullSecret    string
+	pullSecretEnv string
 	anonymous     bool
 	output        string
 	allowlist     bool
@@ -123,6 +124,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.StringVarP(&o.username, "username", "u", "", "registry user name; the password is read from stdin with --password-stdin")
 	f.BoolVar(&o.passwordStdin, "password-stdin", false, "read the password (or token) from stdin")
 	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json; - reads it from stdin")
+	f.StringVar(&o.pullSecretEnv, "pull-secret-env", "", "a docker config.json in this environment variable (how verify --from-pod hands the pod's pull secret to its probe)")
 	f.BoolVar(&o.anonymous, "anonymous", false, "present no credentials, not even the docker config's")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&o.summaryFile, "summary-file", "", "also write the compact verdict (class, code, failing host, role, step, summary) as one JSON line to this file, e.g. /dev/termination-log in a probe pod")
@@ -261,7 +263,7 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 // the kubelet does — under --host-root /host that executes the node's binary from /host — and
 // presents the node's own identity; else the docker config; else nothing.
 func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (creds.Credential, []*credprovider.Plan, error) {
-	if o.anonymous || o.passwordStdin || o.pullSecret != "" {
+	if o.anonymous || o.passwordStdin || o.pullSecret != "" || o.pullSecretEnv != "" {
 		c, err := o.explicitCredential(ref.Registry)
 		return c, nil, err
 	}
@@ -313,6 +315,12 @@ func (o *probeOptions) explicitCredential(reg string) (creds.Credential, error) 
 		return creds.FromPullSecret(b, "from stdin", reg)
 	case o.pullSecret != "":
 		return creds.FromPullSecretFile(o.pullSecret, reg)
+	case o.pullSecretEnv != "":
+		v, ok := os.LookupEnv(o.pullSecretEnv)
+		if !ok {
+			return creds.Credential{}, fmt.Errorf("--pull-secret-env %s: the variable is not set", o.pullSecretEnv)
+		}
+		return creds.FromPullSecret([]byte(v), "from $"+o.pullSecretEnv, reg)
 	}
 	c, err := creds.FromKeychain(reg)
 	if err != nil {
@@ -388,11 +396,14 @@ func (o *probeOptions) checkFlags() error {
 		for _, c := range []struct {
 			name string
 			set  bool
-		}{{"--username", o.username != ""}, {"--password-stdin", o.passwordStdin}, {"--pull-secret", o.pullSecret != ""}} {
+		}{{"--username", o.username != ""}, {"--password-stdin", o.passwordStdin}, {"--pull-secret", o.pullSecret != ""}, {"--pull-secret-env", o.pullSecretEnv != ""}} {
 			if c.set {
 				return fmt.Errorf("--anonymous presents no credentials: it cannot be combined with %s", c.name)
 			}
 		}
+	}
+	if o.pullSecret != "" && o.pullSecretEnv != "" {
+		return errors.New("--pull-secret and --pull-secret-env both name a pull secret: use one")
 	}
 	if o.pullSecret == "-" && o.passwordStdin {
 		return errors.New("--pull-secret - and --password-stdin both read stdin: use one")

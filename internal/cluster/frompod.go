@@ -12,6 +12,9 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 )
 
+// fromPodSecretEnv carries the pod's pull secret into the probe in the pod.
+const fromPodSecretEnv = "PULLPATH_PULL_SECRET"
+
 // probeFromPod runs the probe image as an ephemeral container of the pod ProbeFromPod, in the
 // pod's own network namespace (a VPN sidecar's routes, the pod's resolver), and returns its
 // report. The container cannot be removed afterwards (Kubernetes has no such operation); it has
@@ -35,8 +38,20 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 	f, t := false, true
 	nobody := int64(65534)
 	args := append([]string{"probe", r.o.Image, "-o", "json", "--summary-file", "/dev/termination-log"}, r.o.ProbeArgs...)
+	// the pod's own pull secret for the registry, if it has one: no volume can be added to an
+	// ephemeral container, an environment variable from the secret can (its value never enters the spec)
+	var env []corev1.EnvVar
+	for _, s := range credentials(ctx, r.cs, pod, r.o.Image, nil, new([]string)).PullSecrets {
+		if s.From == "pod" && s.CoversRegistry != nil && *s.CoversRegistry && s.Type == string(corev1.SecretTypeDockerConfigJson) {
+			env = []corev1.EnvVar{{Name: fromPodSecretEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: corev1.DockerConfigJsonKey}}}}
+			args = append(args, "--pull-secret-env", fromPodSecretEnv)
+			r.note("--from-pod: the probe in pod %s presents the pod's pull secret %s", r.o.ProbeFromPod, s.Name)
+			break
+		}
+	}
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: ec, Image: r.o.ProbeImage, ImagePullPolicy: corev1.PullIfNotPresent,
+		Name: ec, Image: r.o.ProbeImage, ImagePullPolicy: corev1.PullIfNotPresent, Env: env,
 		Command:                  append([]string{"/pullpath"}, args...),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		// the pod's namespace may enforce Pod Security "restricted": the probe needs nothing more
@@ -111,11 +126,11 @@ func compareFromPod(pp *report.PodProbe, pools []report.PoolResult) {
 	default:
 		pp.NodeClass = node.Class
 		// the comparison is about the network: a registry that answered with a refusal was reached
-		// (the probe in the pod runs without the pull secret, which cannot be mounted into it)
+		// (the probe in the pod has only the pod's own pull secret, if it has one)
 		podOK, nodeOK := reached(pp.Class), reached(node.Class)
 		answered := ""
 		if pp.Class != report.ClassOK {
-			answered = fmt.Sprintf(" (it answered %s: the probe in the pod runs without the pull secret)", pp.Class)
+			answered = fmt.Sprintf(" (it answered %s to the probe in the pod)", pp.Class)
 		}
 		switch {
 		case podOK && !nodeOK:

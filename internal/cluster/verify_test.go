@@ -247,6 +247,37 @@ func TestVerifyFromPod(t *testing.T) {
 		!*ec.SecurityContext.RunAsNonRoot || *ec.SecurityContext.AllowPrivilegeEscalation {
 		t.Errorf("ephemeral container %+v", ec)
 	}
+	if len(ec.Env) != 0 || strings.Contains(strings.Join(ec.Command, " "), "--pull-secret") {
+		t.Errorf("the pod's secret (for ghcr.io) does not cover the registry: no secret for the probe, got %+v %v", ec.Env, ec.Command)
+	}
+	// a pod whose pull secret covers the registry: the probe in the pod presents it, from an
+	// environment variable that refers to the secret (its value never enters the spec)
+	objs := scenario()
+	for _, ob := range objs {
+		if p, ok := ob.(*corev1.Pod); ok && p.Name == "web-new" {
+			p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: "corp"})
+		}
+	}
+	fc3 := fake.NewClientset(append(objs, dockerSecret("shop", "corp", "registry.corp.example"))...)
+	allowing(fc3)
+	fc3.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "ephemeralcontainers" {
+			added = a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod).Spec.EphemeralContainers
+		}
+		return false, nil, nil
+	})
+	o3, added := o, nil
+	o3.Timeout = 2 * time.Second // the pool's probe pod never ends here; the ephemeral container is what counts
+	_, _ = Verify(context.Background(), &Client{Core: fc3.CoreV1(), Authz: fc3.AuthorizationV1()}, o3)
+	if len(added) != 1 {
+		t.Fatalf("ephemeral containers with a covering secret: %+v", added)
+	}
+	ec = added[0]
+	if len(ec.Env) != 1 || ec.Env[0].Value != "" || ec.Env[0].ValueFrom == nil || ec.Env[0].ValueFrom.SecretKeyRef == nil ||
+		ec.Env[0].ValueFrom.SecretKeyRef.Name != "corp" || ec.Env[0].ValueFrom.SecretKeyRef.Key != corev1.DockerConfigJsonKey ||
+		!strings.Contains(strings.Join(ec.Command, " "), "--pull-secret-env "+ec.Env[0].Name) {
+		t.Errorf("the probe in the pod should present secret corp: env %+v, command %v", ec.Env, ec.Command)
+	}
 	// the right to add an ephemeral container is checked first, and only with --from-pod
 	fc2 := fake.NewClientset(scenario()...)
 	allowing(fc2, "update pods shop")
@@ -278,14 +309,14 @@ func TestVerifyWithoutItsNamespace(t *testing.T) {
 }
 
 // The comparison from the pod is about the network: a registry that refused the probe in the pod
-// (which has no pull secret) was reached.
+// (which has at most the pod's own pull secret) was reached.
 func TestCompareFromPod(t *testing.T) {
 	for _, c := range []struct {
 		pod, node report.Class
 		want      string
 	}{
 		{report.ClassOK, report.ClassRoute, "the pod reaches the registry, the node does not (route on b2)"},
-		{report.ClassAuth, report.ClassRoute, "the pod reaches the registry (it answered auth: the probe in the pod runs without the pull secret), the node does not"},
+		{report.ClassAuth, report.ClassRoute, "the pod reaches the registry (it answered auth to the probe in the pod), the node does not"},
 		{report.ClassAuth, report.ClassOK, "the pod and the node b2 both reach the registry (it answered auth"},
 		{report.ClassDNS, report.ClassOK, "the node b2 reaches the registry, the pod does not (dns)"},
 		{report.ClassRoute, report.ClassEndpoint, "neither the pod (route) nor the node b2 (endpoint)"},
