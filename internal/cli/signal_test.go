@@ -23,7 +23,11 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(Main(args))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if env != nil {
+		env.Close() // the shared lab's servers and its temp dir (CA files)
+	}
+	os.Exit(code)
 }
 
 // A probe stuck on a registry that never answers ends at once on SIGINT or SIGTERM, prints what it

@@ -3,6 +3,7 @@ package contract
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -30,6 +31,14 @@ func lab(t *testing.T) *demo.Env {
 	labMu.Lock()
 	t.Cleanup(func() { labEnv.Lab.SetFaults(registrytest.Faults{}); labMu.Unlock() })
 	return labEnv
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if labEnv != nil {
+		labEnv.Close() // the shared lab's servers and its temp dir (CA files)
+	}
+	os.Exit(code)
 }
 
 type result struct {

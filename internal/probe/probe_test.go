@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -31,6 +32,14 @@ func lab(t *testing.T) *demo.Env {
 	envMu.Lock()
 	t.Cleanup(func() { env.Lab.SetFaults(registrytest.Faults{}); envMu.Unlock() })
 	return env
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if env != nil {
+		env.Close() // the shared lab's servers and its temp dir (CA files)
+	}
+	os.Exit(code)
 }
 
 // Every fault class the lab can stage is diagnosed with the right class, host role, layer and code.
