@@ -101,15 +101,6 @@ func ParseConfig(b []byte, file string) (*Config, error) {
 	return &Config{File: file, Providers: doc.Providers}, nil
 }
 
-// Match returns the first of MatchAll's providers.
-func (c *Config) Match(image string) (*Provider, bool) {
-	all := c.MatchAll(image)
-	if len(all) == 0 {
-		return nil, false
-	}
-	return all[0], true
-}
-
 // MatchAll returns every provider, in the config's order, whose matchImages cover image, as the
 // kubelet's isImageAllowed decides: the kubelet calls each and combines their answers, the earlier
 // provider winning a key both return.

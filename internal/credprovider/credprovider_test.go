@@ -11,6 +11,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
@@ -63,14 +64,18 @@ func TestDistributionConfigs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.file, err)
 		}
-		p, ok := cfg.Match(c.image)
-		if !ok || p.Name != c.provider || strings.Join(p.Args, " ") != strings.Join(c.args, " ") || p.APIVersion != "credentialprovider.kubelet.k8s.io/v1" {
-			t.Errorf("%s: %s matched %+v %v", c.file, c.image, p, ok)
+		all := cfg.MatchAll(c.image)
+		if len(all) != 1 {
+			t.Fatalf("%s: %s matched %d providers, want 1", c.file, c.image, len(all))
+		}
+		p := all[0]
+		if p.Name != c.provider || strings.Join(p.Args, " ") != strings.Join(c.args, " ") || p.APIVersion != "credentialprovider.kubelet.k8s.io/v1" {
+			t.Errorf("%s: %s matched %+v", c.file, c.image, p)
 		}
 		if !strings.HasPrefix(p.Origin, "/etc/"+c.file+":") || strings.HasSuffix(p.Origin, ":0") {
 			t.Errorf("%s: origin %q", c.file, p.Origin)
 		}
-		if _, ok := cfg.Match(c.other); ok {
+		if len(cfg.MatchAll(c.other)) != 0 {
 			t.Errorf("%s: %s should match no provider", c.file, c.other)
 		}
 	}
@@ -193,16 +198,22 @@ func plan(t *testing.T, args ...string) *Plan {
 		Env: []ProviderEnv{{Name: "FROM_CONFIG", Value: "1"}}}, Image: "reg.test:5000/team/app", HostBin: "/bin/fake", Bin: providerBin(t), Timeout: 5 * time.Second}
 }
 
+// runOne runs one provider through RunAll: its own credential, the secrets, its failure.
+func runOne(p *Plan) (creds.Credential, []string, *Failure) {
+	all := RunAll(context.Background(), []*Plan{p})
+	return all.Outcomes[0].Cred, all.Secrets, all.Outcomes[0].Failure
+}
+
 func TestRunModes(t *testing.T) {
 	t.Setenv("PROVIDER_NEED_ENV", "FROM_CONFIG") // the configured env reaches the provider
 	p := plan(t, "ok", "u", "provider-pass-1")
-	c, secrets, f := p.Run(context.Background())
+	c, secrets, f := runOne(p)
 	if f != nil || c.Username != "u" || c.Password != "provider-pass-1" || !strings.HasPrefix(c.Source, "credential provider fake (/c.yaml:3)") || len(secrets) != 1 {
 		t.Fatalf("ok: %v %v %+v", c, secrets, f)
 	}
 	// a glob key and a more specific key: the reverse-sorted first match wins, as the keyring's
 	p = plan(t, "ok", "u", "provider-pass-2", "*.test:5000")
-	if c, _, f := p.Run(context.Background()); f != nil || c.Password != "provider-pass-2" {
+	if c, _, f := runOne(p); f != nil || c.Password != "provider-pass-2" {
 		t.Fatalf("glob key: %v %+v", c, f)
 	}
 	for _, m := range []struct {
@@ -221,7 +232,7 @@ func TestRunModes(t *testing.T) {
 			p.Timeout = m.timeo
 		}
 		start := time.Now()
-		_, _, f := p.Run(context.Background())
+		_, _, f := runOne(p)
 		if f == nil || f.Code != m.code {
 			t.Fatalf("%s: %+v", m.mode, f)
 		}

@@ -45,15 +45,6 @@ func (p *Plan) Source() string {
 	return fmt.Sprintf("credential provider %s (%s)", p.Provider.Name, p.Provider.Origin)
 }
 
-// Find returns the first of FindAll's plans, or nil.
-func Find(root runtimeconfig.Root, image string) (plan *Plan, note string, err error) {
-	plans, note, err := FindAll(root, image)
-	if len(plans) == 0 {
-		return nil, note, err
-	}
-	return plans[0], note, err
-}
-
 // FindAll reads the kubelet's credential provider configuration under root and returns a plan for
 // every provider the kubelet runs for image (host[:port]/repository), in the config's order: the
 // kubelet runs each whose matchImages cover the image and combines their answers. plans is empty
@@ -120,27 +111,15 @@ type response struct {
 	Auth          map[string]authEntry `json:"auth"`
 }
 
-// Run executes the provider as the kubelet does: <bin-dir>/<name> with the configured args, the
-// process environment plus the configured env, a CredentialProviderRequest on stdin, the response
-// read from stdout. secrets lists every credential value the response held (for scrubbing), even
-// when none is used.
-func (p *Plan) Run(ctx context.Context) (c creds.Credential, secrets []string, f *Failure) {
-	auth, secrets, took, f := p.exchange(ctx)
-	if f != nil {
-		return creds.Credential{}, secrets, f
-	}
-	return p.pick(auth, took, secrets)
-}
-
 // pick is the credential of one provider's answer the kubelet's keyring uses first for the image.
-func (p *Plan) pick(auth map[string]authEntry, took time.Duration, secrets []string) (creds.Credential, []string, *Failure) {
+func (p *Plan) pick(auth map[string]authEntry, took time.Duration) (creds.Credential, *Failure) {
 	key, a, ok := pickAuth(auth, p.Image)
 	if !ok {
 		keys := slices.Sorted(maps.Keys(auth))
-		return creds.Credential{}, secrets, p.failure(report.CodeCredentialProviderNoAuth, "exit status 0", "",
+		return creds.Credential{}, p.failure(report.CodeCredentialProviderNoAuth, "exit status 0", "",
 			fmt.Sprintf("the kubelet credential provider %s returned no credentials for %s (auth keys: %s)", p.Provider.Name, p.Image, orNone(keys)))
 	}
-	return p.credential(key, a, took), secrets, nil
+	return p.credential(key, a, took), nil
 }
 
 func (p *Plan) credential(key string, a authEntry, took time.Duration) creds.Credential {
@@ -163,7 +142,10 @@ func (p *Plan) failure(code report.Code, status, stderr, summary string) *Failur
 	return &Failure{Code: code, Summary: summary, Evidence: ev}
 }
 
-// exchange runs the provider and returns its whole answer.
+// exchange executes the provider as the kubelet does: <bin-dir>/<name> with the configured args,
+// the process environment plus the configured env, a CredentialProviderRequest on stdin, the
+// response read from stdout; it returns the whole answer. secrets lists every credential value the
+// response held (for scrubbing), even when none is used.
 func (p *Plan) exchange(ctx context.Context) (auth map[string]authEntry, secrets []string, took time.Duration, f *Failure) {
 	timeout := p.Timeout
 	if timeout <= 0 {
@@ -244,30 +226,28 @@ type Combined struct {
 func RunAll(ctx context.Context, plans []*Plan) Combined {
 	var c Combined
 	auth := map[string]authEntry{}
-	owner := map[string]*Plan{}
-	tookOf := map[*Plan]time.Duration{}
-	for _, p := range plans {
+	owner := map[string]int{} // the outcome whose answer holds the key
+	for i, p := range plans {
 		a, secrets, took, f := p.exchange(ctx)
 		c.Secrets = append(c.Secrets, secrets...)
 		o := Outcome{Plan: p, Failure: f, Took: took}
 		if f == nil {
-			o.Cred, _, o.Failure = p.pick(a, took, nil)
+			o.Cred, o.Failure = p.pick(a, took)
 			for k, v := range a {
 				if _, seen := auth[k]; !seen {
-					auth[k], owner[k] = v, p
+					auth[k], owner[k] = v, i
 				}
 			}
 		}
-		tookOf[p] = took
 		c.Outcomes = append(c.Outcomes, o)
 	}
 	keys := slices.Collect(maps.Keys(auth))
 	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
 	for _, k := range keys {
 		if ok, _ := URLsMatch(k, plans[0].Image); ok {
-			p := owner[k]
-			c.Creds = append(c.Creds, p.credential(k, auth[k], tookOf[p]))
-			c.From = append(c.From, p)
+			o := c.Outcomes[owner[k]]
+			c.Creds = append(c.Creds, o.Plan.credential(k, auth[k], o.Took))
+			c.From = append(c.From, o.Plan)
 		}
 	}
 	return c

@@ -73,9 +73,13 @@ func nodeWithProvider(t *testing.T, e *demo.Env, matchImage string, args ...stri
 	if err := os.WriteFile(filepath.Join(root, "opt/cp/bin/fake"), provBin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plan, note, err := credprovider.Find(runtimeconfig.Root{FS: os.DirFS(root), Name: root}, e.Lab.RegistryAddr()+"/team/app")
+	plans, note, err := credprovider.FindAll(runtimeconfig.Root{FS: os.DirFS(root), Name: root}, e.Lab.RegistryAddr()+"/team/app")
 	if err != nil {
 		t.Fatal(err)
+	}
+	var plan *credprovider.Plan
+	if len(plans) > 0 {
+		plan = plans[0]
 	}
 	if plan != nil && plan.Bin != filepath.Join(root, "opt/cp/bin/fake") {
 		t.Fatalf("the provider must be executed under the host root: %s", plan.Bin)
