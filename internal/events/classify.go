@@ -47,7 +47,7 @@ var rules = []rule{
 	// the reverse: plain HTTP to a TLS port, in Go's and nginx's words, or as containerd before
 	// 1.6.25 and 1.7.8 reports it for a localhost registry it speaks plain HTTP to: a bare 400
 	// (the lab shows it with 1.6.20)
-	{regexp.MustCompile(`Client sent an HTTP request to an HTTPS server|plain HTTP request was sent to HTTPS port|pulling from host (?:localhost|127\.[0-9.]+|\[::1\])(?::\d+)? failed with status code \[[^\]]*\]: 400 Bad Request`), report.CodeTLSRequired, report.StepTLS},
+	{regexp.MustCompile(report.TLSOnlyPortAnswer + `|pulling from host (?:localhost|127\.[0-9.]+|\[::1\])(?::\d+)? failed with status code \[[^\]]*\]: 400 Bad Request`), report.CodeTLSRequired, report.StepTLS},
 	// a plain-HTTP client got a TLS alert back: the server speaks HTTPS (0x15 0x03 is a TLS alert record)
 	{regexp.MustCompile(`malformed HTTP response "\\x15\\x03`), report.CodeTLSHandshake, report.StepTLS},
 	{regexp.MustCompile(`certificate is valid for .*, not |certificate is not valid for any names|legacy Common Name field|doesn't contain any IP SANs|Hostname/IP does not match certificate's altnames|no alternative certificate subject name matches`), report.CodeTLSNameMismatch, report.StepTLS},

@@ -564,7 +564,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 }
 
 // tlsOnlyPort is a web server's answer to plain HTTP on its TLS port (Go's net/http, nginx).
-var tlsOnlyPort = regexp.MustCompile(`Client sent an HTTP request to an HTTPS server|plain HTTP request was sent to HTTPS port`)
+var tlsOnlyPort = regexp.MustCompile(report.TLSOnlyPortAnswer)
 
 // statusFailure maps an unexpected HTTP status on ep to a failure, reading registry error codes.
 func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte, layer report.StepName, what string) *failure {

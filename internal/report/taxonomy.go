@@ -234,6 +234,11 @@ const (
 	CodeUnknown                Code = "UNKNOWN"
 )
 
+// TLSOnlyPortAnswer is how web servers answer plain HTTP on a port that speaks only TLS (Go's
+// net/http, nginx), as a regular expression: the probe reads it in a 400 body, explain in a
+// runtime's error text; both give CodeTLSRequired.
+const TLSOnlyPortAnswer = `Client sent an HTTP request to an HTTPS server|plain HTTP request was sent to HTTPS port`
+
 // ClassFor maps where a failure was observed to its class, following DESIGN.md: class follows what
 // broke, role says where. A certificate failure is tls and a credential failure auth on any host;
 // a host other than the registry API that cannot be reached (dns, route, tcp) or fails at the
