@@ -2,7 +2,6 @@ package runtimeconfig
 
 import (
 	"slices"
-	"strings"
 )
 
 // Detect reports which runtime's pull configuration the root holds, and the file that shows it:
@@ -23,7 +22,7 @@ func Detect(root Root) (rt Runtime, evidence string, ok bool) {
 			if !root.Exists(p) {
 				continue
 			}
-			if c.rt == Containerd && l.criDisabled() && l.dockerPresent() {
+			if c.rt == Containerd && l.disablesCRI(containerdConfig) && l.dockerPresent() {
 				// docker-ce's containerd.io ships a config.toml with the CRI disabled: dockerd pulls
 				return Docker, p + " (CRI disabled; dockerd pulls)", true
 			}
@@ -42,7 +41,7 @@ func Detect(root Root) (rt Runtime, evidence string, ok bool) {
 func (l *loader) detect() Runtime {
 	switch {
 	case l.root.Exists(containerdConfig) || l.root.IsDir("/etc/containerd") || l.unitExists("containerd") || slices.ContainsFunc(distroConfigs, l.root.Exists):
-		if l.criDisabled() && l.dockerPresent() {
+		if l.disablesCRI(containerdConfig) && l.dockerPresent() {
 			return Docker
 		}
 		return Containerd
@@ -52,22 +51,6 @@ func (l *loader) detect() Runtime {
 		return Docker
 	}
 	return Containerd
-}
-
-// criDisabled reports whether /etc/containerd/config.toml disables the CRI plugin (docker-ce's
-// containerd.io default: disabled_plugins = ["cri"]).
-func (l *loader) criDisabled() bool {
-	b, err := l.root.ReadFile(containerdConfig)
-	if err != nil {
-		return false
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "disabled_plugins") && (strings.Contains(line, `"cri"`) || strings.Contains(line, `"io.containerd.grpc.v1.cri"`)) {
-			return true
-		}
-	}
-	return false
 }
 
 func (l *loader) dockerPresent() bool {

@@ -25,10 +25,11 @@ type Options struct {
 }
 
 type loader struct {
-	ref    registry.Reference
-	root   Root
-	cfg    *Config
-	docker *daemonJSON // daemon.json, parsed once by dockerHosts
+	ref     registry.Reference
+	root    Root
+	cfg     *Config
+	docker  *daemonJSON // daemon.json, parsed once by dockerHosts
+	located string      // the containerd config the CRI runs with, found once by configFile
 }
 
 func (l *loader) read(f string) {

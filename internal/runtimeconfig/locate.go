@@ -26,6 +26,13 @@ var distroConfigs = []string{k3sConfig, rke2Config, k0sConfig, microk8sConfig, t
 // /etc/containerd/config.toml unless it disables the CRI plugin, else a distribution's own file. A
 // missing file is containerd's built-in defaults (srvconfig.LoadConfig ignores a missing file).
 func (l *loader) configFile() string {
+	if l.located == "" {
+		l.located = l.locate()
+	}
+	return l.located
+}
+
+func (l *loader) locate() string {
 	if f := l.unitConfigFlag("containerd"); f != "" {
 		return f
 	}
@@ -71,7 +78,8 @@ func (l *loader) unitConfigFlag(svc string) string {
 }
 
 // disablesCRI reports whether a containerd config disables the CRI plugin, whatever the form of its
-// disabled_plugins list (Talos writes one name a line; docker-ce's containerd.io writes ["cri"]).
+// disabled_plugins list (Talos writes one name a line; docker-ce's containerd.io writes ["cri"],
+// which also tells that dockerd, not a CRI, pulls).
 func (l *loader) disablesCRI(f string) bool {
 	b, err := l.root.ReadFile(f)
 	if err != nil {
