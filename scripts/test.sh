@@ -2,7 +2,7 @@
 # The whole test suite: formatting, vet, unit and in-process tests (race detector on), the
 # network-namespace lab (test/lab) and the cluster tier (test/cluster: a real kube-apiserver, real
 # kubelets and containerd). As root, the components are installed when missing (Debian packages,
-# crictl from the Go module proxy, containerd 2.x built by scripts/containerd2.sh, about 3 min cold,
+# crictl from the Go module proxy, containerd 2.x built by scripts/containerd2.sh, 3–11 min cold,
 # and kube-apiserver, kubelet and etcd built by scripts/kubebins.sh, about 20 min cold); without
 # root both tiers skip with one line. PULLPATH_LAB=0 and PULLPATH_CLUSTER=0 skip one tier.
 # -race needs a C compiler: as root, gcc is installed when missing.
@@ -31,7 +31,7 @@ if [ "$(id -u)" = 0 ] && [ "${PULLPATH_LAB:-1}" != 0 ]; then
     echo "lab: building crictl v1.37.0 (Debian 12 has no cri-tools)"
     GOBIN=/usr/local/bin go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0
   fi
-  # the second runtime: containerd 2.x from the module proxy (about 3 min cold, cached)
+  # the second runtime: containerd 2.x from the module proxy (3–11 min cold, cached)
   if PULLPATH_CONTAINERD2=$(bash scripts/containerd2.sh); then
     export PULLPATH_CONTAINERD2
   else

@@ -266,13 +266,9 @@ func (e *env) runOn(c labCase, rt *ctrd) *run {
 		r.problems = append(r.problems, fmt.Sprintf("containerd pull ok=%t, want %t: %s", r.pullOK, c.wantPull, r.pullErr))
 	}
 	if !r.pullOK {
-		ex := exec.Command(e.pullpath, "explain", "-o", "json")
-		ex.Stdin = strings.NewReader(r.pullErr)
-		eo, _ := ex.Output()
-		var doc struct{ Findings []struct{ Class string } }
-		if json.Unmarshal(eo, &doc) == nil && len(doc.Findings) > 0 {
-			r.explain = doc.Findings[0].Class
-			for _, f := range doc.Findings[1:] {
+		if fs := e.explain(r.pullErr); len(fs) > 0 {
+			r.explain = fs[0].Class
+			for _, f := range fs[1:] {
 				if f.Class != r.explain {
 					r.problems = append(r.problems, fmt.Sprintf("explain gave %s and %s for the same pull", r.explain, f.Class))
 				}
@@ -460,6 +456,19 @@ func (e *env) throughput(t *testing.T) {
 			f.Close()
 		}
 	}
+}
+
+// explain runs pullpath explain on a runtime's error text and returns its findings (none when it
+// printed no JSON).
+func (e *env) explain(text string) []struct{ Class, Code string } {
+	ex := exec.Command(e.pullpath, "explain", "-o", "json")
+	ex.Stdin = strings.NewReader(text)
+	out, _ := ex.Output()
+	var doc struct {
+		Findings []struct{ Class, Code string }
+	}
+	_ = json.Unmarshal(out, &doc)
+	return doc.Findings
 }
 
 func clip(s string) string {

@@ -133,16 +133,10 @@ func (e *env) crioCase(root string, c crioCase) *crioResult {
 		r.problems = append(r.problems, fmt.Sprintf("skopeo ok=%t, want %t: %s", r.ok, c.wantOK, r.err))
 	}
 	if !r.ok {
-		ex := exec.Command(e.pullpath, "explain", "-o", "json")
-		ex.Stdin = strings.NewReader(r.err)
-		eo, _ := ex.Output()
-		var doc struct {
-			Findings []struct{ Class, Code string }
-		}
-		if json.Unmarshal(eo, &doc) == nil && len(doc.Findings) > 0 {
-			r.explain = doc.Findings[0].Class
-			if c.code != "" && doc.Findings[0].Code != c.code {
-				r.problems = append(r.problems, fmt.Sprintf("explain code %q, want %q for skopeo's error: %s", doc.Findings[0].Code, c.code, r.err))
+		if fs := e.explain(r.err); len(fs) > 0 {
+			r.explain = fs[0].Class
+			if c.code != "" && fs[0].Code != c.code {
+				r.problems = append(r.problems, fmt.Sprintf("explain code %q, want %q for skopeo's error: %s", fs[0].Code, c.code, r.err))
 			}
 		}
 		if r.explain != c.class {
