@@ -420,7 +420,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	}
 	var learned, phraseDecides bool
 	if learn && key.phrase != "" {
-		learned, phraseDecides = applyLearned(&fd, key)
+		learned, phraseDecides = applyLearned(&fd, key, vrow != nil && vrow.family != "*")
 	}
 	because := fd.DecidedBecause
 	if learn && !phraseDecides {

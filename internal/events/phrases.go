@@ -149,7 +149,9 @@ func learnedFor(phrase string, role report.Role) bool {
 	return false
 }
 
-// registryFamily folds a registry host into the families whose wording differs.
+// registryFamily folds a registry host into the families whose wording and denial semantics
+// differ. It keys both the learned table and the registries' documented answers (registries.go),
+// so the two never disagree on which registry answered.
 func registryFamily(reg string) string {
 	h := strings.ToLower(hostName(reg))
 	switch {
@@ -163,12 +165,20 @@ func registryFamily(reg string) string {
 		return "gitlab"
 	case h == "quay.io" || strings.HasSuffix(h, ".quay.io"):
 		return "quay"
-	case strings.HasSuffix(h, ".amazonaws.com") || h == "public.ecr.aws":
+	case h == "public.ecr.aws":
+		return "ecr-public"
+	case strings.HasSuffix(h, ".amazonaws.com") || strings.Contains(h, ".dkr.ecr."):
 		return "ecr"
-	case strings.HasSuffix(h, ".azurecr.io") || strings.HasSuffix(h, ".azurecr.cn"):
+	case strings.Contains(h, ".azurecr."):
 		return "acr"
-	case strings.HasSuffix(h, "gcr.io") || strings.HasSuffix(h, ".pkg.dev") || h == "registry.k8s.io":
+	case h == "gcr.io" || strings.HasSuffix(h, ".gcr.io") || strings.HasSuffix(h, ".pkg.dev") || h == "registry.k8s.io":
 		return "google"
+	case strings.Contains(h, "harbor"):
+		return "harbor"
+	case strings.Contains(h, "jfrog") || strings.Contains(h, "artifactory"):
+		return "artifactory"
+	case strings.Contains(h, "nexus"):
+		return "nexus"
 	}
 	return "other"
 }
@@ -185,9 +195,12 @@ var (
 )
 
 // lookupLearned returns the learned classes behind a phrase on a family, most frequent first.
-func lookupLearned(k phraseKey) ([]classCount, phraseKey) {
+func lookupLearned(k phraseKey, ownOnly bool) ([]classCount, phraseKey) {
 	if c := phraseTable[k]; total(c) >= minFamilySupport {
 		return c, k
+	}
+	if ownOnly {
+		return nil, k
 	}
 	if namedNotHub(k.family) {
 		// Docker Hub's wording dominates the rows of any registry: a named other registry backs off
@@ -222,10 +235,11 @@ func total(c []classCount) int {
 }
 
 // applyLearned sets a finding's class and alternatives from the learned table; the rules'
-// literal reading stays an alternative. It reports whether the table had a row for the phrase,
+// literal reading stays an alternative. With ownOnly, only the family's own row may weigh in: a
+// registry's documented answer is not reordered by what other registries' messages meant. It reports whether the table had a row for the phrase,
 // and whether that row decides alone (enough dev messages, all one class).
-func applyLearned(fd *report.Finding, k phraseKey) (found, decides bool) {
-	counts, row := lookupLearned(k)
+func applyLearned(fd *report.Finding, k phraseKey, ownOnly bool) (found, decides bool) {
+	counts, row := lookupLearned(k, ownOnly)
 	if counts == nil {
 		return false, false
 	}

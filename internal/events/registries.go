@@ -126,37 +126,35 @@ var denialPrefilters = func() []prefilter {
 // useRegistrySemantics turns the table off for TestRegistrySemanticsOnDev.
 var useRegistrySemantics = true
 
-// denialFamily recognises the registry that answered: by host where the text names one, else by
-// words only that registry uses.
+// denialFamily recognises the registry that answered: by host where the text names one (the
+// families of the learned table), else by words only that registry uses.
 func denialFamily(f facts, fd report.Finding, hub bool, lower string) string {
+	// the host that answered, when the text names it as a registry (a mirror the runtime was sent
+	// to answers in its own words), else the image's registry
 	reg := f.registry
-	if reg == "" && (fd.Role == report.RoleRegistry || fd.Role == report.RoleToken || fd.Role == "") {
+	if fd.Host != "" && fd.Role == report.RoleRegistry || reg == "" && (fd.Role == report.RoleToken || fd.Role == "") {
 		reg = fd.Host
 	}
 	if reg == "" && f.url != nil {
 		reg = f.url.Hostname()
 	}
-	h := strings.ToLower(hostName(reg))
+	if fam := registryFamily(reg); fam != "other" && fam != "none" && fam != "hub" {
+		return fam
+	}
 	switch {
-	case h == "public.ecr.aws":
-		return "ecr-public"
-	case strings.Contains(h, ".dkr.ecr.") || strings.Contains(lower, "ecr:batchgetimage") || strings.Contains(lower, "aws ecr get-login"):
+	case strings.Contains(lower, "ecr:batchgetimage") || strings.Contains(lower, "aws ecr get-login"):
 		return "ecr"
-	case strings.Contains(h, ".azurecr.") || strings.Contains(lower, "aka.ms/acr"):
+	case strings.Contains(lower, "aka.ms/acr"):
 		return "acr"
-	case h == "ghcr.io":
-		return "ghcr"
-	case h == "quay.io" || strings.HasSuffix(h, ".quay.io") || strings.Contains(lower, "tag_expired"):
+	case strings.Contains(lower, "tag_expired"):
 		return "quay"
-	case strings.Contains(h, "gitlab"):
-		return "gitlab"
-	case h == "gcr.io" || strings.HasSuffix(h, ".gcr.io") || strings.HasSuffix(h, ".pkg.dev") || strings.Contains(lower, "artifactregistry") || strings.Contains(lower, "container registry is deprecated"):
+	case strings.Contains(lower, "artifactregistry") || strings.Contains(lower, "container registry is deprecated"):
 		return "google"
-	case strings.Contains(h, "harbor") || strings.Contains(lower, "harbor") || strings.Contains(lower, "/api/v2.0/") || strings.Contains(lower, "unauthorized to access repository"):
+	case strings.Contains(lower, "harbor") || strings.Contains(lower, "/api/v2.0/") || strings.Contains(lower, "unauthorized to access repository"):
 		return "harbor"
-	case strings.Contains(h, "jfrog") || strings.Contains(h, "artifactory") || strings.Contains(lower, "artifactory") || strings.Contains(lower, "upstream repository is not configured properly"):
+	case strings.Contains(lower, "artifactory") || strings.Contains(lower, "upstream repository is not configured properly"):
 		return "artifactory"
-	case strings.Contains(h, "nexus") || strings.Contains(lower, "nexus"):
+	case strings.Contains(lower, "nexus"):
 		return "nexus"
 	case hub:
 		return "hub"

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 // Every row of the registry table names its vendor source and stays within the alternatives cap.
@@ -64,5 +66,26 @@ func TestRegistrySemanticsOnDev(t *testing.T) {
 	t.Logf("dev: first class %.1f%% with the registry table, %.1f%% without; with alternatives %.1f%% / %.1f%%", pct(ton, tn), pct(toff, tn), pct(tonAlt, tn), pct(toffAlt, tn))
 	if ton < toff || tonAlt < toffAlt {
 		t.Errorf("the registry table lowers dev accuracy: first class %d < %d or with alternatives %d < %d", ton, toff, tonAlt, toffAlt)
+	}
+}
+
+// A registry's documented answer is reordered only by its own family's learned row: what the
+// same phrase meant on other registries must not override it.
+func TestDocumentedAnswerOutranksPooledRows(t *testing.T) {
+	saved := phraseTable
+	defer func() { phraseTable = saved }()
+	phraseTable = map[phraseKey][]classCount{
+		{"403", notHub}: {{report.ClassForbidden, 9}},
+		{"403", "*"}:    {{report.ClassForbidden, 9}},
+	}
+	msg := `failed to resolve reference "public.ecr.aws/lambda/nodejs:18": unexpected status from HEAD request to https://public.ecr.aws/v2/lambda/nodejs/manifests/18: 403 Forbidden`
+	got := Classify(msg)
+	if got.Class != report.ClassAuth || got.Decided || !slices.Contains(got.Alternatives, report.ClassForbidden) {
+		t.Errorf("ECR Public's 403: got %s (alt %v, decided %v), want auth first as AWS documents, forbidden an alternative", got.Class, got.Alternatives, got.Decided)
+	}
+	// the family's own row, with enough support, still weighs in
+	phraseTable[phraseKey{"403", "ecr-public"}] = []classCount{{report.ClassForbidden, 6}}
+	if got := Classify(msg); got.Class != report.ClassForbidden {
+		t.Errorf("with ECR Public's own learned row: got %s, want forbidden", got.Class)
 	}
 }
