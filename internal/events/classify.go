@@ -74,7 +74,7 @@ var rules = []rule{
 	{regexp.MustCompile(`wsarecv: |wsasend: |read tcp \S+: [^\x00-\x7F]`), report.CodeTCPReset, report.StepTCP},
 	{regexp.MustCompile(`(?i)toomanyrequests|too many requests|\b429\b|Status 429|Error 429|pull rate limit|\brate exceeded|ThrottlingException|rate limit exceeded`), report.CodeRateLimited, report.StepManifest},
 	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in manifest list for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
-	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|HTTP Basic: Access denied|password or token is incorrect|unable to retrieve auth token`), report.CodeAuth401, report.StepAuth},
+	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|HTTP Basic: Access denied|password or token is incorrect|unable to retrieve auth token|\b(?:auth|authentication) error\b`), report.CodeAuth401, report.StepAuth},
 	// Harbor answers a user or robot without pull rights so (the text says unauthorized, the cause is rights)
 	{regexp.MustCompile(`unauthorized to access repository`), report.CodeAuth403, report.StepAuth},
 	{regexp.MustCompile(`pull access denied|repository does not exist or may require`), codeAmbiguousDenied, report.StepAuth},
@@ -88,7 +88,7 @@ var rules = []rule{
 	// a credential helper or the kubelet's credential provider failed: the pull had no identity
 	{regexp.MustCompile(`(?i)credential[ -]?provider|credential[ -]?helper|docker-credential-|error getting credentials`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.StepBlob},
-	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b|: Not Found\b|repository name not known to registry|\b404 Not Found|(?:[Cc]ode|[Ee]rror|[Ss]tatus):? 404\b|does not exist in the registry with id|RepositoryNotFoundException|ImageNotFoundException|[Rr]equested image not found`), report.CodeManifestUnknown, report.StepManifest},
+	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b|: Not Found\b|repository name not known to registry|\b404 Not Found|(?:[Cc]ode|[Ee]rror|[Ss]tatus):? 404\b|does not exist in the registry with id|RepositoryNotFoundException|ImageNotFoundException|[Rr]equested image not found|HTTP code (?:is )?404\b|No such image: `), report.CodeManifestUnknown, report.StepManifest},
 	{regexp.MustCompile(`unexpected commit digest|verification failed for digest|[Dd]igest did not match|does not match (?:the )?(?:expected )?digest|digest mismatch`), report.CodeDigestMismatch, report.StepBlob},
 	{regexp.MustCompile(`unexpected commit size|failed size validation|size mismatch`), report.CodeSizeMismatch, report.StepBlob},
 	{regexp.MustCompile(`no space left on device|disk quota exceeded`), report.CodeDiskFull, report.StepBlob},
@@ -427,6 +427,15 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// a phrase all its dev messages agreed on is more specific than the reading's confusions
 		addConfused(&fd)
 	}
+	if cache := pullThroughCache(f); cache != "" && fd.Class == report.ClassNotFound && !slices.Contains(fd.Alternatives, report.ClassOther) {
+		// a pull-through cache answers "not found" too when it could not fetch from its upstream
+		fd.Alternatives = append(fd.Alternatives[:min(len(fd.Alternatives), maxAlternatives-1)], report.ClassOther)
+		fd.Reason += "; " + cache + ", which also answers so when its own fetch from the upstream registry failed (upstream unreachable, rate-limited, or the cache's endpoint or credentials misconfigured)"
+		documented = append(documented, report.ClassOther)
+	}
+	if learn && (code == report.CodeUnknown || code == report.CodeBackoffNoCause) && fd.Class == report.ClassOther {
+		addBaseRate(&fd)
+	}
 	for _, c := range documented {
 		if c == fd.Class || slices.Contains(fd.Alternatives, c) {
 			continue
@@ -452,6 +461,41 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	fd.NextSteps = nextSteps(fd, f)
 	fd.Decide = decide(fd, f)
 	return fd, matched, key
+}
+
+var (
+	// Harbor's registry client relays a remote registry's answer so: in a pull, the proxy cache's
+	reHarborRelay = regexp.MustCompile(`http status code: \d{3}, body: `)
+	// an image reference (or a registry API path) in the text
+	reRefToken = regexp.MustCompile(`[A-Za-z0-9<][\w.<>:-]*(?:/[\w.<>-]+)+`)
+	// a path segment naming a cache or mirror project (Harbor proxy-cache projects, Artifactory
+	// and Nexus remote/proxy repositories)
+	reCacheSegment = regexp.MustCompile(`(?i)(?:^|[_.<-])(?:proxy|cache|remote|mirror|dockerhub|docker-hub)(?:$|[_.>-])`)
+)
+
+// pullThroughCache says, in words, why the registry that answered looks like a pull-through
+// cache, or "" when nothing says so.
+func pullThroughCache(f facts) string {
+	if reHarborRelay.MatchString(f.text) {
+		return "Harbor relayed another registry's answer (a proxy-cache project)"
+	}
+	for _, tok := range reRefToken.FindAllString(f.text, 8) {
+		tok, _, _ = strings.Cut(tok, "/manifests/")
+		tok, _, _ = strings.Cut(tok, "/blobs/")
+		segs := strings.Split(tok, "/")
+		if strings.ContainsAny(segs[0], ".:") || segs[0] == "localhost" {
+			segs = segs[1:] // the registry host
+		}
+		if len(segs) > 0 && segs[0] == "v2" {
+			segs = segs[1:]
+		}
+		for _, seg := range segs[:max(len(segs)-1, 0)] { // the last one is the image's own name
+			if reCacheSegment.MatchString(seg) {
+				return fmt.Sprintf("the repository path %q names a cache or mirror project", tok)
+			}
+		}
+	}
+	return ""
 }
 
 // reTruncated is a message cut before its end: a trailing colon, an ellipsis, an open quote.
@@ -778,8 +822,8 @@ func roleWord(r report.Role) string {
 
 // decide is the one command that settles the diagnosis from the node.
 func decide(fd report.Finding, f facts) string {
-	if fd.Class == report.ClassOther && fd.Code != report.CodeBackoffNoCause && fd.Code != report.CodeTimeout && fd.Code != report.CodeCanceled {
-		return ""
+	if fd.Class == report.ClassOther && len(fd.Alternatives) == 0 && fd.Code != report.CodeBackoffNoCause && fd.Code != report.CodeTimeout && fd.Code != report.CodeCanceled {
+		return "" // on the node or in the pod spec: the pull path is not in question
 	}
 	img := fd.Image
 	where := decideWhere

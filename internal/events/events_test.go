@@ -486,6 +486,21 @@ func TestGeneralMechanisms(t *testing.T) {
 		{name: "cut off after containerd's transport wrapper: a transport failure, undecided",
 			msg:   `failed to pull and unpack image "r.example/a:1": failed to resolve reference "r.example/a:1": failed to do request: Head "https://r.example/v2/a/manifests/1"`,
 			class: report.ClassRoute, alt: report.ClassDNS, image: "r.example/a:1"},
+		{name: "not found from a Harbor proxy-cache project: the cache's upstream fetch is an alternative",
+			msg:   `Failed to pull image "harbor.corp/dockerhub-proxy/library/nginx:1.27": rpc error: code = NotFound desc = failed to pull and unpack image "harbor.corp/dockerhub-proxy/library/nginx:1.27": failed to resolve reference "harbor.corp/dockerhub-proxy/library/nginx:1.27": harbor.corp/dockerhub-proxy/library/nginx:1.27: not found`,
+			class: report.ClassNotFound, alt: report.ClassOther, image: "harbor.corp/dockerhub-proxy/library/nginx:1.27"},
+		{name: "Harbor relays its upstream's 404",
+			msg:   `Error response from daemon: unknown: http status code: 404, body: {"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}`,
+			class: report.ClassNotFound, alt: report.ClassOther},
+		{name: "docker-py's HTTP 404 wording",
+			msg:   `HTTP code is 404 which indicates error: no such image - No such image: example.org/team/app:2`,
+			class: report.ClassNotFound, alt: report.ClassOther},
+		{name: "a client that only says auth error",
+			msg:   `fetch manifest failed: getting https://ghcr.io/v2/o/p/manifests/1 failed: auth error`,
+			class: report.ClassAuth, host: "ghcr.io:443", alt: report.ClassNotFound},
+		{name: "a text without a cause gets the base rate of its role as alternatives",
+			msg:   `[ERROR ImagePull]: failed to pull image registry.example.org/ns/app:v1`,
+			class: report.ClassOther, alt: report.ClassNotFound, image: "registry.example.org/ns/app:v1"},
 		{name: "Docker Hub's Tag not found",
 			msg:   `Tag v9 not found in repository docker.io/someone/thing`,
 			class: report.ClassNotFound, image: "docker.io/someone/thing:v9", decided: true},
@@ -499,6 +514,25 @@ func TestGeneralMechanisms(t *testing.T) {
 		}
 		if tc.image != "" && !strings.Contains(f.Decide, "pullpath probe ") || strings.Contains(f.Decide, " IMAGE ") && tc.image != "" {
 			t.Errorf("%s: decide %q must be runnable", tc.name, f.Decide)
+		}
+	}
+}
+
+// Only a cache's own marks make a "not found" a possible upstream failure: an image named for a
+// proxy, a host named mirror, or a URL's API path are not.
+func TestPullThroughCache(t *testing.T) {
+	for msg, want := range map[string]bool{
+		`failed to resolve reference "registry.k8s.io/kube-proxy:v9.9.9": registry.k8s.io/kube-proxy:v9.9.9: not found`:                           false,
+		`failed to resolve reference "mirror.gcr.io/library/nginx:1": mirror.gcr.io/library/nginx:1: not found`:                                   false,
+		`Head "https://r.example/v2/jwilder/nginx-proxy/manifests/latest": not found`:                                                             false,
+		`Head "https://harbor.corp/v2/proxy/library/nginx/manifests/latest": not found`:                                                           true,
+		`Error response from daemon: unknown: repository proxy/library/nginx not found`:                                                           true,
+		`myrepo.com/dockerhub-remote/alpine:3.20: not found`:                                                                                      true,
+		`Error response from daemon: unknown: http status code: 404, body: {"errors":[{"code":"MANIFEST_UNKNOWN"}]}`:                              true,
+		`failed to resolve reference "nexus.corp:8082/docker-cache/library/busybox:1": nexus.corp:8082/docker-cache/library/busybox:1: not found`: true,
+	} {
+		if got := pullThroughCache(readFacts(msg)) != ""; got != want {
+			t.Errorf("pullThroughCache(%q) = %v, want %v", msg, got, want)
 		}
 	}
 }

@@ -31,7 +31,7 @@ type facts struct {
 var (
 	reImage = []litRegexp{
 		mustLit(`(?i)(?:failed to pull (?:and unpack )?image|pulling image|back-off pulling image|failed to resolve reference|pullimage|failed pulling image|failed to get sandbox image) \\?"([^"\\\s]+)\\?"`),
-		mustLit(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?):`),
+		mustLit(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?)(?::\s|:?$)`),
 		mustLit(`(?i)pull access denied for ([^\s,]+),`),
 		mustLit(`(?i)manifest for (\S+) not found`),
 		mustLit(`(?i)\bimage ([a-z0-9][^\s:"]*/[^\s:"]+(?::[\w][\w.-]*)?) not found|repository ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"]+) not found`),

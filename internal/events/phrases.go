@@ -301,6 +301,23 @@ type codeKey struct {
 	role report.Role
 }
 
+// anyCode keys a role's base rate in codeTable: the labels of every dev message read with that role.
+const anyCode report.Code = "*"
+
+// addBaseRate gives a text that names no cause the classes that most often stood behind a pull
+// failure on a host of that role, most frequent first: with no evidence, the base rate is the
+// honest order of the alternatives.
+func addBaseRate(fd *report.Finding) {
+	for _, c := range codeTable[codeKey{anyCode, fd.Role}] {
+		if len(fd.Alternatives) >= maxAlternatives {
+			return
+		}
+		if c.class != fd.Class && !slices.Contains(fd.Alternatives, c.class) {
+			fd.Alternatives = append(fd.Alternatives, c.class)
+		}
+	}
+}
+
 // minConfusion is how many dev messages must have carried another label behind a reading before
 // that label is offered as an alternative. 2 since the 2026-12-03 corpus: on dev's three folds it
 // finds as many right answers among the alternatives as 1 did (97.6 %), with fewer alternatives;

@@ -81,12 +81,11 @@ var phraseTable = map[phraseKey][]classCount{
 	{"no basic auth credentials", "nexus"}:                         {{report.Class("auth"), 1}},
 	{"no basic auth credentials", "none"}:                          {{report.Class("auth"), 1}},
 	{"no basic auth credentials", "other"}:                         {{report.Class("auth"), 1}},
-	{"no cause", "!hub"}:                                           {{report.Class("not_found"), 2}, {report.Class("route"), 1}, {report.Class("auth"), 1}},
-	{"no cause", "*"}:                                              {{report.Class("other"), 11}, {report.Class("not_found"), 3}, {report.Class("route"), 1}, {report.Class("auth"), 1}},
-	{"no cause", "ghcr"}:                                           {{report.Class("auth"), 1}},
+	{"no cause", "!hub"}:                                           {{report.Class("not_found"), 2}, {report.Class("route"), 1}},
+	{"no cause", "*"}:                                              {{report.Class("other"), 11}, {report.Class("not_found"), 2}, {report.Class("route"), 1}},
 	{"no cause", "google"}:                                         {{report.Class("not_found"), 2}},
 	{"no cause", "hub"}:                                            {{report.Class("other"), 3}},
-	{"no cause", "none"}:                                           {{report.Class("other"), 8}, {report.Class("not_found"), 1}},
+	{"no cause", "none"}:                                           {{report.Class("other"), 8}},
 	{"no cause", "other"}:                                          {{report.Class("route"), 1}},
 	{"not found", "!hub"}:                                          {{report.Class("not_found"), 2}, {report.Class("other"), 1}},
 	{"not found", "*"}:                                             {{report.Class("not_found"), 9}, {report.Class("other"), 2}},
@@ -111,11 +110,17 @@ var phraseTable = map[phraseKey][]classCount{
 }
 
 // codeTable: for each reading of the rules (code, role), the labelled classes of the dev messages
-// read so, most frequent first.
+// read so, most frequent first; code "*": every reading with that role.
 var codeTable = map[codeKey][]classCount{
+	{"*", ""}:                                {{report.Class("other"), 24}, {report.Class("platform"), 17}, {report.Class("not_found"), 14}, {report.Class("auth"), 11}, {report.Class("forbidden"), 7}, {report.Class("rate_limit"), 6}, {report.Class("route"), 3}, {report.Class("endpoint"), 2}, {report.Class("tls"), 1}},
+	{"*", "blob"}:                            {{report.Class("endpoint"), 22}, {report.Class("tls"), 11}, {report.Class("forbidden"), 2}, {report.Class("rate_limit"), 1}, {report.Class("other"), 1}},
+	{"*", "mirror"}:                          {{report.Class("tls"), 1}, {report.Class("auth"), 1}},
+	{"*", "proxy"}:                           {{report.Class("proxy"), 11}},
+	{"*", "registry"}:                        {{report.Class("not_found"), 44}, {report.Class("route"), 32}, {report.Class("auth"), 28}, {report.Class("tls"), 21}, {report.Class("dns"), 21}, {report.Class("rate_limit"), 14}, {report.Class("forbidden"), 8}, {report.Class("other"), 8}, {report.Class("platform"), 7}, {report.Class("endpoint"), 1}},
+	{"*", "token"}:                           {{report.Class("endpoint"), 11}, {report.Class("auth"), 3}, {report.Class("tls"), 2}, {report.Class("forbidden"), 1}, {report.Class("other"), 1}},
 	{"AUTH_401", ""}:                         {{report.Class("auth"), 8}, {report.Class("not_found"), 1}, {report.Class("endpoint"), 1}},
 	{"AUTH_401", "mirror"}:                   {{report.Class("auth"), 1}},
-	{"AUTH_401", "registry"}:                 {{report.Class("auth"), 23}, {report.Class("not_found"), 4}},
+	{"AUTH_401", "registry"}:                 {{report.Class("auth"), 24}, {report.Class("not_found"), 4}},
 	{"AUTH_401", "token"}:                    {{report.Class("auth"), 3}},
 	{"AUTH_403", ""}:                         {{report.Class("forbidden"), 7}, {report.Class("auth"), 1}},
 	{"AUTH_403", "registry"}:                 {{report.Class("forbidden"), 8}, {report.Class("auth"), 4}, {report.Class("not_found"), 2}},
@@ -139,7 +144,7 @@ var codeTable = map[codeKey][]classCount{
 	{"HTTP_UNEXPECTED_STATUS", ""}:           {{report.Class("other"), 1}},
 	{"HTTP_UNEXPECTED_STATUS", "blob"}:       {{report.Class("other"), 1}},
 	{"INVALID_REFERENCE", ""}:                {{report.Class("other"), 2}},
-	{"MANIFEST_UNKNOWN", ""}:                 {{report.Class("not_found"), 9}, {report.Class("other"), 3}, {report.Class("auth"), 1}},
+	{"MANIFEST_UNKNOWN", ""}:                 {{report.Class("not_found"), 10}, {report.Class("other"), 3}, {report.Class("auth"), 1}},
 	{"MANIFEST_UNKNOWN", "registry"}:         {{report.Class("not_found"), 23}, {report.Class("other"), 1}},
 	{"NAME_UNKNOWN", ""}:                     {{report.Class("not_found"), 3}, {report.Class("auth"), 1}},
 	{"NAME_UNKNOWN", "registry"}:             {{report.Class("not_found"), 15}},
@@ -178,8 +183,8 @@ var codeTable = map[codeKey][]classCount{
 	{"TLS_UNKNOWN_AUTHORITY", "blob"}:        {{report.Class("tls"), 2}},
 	{"TLS_UNKNOWN_AUTHORITY", "registry"}:    {{report.Class("tls"), 11}},
 	{"TLS_UNKNOWN_AUTHORITY", "token"}:       {{report.Class("tls"), 1}},
-	{"UNKNOWN", ""}:                          {{report.Class("other"), 9}, {report.Class("not_found"), 1}},
-	{"UNKNOWN", "registry"}:                  {{report.Class("other"), 2}, {report.Class("dns"), 1}, {report.Class("route"), 1}, {report.Class("auth"), 1}},
+	{"UNKNOWN", ""}:                          {{report.Class("other"), 9}},
+	{"UNKNOWN", "registry"}:                  {{report.Class("other"), 2}, {report.Class("dns"), 1}, {report.Class("route"), 1}},
 	{"UNKNOWN", "token"}:                     {{report.Class("other"), 1}},
 	{"UNPACK_FAILED", "registry"}:            {{report.Class("other"), 1}},
 }
