@@ -37,6 +37,8 @@ var (
 		mustLit(`(?i)\bimage ([a-z0-9][^\s:"]*/[^\s:"]+(?::[\w][\w.-]*)?) not found|repository ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"]+) not found`),
 		mustLit(`(?i)for image (\S+?)$|for image (\S+)\s`),
 		mustLit(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+		// docker-compose v1: "Pulling web (registry.example.com/team/web:1)..."
+		mustLit(`Pulling [\w.-]+ \(([^()\s]+)\)\.\.\.`),
 		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
 		mustLit(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 	}
@@ -63,21 +65,52 @@ var (
 	reBlobPath = regexp.MustCompile(`/blobs/|registry-v2/|/containers/images/|/data\?|/data$`)
 )
 
+// image returns the first image reference re finds in t, or "".
+func (re litRegexp) image(t, low string) string {
+	if m := re.find(t, low); m != nil {
+		for _, g := range m[1:] {
+			if g != "" {
+				return strings.TrimRight(g, ".,;:")
+			}
+		}
+	}
+	return ""
+}
+
+// hasRegistryHost says the reference names its registry (a first component with a dot, a port
+// or localhost), as the distribution reference grammar decides.
+func hasRegistryHost(ref string) bool {
+	first, _, ok := strings.Cut(ref, "/")
+	return ok && (strings.ContainsAny(first, ".:") || first == "localhost")
+}
+
+// repoOf is a reference without its tag or digest.
+func repoOf(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	if i := strings.LastIndexByte(ref, ':'); i > strings.LastIndexByte(ref, '/') {
+		ref = ref[:i]
+	}
+	return ref
+}
+
 func readFacts(msg string) facts {
 	f := facts{text: strings.Join(strings.Fields(reEscapes.Replace(msg)), " ")}
 	t := f.text
 	low := strings.ToLower(t)
-	for _, re := range reImage {
-		if m := re.find(t, low); m != nil {
-			for _, g := range m[1:] {
-				if g != "" {
-					f.image = strings.TrimRight(g, ".,;:")
-					break
+	for i, re := range reImage {
+		if img := re.image(t, low); img != "" {
+			f.image = img
+			if !hasRegistryHost(img) {
+				// the daemon often names the repository without its host ("image td/app:latest
+				// not found") where an earlier wrapper named it whole: prefer the whole name
+				for _, other := range reImage[i+1:] {
+					if whole := other.image(t, low); hasRegistryHost(whole) && strings.HasSuffix(repoOf(whole), "/"+repoOf(img)) {
+						f.image = whole
+						break
+					}
 				}
 			}
-			if f.image != "" {
-				break
-			}
+			break
 		}
 	}
 	if f.image == "" {
