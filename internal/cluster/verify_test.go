@@ -279,6 +279,9 @@ func TestVerifyFromPod(t *testing.T) {
 		t.Errorf("the probe in the pod should present secret corp: env %+v, command %v", ec.Env, ec.Command)
 	}
 	// and name it in its identity (the real run showed only "from $PULLPATH_PULL_SECRET")
+	if len(ec.Env) == 0 {
+		t.Fatal("no environment for the probe in the pod")
+	}
 	if n := ec.Env[len(ec.Env)-1]; n.Name != ec.Env[0].Name+"_NAME" || n.Value != "shop/corp key "+corev1.DockerConfigJsonKey || n.ValueFrom != nil {
 		t.Errorf("the probe in the pod is not told which secret it presents: %+v", ec.Env)
 	}
