@@ -85,6 +85,12 @@ func TestPullSecretFromEnv(t *testing.T) {
 	if strings.Contains(r.out+r.errOut, demo.Password) {
 		t.Error("the password leaked")
 	}
+	// with $VAR_NAME (as verify --from-pod sets it) the identity names the secret, not only the variable
+	t.Setenv("PULLPATH_TEST_SECRET_NAME", "shop/corp key .dockerconfigjson")
+	r = run(t, "", labArgs(e, "--pull-secret-env", "PULLPATH_TEST_SECRET", "-o", "json", e.Lab.Ref("team/app:1.4"))...)
+	if r.code != ExitOK || !strings.Contains(r.out, `"credentialSource": "pull secret shop/corp key .dockerconfigjson via $PULLPATH_TEST_SECRET (entry `) {
+		t.Errorf("named secret: exit %d\n%s\n%s", r.code, r.out, r.errOut)
+	}
 	r = run(t, "", labArgs(e, "--pull-secret-env", "PULLPATH_TEST_UNSET", e.Lab.Ref("team/app:1.4"))...)
 	if r.code != ExitUsage || !strings.Contains(r.errOut, "--pull-secret-env PULLPATH_TEST_UNSET: the variable is not set") {
 		t.Errorf("unset variable: exit %d %q", r.code, r.errOut)

@@ -124,7 +124,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.StringVarP(&o.username, "username", "u", "", "registry user name; the password is read from stdin with --password-stdin")
 	f.BoolVar(&o.passwordStdin, "password-stdin", false, "read the password (or token) from stdin")
 	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json; - reads it from stdin")
-	f.StringVar(&o.pullSecretEnv, "pull-secret-env", "", "a docker config.json in this environment variable (how verify --from-pod hands the pod's pull secret to its probe)")
+	f.StringVar(&o.pullSecretEnv, "pull-secret-env", "", "a docker config.json in this environment variable (how verify --from-pod hands the pod's pull secret to its probe); VAR_NAME, when set, names the secret in the report")
 	f.BoolVar(&o.anonymous, "anonymous", false, "present no credentials, not even the docker config's")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&o.summaryFile, "summary-file", "", "also write the compact verdict (class, code, failing host, role, step, summary) as one JSON line to this file, e.g. /dev/termination-log in a probe pod")
@@ -320,7 +320,13 @@ func (o *probeOptions) explicitCredential(reg string) (creds.Credential, error) 
 		if !ok {
 			return creds.Credential{}, fmt.Errorf("--pull-secret-env %s: the variable is not set", o.pullSecretEnv)
 		}
-		return creds.FromPullSecret([]byte(v), "from $"+o.pullSecretEnv, reg)
+		// $VAR_NAME says which secret that is (verify --from-pod sets it: NAMESPACE/NAME key KEY);
+		// a variable, not a flag, so that a probe image from before it still runs
+		label := "from $" + o.pullSecretEnv
+		if name := os.Getenv(o.pullSecretEnv + "_NAME"); name != "" {
+			label = name + " via $" + o.pullSecretEnv
+		}
+		return creds.FromPullSecret([]byte(v), label, reg)
 	}
 	c, err := creds.FromKeychain(reg)
 	if err != nil {

@@ -44,7 +44,9 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 	for _, s := range credentials(ctx, r.cs, pod, r.o.Image, nil, new([]string)).PullSecrets {
 		if s.From == "pod" && s.CoversRegistry != nil && *s.CoversRegistry && s.Type == string(corev1.SecretTypeDockerConfigJson) {
 			env = []corev1.EnvVar{{Name: fromPodSecretEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: corev1.DockerConfigJsonKey}}}}
+				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: corev1.DockerConfigJsonKey}}},
+				// the probe names the secret in its identity, not just the variable
+				{Name: fromPodSecretEnv + "_NAME", Value: ns + "/" + s.Name + " key " + corev1.DockerConfigJsonKey}}
 			args = append(args, "--pull-secret-env", fromPodSecretEnv)
 			r.note("--from-pod: the probe in pod %s presents the pod's pull secret %s", r.o.ProbeFromPod, s.Name)
 			break

@@ -273,10 +273,17 @@ func TestVerifyFromPod(t *testing.T) {
 		t.Fatalf("ephemeral containers with a covering secret: %+v", added)
 	}
 	ec = added[0]
-	if len(ec.Env) != 1 || ec.Env[0].Value != "" || ec.Env[0].ValueFrom == nil || ec.Env[0].ValueFrom.SecretKeyRef == nil ||
+	if len(ec.Env) != 2 || ec.Env[0].Value != "" || ec.Env[0].ValueFrom == nil || ec.Env[0].ValueFrom.SecretKeyRef == nil ||
 		ec.Env[0].ValueFrom.SecretKeyRef.Name != "corp" || ec.Env[0].ValueFrom.SecretKeyRef.Key != corev1.DockerConfigJsonKey ||
 		!strings.Contains(strings.Join(ec.Command, " "), "--pull-secret-env "+ec.Env[0].Name) {
 		t.Errorf("the probe in the pod should present secret corp: env %+v, command %v", ec.Env, ec.Command)
+	}
+	// and name it in its identity (the real run showed only "from $PULLPATH_PULL_SECRET")
+	if len(ec.Env) == 0 {
+		t.Fatal("no environment for the probe in the pod")
+	}
+	if n := ec.Env[len(ec.Env)-1]; n.Name != ec.Env[0].Name+"_NAME" || n.Value != "shop/corp key "+corev1.DockerConfigJsonKey || n.ValueFrom != nil {
+		t.Errorf("the probe in the pod is not told which secret it presents: %+v", ec.Env)
 	}
 	// the right to add an ephemeral container is checked first, and only with --from-pod
 	fc2 := fake.NewClientset(scenario()...)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,11 +22,22 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 )
 
+// probeImages holds the probe image each cluster got pushed: the tests that run it share one push.
+var probeImages struct {
+	sync.Mutex
+	ref map[*cluster]string
+}
+
 // pushProbeImage runs 'pullpath image push' inside the hub, with the hub's resolver (the process
 // gets its own mount namespace so that its resolv.conf names it), and returns the digest
 // reference as the nodes pull it (through registry.cluster.test:443).
 func pushProbeImage(t *testing.T, c *cluster) string {
 	t.Helper()
+	probeImages.Lock()
+	defer probeImages.Unlock()
+	if ref := probeImages.ref[c]; ref != "" {
+		return ref
+	}
 	c.Run(t, "version") // builds pullpath and the probe-only binary beside it
 	resolv := filepath.Join(t.TempDir(), "resolv.conf")
 	if err := os.WriteFile(resolv, []byte("nameserver "+hubIP+"\n"), 0o644); err != nil {
@@ -41,7 +53,12 @@ func pushProbeImage(t *testing.T, c *cluster) string {
 	if !strings.HasPrefix(ref, prefix) {
 		t.Fatalf("image push printed %q, want %s…", ref, prefix)
 	}
-	return registry + "/tools/pullpath-probe@" + strings.TrimPrefix(ref, registry+":5000/tools/pullpath-probe@")
+	ref = registry + "/tools/pullpath-probe@" + strings.TrimPrefix(ref, registry+":5000/tools/pullpath-probe@")
+	if probeImages.ref == nil {
+		probeImages.ref = map[*cluster]string{}
+	}
+	probeImages.ref[c] = ref
+	return ref
 }
 
 // verify --probe-image: the probe pods run the pushed probe image (the node pulls it), no binary
