@@ -56,7 +56,8 @@ func loadCorpus(t testing.TB, path string) []sample {
 			cur = &sample{source: p[0], runtime: p[1], class: c, host: p[3], role: report.Role(p[4])}
 			continue
 		}
-		if cur == nil || strings.HasPrefix(line, "#") && cur.message == "" {
+		// a comment is "# …" before the message; buildkit's own lines start "#3 ERROR"
+		if cur == nil || (line == "#" || strings.HasPrefix(line, "# ")) && cur.message == "" {
 			continue
 		}
 		cur.message += line + "\n"
