@@ -282,7 +282,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// the message names the target, not the proxy: the proxy is the failing hop
 		host, role = "", report.RoleProxy
 	}
-	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token") ||
+	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token") || strings.Contains(f.text, "authentication token") || strings.Contains(f.text, "token exchange") ||
 		strings.Contains(f.text, "GetAuthorizationToken") || strings.Contains(f.text, "credential provider")) {
 		role = report.RoleToken
 	}
@@ -364,6 +364,11 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		if fd.Code == report.CodeAuth403 && fd.Class == report.ClassForbidden {
 			// registries also answer 403 to stale or foreign credentials
 			fd.Alternatives = []report.Class{report.ClassAuth}
+		}
+		if fd.Code == report.CodeBlobForbidden && reStorageAccount.MatchString(f.text) {
+			// the storage service names its own account's standing: the publisher's side
+			fd.Alternatives = append([]report.Class{report.ClassOther}, slices.DeleteFunc(fd.Alternatives, func(c report.Class) bool { return c == report.ClassOther })...)
+			fd.Reason = "the blob storage refused the download (403) because the storage account or its billing is in bad standing: the registry publisher's account, which no change on the node fixes"
 		}
 		if fd.Code == report.CodeHTTPStatus && fd.Class != report.ClassOther && re5xx.MatchString(matched) {
 			// a 5xx is the server's own failure: a storage or CDN host on the path, or an outage of
@@ -497,6 +502,10 @@ func pullThroughCache(f facts) string {
 	}
 	return ""
 }
+
+// reStorageAccount is object storage's error for an account (not a request) in bad standing: GCS's
+// UserProjectAccountProblem and its billing text, S3's AccountProblem.
+var reStorageAccount = regexp.MustCompile(`<Code>(?:UserProjectAccountProblem|AccountProblem|UserProjectMissing)</Code>|billing account (?:is )?(?:not in good standing|disabled|closed)`)
 
 // reTruncated is a message cut before its end: a trailing colon, an ellipsis, an open quote.
 var reTruncated = regexp.MustCompile(`(?:[:(\[,"]|…|\.\.\.|\[\.\.\.\])\s*$`)

@@ -37,8 +37,12 @@ var (
 		mustLit(`(?i)\bimage ([a-z0-9][^\s:"]*/[^\s:"]+(?::[\w][\w.-]*)?) not found|repository ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"]+) not found`),
 		mustLit(`(?i)for image (\S+?)$|for image (\S+)\s`),
 		mustLit(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+		// a client's progress line: podman's "Trying to pull REF...", tart's "pulling REF..."
+		mustLit(`(?i)(?:trying to pull|pulling) ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s"]+?)\.\.\.`),
 		// docker-compose v1: "Pulling web (registry.example.com/team/web:1)..."
 		mustLit(`Pulling [\w.-]+ \(([^()\s]+)\)\.\.\.`),
+		// last: "image REF" wherever REF names its registry host
+		mustLit(`(?i)\bimage "?((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"@,]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
 		mustLit(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 	}

@@ -47,6 +47,7 @@ const (
 	srcGAR         = "https://cloud.google.com/artifact-registry/docs/docker/troubleshoot"
 	srcGCR         = "https://cloud.google.com/container-registry/docs/troubleshooting"
 	srcGCRShutdown = "https://cloud.google.com/artifact-registry/docs/transition/prepare-gcr-shutdown"
+	srcGCPDelete   = "https://cloud.google.com/resource-manager/docs/creating-managing-projects#shutting_down_projects"
 	srcDistrib     = "https://github.com/distribution/distribution/blob/main/registry/api/errcode/register.go"
 )
 
@@ -61,7 +62,7 @@ var denialRows = []denialRow{
 		[]report.Class{nf, au}, srcMoby,
 		"Docker Hub answers a repository that does not exist like a private one, and the daemon words both \"repository does not exist or may require 'docker login'\""},
 
-	{"ghcr", "", regexp.MustCompile(`(?i)\bdenied\b|403 forbidden`), false, []report.Class{au, nf, fb}, srcGHCR,
+	{"ghcr", "", regexp.MustCompile(`(?i)\bdenied\b|\b403\b`), false, []report.Class{au, nf, fb}, srcGHCR,
 		"ghcr.io refuses every request that carries an invalid or expired token, even for a public package, and answers a package that does not exist like a private one"},
 
 	{"gitlab", "access forbidden", regexp.MustCompile(`(?i)access forbidden`), false, []report.Class{nf, fb, au}, srcGitLab,
@@ -100,6 +101,8 @@ var denialRows = []denialRow{
 	{"ecr-public", "", regexp.MustCompile(`(?i)403 forbidden|\bdenied\b|\b403\b`), false, []report.Class{au, nf, fb}, srcECRPublic,
 		"ECR Public needs no login for public images but refuses an expired stored token with 403; `docker logout public.ecr.aws` is AWS's own advice"},
 
+	{"google", "has been deleted", regexp.MustCompile(`Project \S+ has been deleted`), true, []report.Class{nf, report.ClassOther}, srcGCPDelete,
+		"the Google Cloud project that held the repository was shut down: its images are gone, unless its owner restores it within 30 days"},
 	{"google", "container registry is deprecated", regexp.MustCompile(`Container Registry is deprecated and shutting down`), true, []report.Class{nf}, srcGCRShutdown,
 		"Container Registry has shut down: images of projects that were not migrated to Artifact Registry are no longer served"},
 	{"google", "unauthenticated request", regexp.MustCompile(`(?i)unauthenticated requests? (?:do|does) not have permission`), true, []report.Class{au, nf, fb}, srcGAR,
