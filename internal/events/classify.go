@@ -365,6 +365,15 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			// registries also answer 403 to stale or foreign credentials
 			fd.Alternatives = []report.Class{report.ClassAuth}
 		}
+		if code == report.CodeTCPReset && strings.HasSuffix(matched, "EOF") && role == report.RoleRegistry && len(fd.Alternatives) == 0 {
+			// an EOF says the connection was closed, not who closed it: any transport failure at
+			// the registry, in the order dev messages had them
+			for _, c := range transportOrder() {
+				if c != fd.Class && len(fd.Alternatives) < maxAlternatives {
+					fd.Alternatives = append(fd.Alternatives, c)
+				}
+			}
+		}
 		if fd.Code == report.CodeBlobForbidden && reStorageAccount.MatchString(f.text) {
 			// the storage service names its own account's standing: the publisher's side
 			fd.Alternatives = append([]report.Class{report.ClassOther}, slices.DeleteFunc(fd.Alternatives, func(c report.Class) bool { return c == report.ClassOther })...)

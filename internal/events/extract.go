@@ -55,7 +55,7 @@ var (
 	reRefIn        = mustLit(`(?:[Rr]eading manifest|Tag) (\S+?) (?:in|not found in repository) ((?:[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/[a-z0-9._/-]+)`)
 	reURL          = mustLit(`https?://[^\s"'\\<>\x60)\]]+`)
 	reMethod       = mustLit(`\b(Get|Head|Post|GET|HEAD|POST)\s+"?https?://`)
-	reLookup       = mustLit(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+))?: |Failed to lookup host: ([^\s:]+?)\.?$|Could not resolve host: ([^\s:]+)`)
+	reLookup       = mustLit(`lookup ([^\s:]+?)(?: on (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+|<[^\s<>]+>:\d+))?: |Failed to lookup host: ([^\s:]+?)\.?$|Could not resolve host: ([^\s:]+)`)
 	reDial         = mustLit(`dial tcp (\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+)`)
 	reProxy        = mustLit(`(?:proxyconnect tcp: dial tcp|error connecting to proxy https?://\S+: dial tcp)(?: (\[[0-9a-fA-F:.]+\]:\d+|[^\s:]+:\d+)|: lookup ([^\s:]+))`)
 	reNamed        = mustLit(`(?:pulling from host|error pinging docker registry|pinging container registry) ([^\s:]+(?::\d+)?)`)
