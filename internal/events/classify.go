@@ -441,9 +441,11 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// a phrase all its dev messages agreed on is more specific than the reading's confusions
 		addConfused(&fd)
 	}
-	if cache := pullThroughCache(f); cache != "" && fd.Class == report.ClassNotFound && !slices.Contains(fd.Alternatives, report.ClassOther) {
+	if cache := pullThroughCache(f); cache != "" && fd.Class == report.ClassNotFound {
 		// a pull-through cache answers "not found" too when it could not fetch from its upstream
-		fd.Alternatives = append(fd.Alternatives[:min(len(fd.Alternatives), maxAlternatives-1)], report.ClassOther)
+		if !slices.Contains(fd.Alternatives, report.ClassOther) {
+			fd.Alternatives = append(fd.Alternatives[:min(len(fd.Alternatives), maxAlternatives-1)], report.ClassOther)
+		}
 		fd.Reason += "; " + cache + ", which also answers so when its own fetch from the upstream registry failed (upstream unreachable, rate-limited, or the cache's endpoint or credentials misconfigured)"
 		documented = append(documented, report.ClassOther)
 	}
@@ -658,6 +660,9 @@ func reason(fd report.Finding, f facts) string {
 	case report.CodeBackoffNoCause:
 		return "the kubelet is backing off after earlier failures; this event does not carry the cause: read the earlier \"Failed to pull image\" event, or probe"
 	}
+	if fd.Code == report.CodeUnknown && (f.image != "" || f.url != nil) {
+		return "the text says a pull failed but names no cause pullpath knows (a wrapper may have dropped the runtime's own error: look for it in the kubelet's or the runtime's log)"
+	}
 	return "pullpath does not recognise this message"
 }
 
@@ -793,7 +798,11 @@ func nextSteps(fd report.Finding, f facts) []string {
 	case report.ClassForbidden:
 		return []string{"grant the identity pull rights on this repository (e.g. AcrPull, ECR repository policy, GAR Artifact Registry Reader)", "check the registry's network rules for the node's egress address"}
 	case report.ClassNotFound:
-		return []string{fmt.Sprintf("check the image reference %s: registry, repository, tag or digest", orDash(fd.Image)), "check that the release pipeline pushed it"}
+		steps := []string{fmt.Sprintf("check the image reference %s: registry, repository, tag or digest", orDash(fd.Image)), "check that the release pipeline pushed it"}
+		if pullThroughCache(f) != "" {
+			steps = append(steps, "check the cache's upstream: the image exists there, and the cache's upstream endpoint, credentials and rate limit (its logs name the failed fetch)")
+		}
+		return steps
 	case report.ClassPlatform:
 		return []string{"publish a manifest for the node's platform (multi-arch build), or schedule the pod on matching nodes"}
 	case report.ClassProxy:
