@@ -82,8 +82,10 @@ network namespace and the resolver are the node's.
 
 Credentials, first found wins: --username with --password-stdin, --pull-secret
 (a kubernetes.io/dockerconfigjson Secret as YAML or JSON; - reads it from stdin),
-the docker config ($DOCKER_CONFIG, ~/.docker/config.json, credential helpers);
-else anonymous. --anonymous with any of these is a usage error.
+--pull-secret-env (repeatable: every entry that covers the image is tried in
+turn, in the kubelet's order, until one pulls), the docker config
+($DOCKER_CONFIG, ~/.docker/config.json, credential helpers); else anonymous.
+--anonymous with any of these is a usage error.
 
 --no-download stops after the manifest and the first byte of each layer: every
 blob host is still reached through its redirects, but nothing is verified and

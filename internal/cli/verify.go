@@ -386,7 +386,9 @@ func writePodSecrets(b *strings.Builder, fp *report.PodProbe) {
 		}
 	}
 	switch {
-	case len(given) > 0:
+	case len(given) == 1:
+		fmt.Fprintf(b, "  pull secrets  presented: %s\n", given[0])
+	case len(given) > 1:
 		fmt.Fprintf(b, "  pull secrets  presented, tried in turn as the kubelet does: %s\n", strings.Join(given, ", "))
 	case len(fp.PullSecrets) > 0:
 		b.WriteString("  pull secrets  none presented: the probe in the pod is anonymous\n")
