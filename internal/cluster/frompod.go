@@ -126,8 +126,13 @@ func (r *run) fromPodSecrets(ctx context.Context, pod *corev1.Pod, ns string) ([
 		}
 		switch {
 		case s.Exists == nil:
-			r.note("--from-pod: pull secret %s/%s of pod %s was not read (%s): the kubelet presents it, the probe in the pod does not; grant get on secrets in namespace %s to hand it over",
-				ns, s.Name, r.o.ProbeFromPod, strings.TrimPrefix(strings.TrimSuffix(s.Problem, "; cannot tell whether it covers the registry"), "not readable: "), ns)
+			why := strings.TrimPrefix(strings.TrimSuffix(s.Problem, "; cannot tell whether it covers the registry"), "not readable: ")
+			fix := ""
+			if strings.HasPrefix(why, "no RBAC ") {
+				fix = "; grant get on secrets in namespace " + ns + " to hand it over"
+			}
+			r.note("--from-pod: pull secret %s/%s of pod %s was not read (%s): the kubelet uses it if it covers the image, the probe in the pod cannot present it%s",
+				ns, s.Name, r.o.ProbeFromPod, why, fix)
 		case ps.Key != "" && s.CoversRegistry != nil && *s.CoversRegistry:
 			v := fmt.Sprintf("%s_%d", fromPodSecretEnv, len(env)/2+1)
 			env = append(env, corev1.EnvVar{Name: v, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{

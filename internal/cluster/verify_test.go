@@ -416,7 +416,7 @@ func TestVerifyFromPodHandsOverEverySecret(t *testing.T) {
 			note = n
 		}
 	}
-	if !strings.Contains(note, "no RBAC get on secrets") || !strings.Contains(note, "the probe in the pod does not") {
+	if !strings.Contains(note, "(no RBAC get on secrets)") || !strings.Contains(note, "the probe in the pod cannot present it; grant get on secrets in namespace shop") {
 		t.Errorf("the unreadable secret is not named with the missing right: %q (notes %q)", note, v.Notes)
 	}
 }
