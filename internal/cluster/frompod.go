@@ -149,7 +149,10 @@ func (r *run) fromPodSecrets(ctx context.Context, pod *corev1.Pod, ns string) ([
 			names = append(names, ps.Name)
 		}
 	}
-	if len(names) > 0 {
+	switch {
+	case len(names) == 1:
+		r.note("--from-pod: the probe in pod %s presents the pod's pull secret %s", r.o.ProbeFromPod, names[0])
+	case len(names) > 1:
 		r.note("--from-pod: the probe in pod %s presents the pod's pull secrets that cover the image, in turn as the kubelet does: %s", r.o.ProbeFromPod, strings.Join(names, ", "))
 	}
 	return env, out
@@ -175,7 +178,7 @@ func compareFromPod(pp *report.PodProbe, pools []report.PoolResult) {
 	default:
 		pp.NodeClass = node.Class
 		// the comparison is about the network: a registry that answered with a refusal was reached
-		// (the probe in the pod has only the pod's own pull secret, if it has one)
+		// (the probe in the pod has only the pod's own pull secrets, if it has any)
 		podOK, nodeOK := reached(pp.Class), reached(node.Class)
 		switch {
 		case podOK && !nodeOK:
