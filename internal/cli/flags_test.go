@@ -97,6 +97,59 @@ func TestPullSecretFromEnv(t *testing.T) {
 	}
 }
 
+// verify --from-pod hands over every pull secret of the pod that covers the image, in one variable
+// each, and a legacy kubernetes.io/dockercfg secret as its bare .dockercfg: the probe tries every
+// covering entry in the kubelet's order until one pulls, says which pulled and what each got, and
+// never shows a password.
+func TestPullSecretsFromEnvInTurn(t *testing.T) {
+	e := lab(t)
+	reg := e.Lab.RegistryAddr()
+	wrong := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg, base64.StdEncoding.EncodeToString([]byte(demo.User+":not-the-password")))
+	legacy := fmt.Sprintf(`{%q:{"auth":%q,"email":"ops@example.com"}}`, reg, base64.StdEncoding.EncodeToString([]byte(demo.User+":"+demo.Password)))
+	t.Setenv("PULLPATH_TEST_SECRET_1", wrong)
+	t.Setenv("PULLPATH_TEST_SECRET_1_NAME", "shop/wrong key .dockerconfigjson")
+	t.Setenv("PULLPATH_TEST_SECRET_2", legacy)
+	t.Setenv("PULLPATH_TEST_SECRET_2_NAME", "shop/old key .dockercfg")
+	var doc struct {
+		Class            string
+		CredentialSource string
+		Warnings         []struct{ Code, Message string }
+	}
+	// the legacy secret alone pulls
+	r := run(t, "", labArgs(e, "--pull-secret-env", "PULLPATH_TEST_SECRET_2", "-o", "json", e.Lab.Ref("team/app:1.4"))...)
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || r.code != ExitOK || !strings.Contains(doc.CredentialSource, "shop/old key .dockercfg") {
+		t.Fatalf(".dockercfg alone: exit %d %+v\n%s", r.code, doc, r.errOut)
+	}
+	// the wrong one first, as the pod lists it: refused, then the legacy one pulls
+	r = run(t, "", labArgs(e, "--pull-secret-env", "PULLPATH_TEST_SECRET_1", "--pull-secret-env", "PULLPATH_TEST_SECRET_2", "-o", "json", e.Lab.Ref("team/app:1.4"))...)
+	doc.Warnings = nil
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil {
+		t.Fatalf("not JSON (exit %d): %v\n%s", r.code, err, r.errOut)
+	}
+	if r.code != ExitOK || doc.Class != "ok" || !strings.Contains(doc.CredentialSource, "shop/old key .dockercfg") {
+		t.Errorf("in turn: exit %d class %s identity %q, want ok with shop/old", r.code, doc.Class, doc.CredentialSource)
+	}
+	var turns string
+	for _, w := range doc.Warnings {
+		if w.Code == "PULL_SECRET_MORE" {
+			turns = w.Message
+		}
+	}
+	if !strings.Contains(turns, "shop/wrong key .dockerconfigjson via $PULLPATH_TEST_SECRET_1 (entry "+reg+"): auth (AUTH_401)") ||
+		!strings.Contains(turns, "shop/old key .dockercfg via $PULLPATH_TEST_SECRET_2 (entry "+reg+"): ok (OK)") {
+		t.Errorf("what each secret got: %q (warnings %+v)", turns, doc.Warnings)
+	}
+	if strings.Contains(r.out+r.errOut, demo.Password) || strings.Contains(r.out+r.errOut, "not-the-password") {
+		t.Error("a password leaked")
+	}
+	// both wrong: auth, with what each got
+	t.Setenv("PULLPATH_TEST_SECRET_2", wrong)
+	r = run(t, "", labArgs(e, "--pull-secret-env", "PULLPATH_TEST_SECRET_1", "--pull-secret-env", "PULLPATH_TEST_SECRET_2", "-o", "json", e.Lab.Ref("team/app:1.4"))...)
+	if r.code != 1 || !strings.Contains(r.out, "none did") || !strings.Contains(r.out, "PULLPATH_TEST_SECRET_1") || !strings.Contains(r.out, "PULLPATH_TEST_SECRET_2") {
+		t.Errorf("none pulls: exit %d\n%s", r.code, r.out)
+	}
+}
+
 // --no-download: exit 0 on a reachable path, and the JSON and text say it was not a full pull.
 func TestNoDownloadFlag(t *testing.T) {
 	e := lab(t)

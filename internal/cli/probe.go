@@ -41,7 +41,7 @@ type probeOptions struct {
 	username      string
 	passwordStdin bool
 	pullSecret    string
-	pullSecretEnv string
+	pullSecretEnv []string
 	anonymous     bool
 	output        string
 	allowlist     bool
@@ -82,8 +82,10 @@ network namespace and the resolver are the node's.
 
 Credentials, first found wins: --username with --password-stdin, --pull-secret
 (a kubernetes.io/dockerconfigjson Secret as YAML or JSON; - reads it from stdin),
-the docker config ($DOCKER_CONFIG, ~/.docker/config.json, credential helpers);
-else anonymous. --anonymous with any of these is a usage error.
+--pull-secret-env (repeatable: every entry that covers the image is tried in
+turn, in the kubelet's order, until one pulls), the docker config
+($DOCKER_CONFIG, ~/.docker/config.json, credential helpers); else anonymous.
+--anonymous with any of these is a usage error.
 
 --no-download stops after the manifest and the first byte of each layer: every
 blob host is still reached through its redirects, but nothing is verified and
@@ -124,7 +126,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.StringVarP(&o.username, "username", "u", "", "registry user name; the password is read from stdin with --password-stdin")
 	f.BoolVar(&o.passwordStdin, "password-stdin", false, "read the password (or token) from stdin")
 	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json; - reads it from stdin")
-	f.StringVar(&o.pullSecretEnv, "pull-secret-env", "", "a docker config.json in this environment variable (how verify --from-pod hands the pod's pull secret to its probe); VAR_NAME, when set, names the secret in the report")
+	f.StringArrayVar(&o.pullSecretEnv, "pull-secret-env", nil, "a pull secret's docker config (config.json or a legacy .dockercfg) in this environment variable (how verify --from-pod hands the pod's pull secrets to its probe); VAR_NAME, when set, names the secret in the report; repeatable: every entry that covers the image is tried in turn, in the kubelet's order, until one pulls")
 	f.BoolVar(&o.anonymous, "anonymous", false, "present no credentials, not even the docker config's")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&o.summaryFile, "summary-file", "", "also write the compact verdict (class, code, failing host, role, step, summary) as one JSON line to this file, e.g. /dev/termination-log in a probe pod")
@@ -192,7 +194,7 @@ func (o *probeOptions) Complete(args []string) error {
 	}
 	o.probe = probe.Options{
 		Image: o.image, Platform: o.platform, Resolver: rc, CAFiles: o.caFiles, Insecure: o.insecure,
-		Credential: cred, Providers: plans, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
+		Credential: cred, More: o.probe.More, Providers: plans, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
 		StallTimeout: o.stallTimeout, Timeout: o.timeout, Concurrency: o.concurrency, ExpectPrivate: o.expectPrivate,
 		Node: o.node, Progress: progress, Runtime: rt, HostFile: hostFile,
 		Logger: slog.New(slog.NewTextHandler(o.streams.ErrOut, &slog.HandlerOptions{Level: level})),
@@ -263,8 +265,8 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 // the kubelet does — under --host-root /host that executes the node's binary from /host — and
 // presents the node's own identity; else the docker config; else nothing.
 func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (creds.Credential, []*credprovider.Plan, error) {
-	if o.anonymous || o.passwordStdin || o.pullSecret != "" || o.pullSecretEnv != "" {
-		c, err := o.explicitCredential(ref.Registry)
+	if o.anonymous || o.passwordStdin || o.pullSecret != "" || len(o.pullSecretEnv) > 0 {
+		c, err := o.explicitCredential(ref)
 		return c, nil, err
 	}
 	note := ""
@@ -284,14 +286,15 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 		}
 		note = n
 	}
-	c, err := o.explicitCredential(ref.Registry)
+	c, err := o.explicitCredential(ref)
 	if err == nil && c.Anonymous() && note != "" {
 		c.Source = "anonymous (" + note + ")"
 	}
 	return c, nil, err
 }
 
-func (o *probeOptions) explicitCredential(reg string) (creds.Credential, error) {
+func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credential, error) {
+	reg := ref.Registry
 	switch {
 	case o.anonymous:
 		return creds.Credential{Source: "--anonymous"}, nil
@@ -315,18 +318,29 @@ func (o *probeOptions) explicitCredential(reg string) (creds.Credential, error) 
 		return creds.FromPullSecret(b, "from stdin", reg)
 	case o.pullSecret != "":
 		return creds.FromPullSecretFile(o.pullSecret, reg)
-	case o.pullSecretEnv != "":
-		v, ok := os.LookupEnv(o.pullSecretEnv)
-		if !ok {
-			return creds.Credential{}, fmt.Errorf("--pull-secret-env %s: the variable is not set", o.pullSecretEnv)
+	case len(o.pullSecretEnv) > 0:
+		var secrets []creds.NamedSecret
+		for _, name := range o.pullSecretEnv {
+			v, ok := os.LookupEnv(name)
+			if !ok {
+				return creds.Credential{}, fmt.Errorf("--pull-secret-env %s: the variable is not set", name)
+			}
+			// $VAR_NAME says which secret that is (verify --from-pod sets it: NAMESPACE/NAME key KEY);
+			// a variable, not a flag, so that a probe image from before it still runs
+			label := "from $" + name
+			if n := os.Getenv(name + "_NAME"); n != "" {
+				label = n + " via $" + name
+			}
+			secrets = append(secrets, creds.NamedSecret{Label: label, Data: []byte(v)})
 		}
-		// $VAR_NAME says which secret that is (verify --from-pod sets it: NAMESPACE/NAME key KEY);
-		// a variable, not a flag, so that a probe image from before it still runs
-		label := "from $" + o.pullSecretEnv
-		if name := os.Getenv(o.pullSecretEnv + "_NAME"); name != "" {
-			label = name + " via $" + o.pullSecretEnv
+		// every covering entry, as the kubelet's keyring orders them: the first is presented, the
+		// walk tries the others in turn when it fails
+		all, err := creds.FromPullSecrets(secrets, ref.Registry+"/"+ref.Repository)
+		if err != nil {
+			return creds.Credential{}, err
 		}
-		return creds.FromPullSecret([]byte(v), label, reg)
+		o.probe.More = all[1:]
+		return all[0], nil
 	}
 	c, err := creds.FromKeychain(reg)
 	if err != nil {
@@ -402,13 +416,13 @@ func (o *probeOptions) checkFlags() error {
 		for _, c := range []struct {
 			name string
 			set  bool
-		}{{"--username", o.username != ""}, {"--password-stdin", o.passwordStdin}, {"--pull-secret", o.pullSecret != ""}, {"--pull-secret-env", o.pullSecretEnv != ""}} {
+		}{{"--username", o.username != ""}, {"--password-stdin", o.passwordStdin}, {"--pull-secret", o.pullSecret != ""}, {"--pull-secret-env", len(o.pullSecretEnv) > 0}} {
 			if c.set {
 				return fmt.Errorf("--anonymous presents no credentials: it cannot be combined with %s", c.name)
 			}
 		}
 	}
-	if o.pullSecret != "" && o.pullSecretEnv != "" {
+	if o.pullSecret != "" && len(o.pullSecretEnv) > 0 {
 		return errors.New("--pull-secret and --pull-secret-env both name a pull secret: use one")
 	}
 	if o.pullSecret == "-" && o.passwordStdin {

@@ -58,7 +58,7 @@ func (o *probeOptions) prepareCRI(ctx context.Context) (func(context.Context, *r
 // pulls, as the kubelet hands them). With none, the runtime uses its own configuration, as it
 // would for the kubelet.
 func (o *probeOptions) runtimePull(ctx context.Context, c *cri.Client, rep *report.Probe) *report.CRIResult {
-	cands := []creds.Credential{o.probe.Credential}
+	cands := append([]creds.Credential{o.probe.Credential}, o.probe.More...) // the pod's further pull secrets
 	if ps := o.probe.Providers; len(ps) > 0 && o.probe.Credential.Anonymous() {
 		if all := credprovider.RunAll(ctx, ps); len(all.Creds) > 0 {
 			cands = all.Creds // the kubelet hands the runtime each in turn until one pulls

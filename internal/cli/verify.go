@@ -356,6 +356,7 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			}
 			fmt.Fprintf(b, "  BROKEN  class %s%s · %s\n          %s\n", fp.Probe.Class, where, fp.Probe.Code, fp.Probe.Summary)
 		}
+		writePodSecrets(b, fp)
 		fmt.Fprintf(b, "  => %s\n", fp.Comparison)
 	}
 	for _, n := range v.Notes {
@@ -371,6 +372,41 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writePodSecrets says which of the pod's pull secrets the probe in the pod presented, which it
+// could not and why, what it pulled with, and what each secret got when it tried them in turn.
+func writePodSecrets(b *strings.Builder, fp *report.PodProbe) {
+	var given, not []string
+	for _, ps := range fp.PullSecrets {
+		if ps.HandedOver {
+			given = append(given, ps.Name)
+		} else {
+			not = append(not, ps.Name+" ("+ps.Problem+")")
+		}
+	}
+	switch {
+	case len(given) == 1:
+		fmt.Fprintf(b, "  pull secrets  presented: %s\n", given[0])
+	case len(given) > 1:
+		fmt.Fprintf(b, "  pull secrets  presented, tried in turn as the kubelet does: %s\n", strings.Join(given, ", "))
+	case len(fp.PullSecrets) > 0:
+		b.WriteString("  pull secrets  none presented: the probe in the pod is anonymous\n")
+	}
+	if len(not) > 0 {
+		fmt.Fprintf(b, "  not presented %s\n", strings.Join(not, "; "))
+	}
+	if fp.Probe == nil {
+		return
+	}
+	if fp.Probe.CredentialSource != "" {
+		fmt.Fprintf(b, "  identity  %s\n", fp.Probe.CredentialSource)
+	}
+	for _, w := range fp.Probe.Warnings {
+		if w.Code == report.CodePullSecretMore {
+			fmt.Fprintf(b, "  in turn   %s\n", w.Message)
+		}
+	}
 }
 
 // JUnit XML: a test suite per run, a test case per pool.

@@ -12,7 +12,8 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 )
 
-// fromPodSecretEnv carries the pod's pull secret into the probe in the pod.
+// fromPodSecretEnv prefixes the variables that carry the pod's pull secrets into the probe in the
+// pod: _1, _2, … in the pod's order, each with _NAME naming its secret.
 const fromPodSecretEnv = "PULLPATH_PULL_SECRET"
 
 // probeFromPod runs the probe image as an ephemeral container of the pod ProbeFromPod, in the
@@ -37,19 +38,15 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 	}
 	f, t := false, true
 	nobody := int64(65534)
-	args := append([]string{"probe", r.o.Image, "-o", "json", "--summary-file", "/dev/termination-log"}, r.o.ProbeArgs...)
-	// the pod's own pull secret for the registry, if it has one: no volume can be added to an
-	// ephemeral container, an environment variable from the secret can (its value never enters the spec)
 	var env []corev1.EnvVar
-	for _, s := range credentials(ctx, r.cs, pod, r.o.Image, nil, new([]string)).PullSecrets {
-		if s.From == "pod" && s.CoversRegistry != nil && *s.CoversRegistry && s.Type == string(corev1.SecretTypeDockerConfigJson) {
-			env = []corev1.EnvVar{{Name: fromPodSecretEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: corev1.DockerConfigJsonKey}}},
-				// the probe names the secret in its identity, not just the variable
-				{Name: fromPodSecretEnv + "_NAME", Value: ns + "/" + s.Name + " key " + corev1.DockerConfigJsonKey}}
-			args = append(args, "--pull-secret-env", fromPodSecretEnv)
-			r.note("--from-pod: the probe in pod %s presents the pod's pull secret %s", r.o.ProbeFromPod, s.Name)
-			break
+	args := append([]string{"probe", r.o.Image, "-o", "json", "--summary-file", "/dev/termination-log"}, r.o.ProbeArgs...)
+	// the pod's own pull secrets that cover the image, as the kubelet uses them: no volume can be
+	// added to an ephemeral container, an environment variable from the secret can (its value never
+	// enters the spec); the probe tries them in turn in the kubelet's order
+	env, pp.PullSecrets = r.fromPodSecrets(ctx, pod, ns)
+	for _, e := range env {
+		if e.ValueFrom != nil {
+			args = append(args, "--pull-secret-env", e.Name)
 		}
 	}
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
@@ -108,6 +105,59 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 	return pp
 }
 
+// fromPodSecrets returns the environment that hands the probe in the pod every pull secret of the
+// pod that covers the image (a variable from the secret's key, and VAR_NAME naming it), and what
+// became of each of the pod's secrets. A secret the operator cannot read is not handed over (its
+// type and coverage are unknown, and the run does not route around the missing right): a note says
+// so, naming the secret and the right, since the probe in the pod then presents less than the kubelet.
+func (r *run) fromPodSecrets(ctx context.Context, pod *corev1.Pod, ns string) ([]corev1.EnvVar, []report.PodPullSecret) {
+	var env []corev1.EnvVar
+	var out []report.PodPullSecret
+	for _, s := range credentials(ctx, r.cs, pod, r.o.Image, nil, new([]string)).PullSecrets {
+		if s.From != "pod" {
+			continue // on the service account only: the kubelet does not use it for this pod
+		}
+		ps := report.PodPullSecret{Name: s.Name, Problem: s.Problem}
+		switch corev1.SecretType(s.Type) {
+		case corev1.SecretTypeDockerConfigJson:
+			ps.Key = corev1.DockerConfigJsonKey
+		case corev1.SecretTypeDockercfg:
+			ps.Key = corev1.DockerConfigKey
+		}
+		switch {
+		case s.Exists == nil:
+			why := strings.TrimPrefix(strings.TrimSuffix(s.Problem, "; cannot tell whether it covers the registry"), "not readable: ")
+			fix := ""
+			if strings.HasPrefix(why, "no RBAC ") {
+				fix = "; grant get on secrets in namespace " + ns + " to hand it over"
+			}
+			r.note("--from-pod: pull secret %s/%s of pod %s was not read (%s): the kubelet uses it if it covers the image, the probe in the pod cannot present it%s",
+				ns, s.Name, r.o.ProbeFromPod, why, fix)
+		case ps.Key != "" && s.CoversRegistry != nil && *s.CoversRegistry:
+			v := fmt.Sprintf("%s_%d", fromPodSecretEnv, len(env)/2+1)
+			env = append(env, corev1.EnvVar{Name: v, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: ps.Key}}},
+				// the probe names the secret in its identity, not just the variable
+				corev1.EnvVar{Name: v + "_NAME", Value: ns + "/" + s.Name + " key " + ps.Key})
+			ps.HandedOver, ps.Problem = true, ""
+		}
+		out = append(out, ps)
+	}
+	var names []string
+	for _, ps := range out {
+		if ps.HandedOver {
+			names = append(names, ps.Name)
+		}
+	}
+	switch {
+	case len(names) == 1:
+		r.note("--from-pod: the probe in pod %s presents the pod's pull secret %s", r.o.ProbeFromPod, names[0])
+	case len(names) > 1:
+		r.note("--from-pod: the probe in pod %s presents the pod's pull secrets that cover the image, in turn as the kubelet does: %s", r.o.ProbeFromPod, strings.Join(names, ", "))
+	}
+	return env, out
+}
+
 // compareFromPod sets the node's verdict beside the pod's: the pull is the node's, from the
 // node's network namespace, whatever the pod itself reaches.
 func compareFromPod(pp *report.PodProbe, pools []report.PoolResult) {
@@ -128,23 +178,35 @@ func compareFromPod(pp *report.PodProbe, pools []report.PoolResult) {
 	default:
 		pp.NodeClass = node.Class
 		// the comparison is about the network: a registry that answered with a refusal was reached
-		// (the probe in the pod has only the pod's own pull secret, if it has one)
+		// (the probe in the pod has only the pod's own pull secrets, if it has any)
 		podOK, nodeOK := reached(pp.Class), reached(node.Class)
-		answered := ""
-		if pp.Class != report.ClassOK {
-			answered = fmt.Sprintf(" (it answered %s to the probe in the pod)", pp.Class)
-		}
 		switch {
 		case podOK && !nodeOK:
-			pp.Comparison = fmt.Sprintf("the pod reaches the registry%s, the node does not (%s on %s): the pull is done by the node, from the node's network, so what the pod reaches (a VPN sidecar's route, the pod's resolver) does not help the pull", answered, node.Class, node.Node)
+			pp.Comparison = fmt.Sprintf("the pod reaches the registry%s, the node does not (%s on %s): the pull is done by the node, from the node's network, so what the pod reaches (a VPN sidecar's route, the pod's resolver) does not help the pull", answered(pp.Class, ""), node.Class, node.Node)
 		case !podOK && nodeOK:
-			pp.Comparison = fmt.Sprintf("the node %s reaches the registry, the pod does not (%s): the pull is done by the node, so the pod's own path does not stop it", node.Node, pp.Class)
+			pp.Comparison = fmt.Sprintf("the node %s reaches the registry%s, the pod does not (%s): the pull is done by the node, so the pod's own path does not stop it", node.Node, answered("", node.Class), pp.Class)
 		case podOK:
-			pp.Comparison = "the pod and the node " + node.Node + " both reach the registry" + answered
+			pp.Comparison = "the pod and the node " + node.Node + " both reach the registry" + answered(pp.Class, node.Class)
 		default:
 			pp.Comparison = fmt.Sprintf("neither the pod (%s) nor the node %s (%s) reaches the registry", pp.Class, node.Node, node.Class)
 		}
 	}
+}
+
+// answered says what the registry answered to each probe that got a refusal or an answer about
+// the image rather than the image ("" for a probe that is not part of it, or that pulled).
+func answered(pod, node report.Class) string {
+	var parts []string
+	if pod != "" && pod != report.ClassOK {
+		parts = append(parts, fmt.Sprintf("%s to the probe in the pod", pod))
+	}
+	if node != "" && node != report.ClassOK {
+		parts = append(parts, fmt.Sprintf("%s to the node's probe", node))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (it answered " + strings.Join(parts, " and ") + ")"
 }
 
 // reached says the probe got an answer from the registry API itself: ok, or a refusal or an answer

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -324,7 +325,11 @@ func TestCompareFromPod(t *testing.T) {
 	}{
 		{report.ClassOK, report.ClassRoute, "the pod reaches the registry, the node does not (route on b2)"},
 		{report.ClassAuth, report.ClassRoute, "the pod reaches the registry (it answered auth to the probe in the pod), the node does not"},
-		{report.ClassAuth, report.ClassOK, "the pod and the node b2 both reach the registry (it answered auth"},
+		{report.ClassAuth, report.ClassOK, "the pod and the node b2 both reach the registry (it answered auth to the probe in the pod)"},
+		{report.ClassAuth, report.ClassAuth, "the pod and the node b2 both reach the registry (it answered auth to the probe in the pod and auth to the node's probe)"},
+		{report.ClassOK, report.ClassForbidden, "the pod and the node b2 both reach the registry (it answered forbidden to the node's probe)"},
+		{report.ClassDNS, report.ClassAuth, "the node b2 reaches the registry (it answered auth to the node's probe), the pod does not (dns)"},
+		{report.ClassOK, report.ClassOK, "the pod and the node b2 both reach the registry"},
 		{report.ClassDNS, report.ClassOK, "the node b2 reaches the registry, the pod does not (dns)"},
 		{report.ClassRoute, report.ClassEndpoint, "neither the pod (route) nor the node b2 (endpoint)"},
 	} {
@@ -333,5 +338,85 @@ func TestCompareFromPod(t *testing.T) {
 		if !strings.Contains(pp.Comparison, c.want) {
 			t.Errorf("pod %s, node %s: %q, want %q", c.pod, c.node, pp.Comparison, c.want)
 		}
+	}
+}
+
+// --from-pod hands over every pull secret of the pod that covers the image (a legacy
+// kubernetes.io/dockercfg one too), in the pod's order, each from an environment variable that refers
+// to the secret; a secret for another registry is not handed over, and one the operator cannot read
+// is named in a note with the missing right, in JSON (pullSecrets, notes) and never silently.
+func TestVerifyFromPodHandsOverEverySecret(t *testing.T) {
+	objs := scenario()
+	for _, ob := range objs {
+		if p, ok := ob.(*corev1.Pod); ok && p.Name == "web-new" {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "corp"}, {Name: "regcred"}, {Name: "hidden"}, {Name: "legacy"}}
+		}
+	}
+	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "legacy"}, Type: corev1.SecretTypeDockercfg,
+		Data: map[string][]byte{corev1.DockerConfigKey: []byte(`{"registry.corp.example":{"auth":"dXNlcjpzM2NyZXQtdmFsdWU=","email":"x@example.com"}}`)}}
+	fc := fake.NewClientset(append(objs, dockerSecret("shop", "corp", "registry.corp.example"), legacy)...)
+	allowing(fc)
+	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() == "hidden" {
+			return true, nil, &forbidden{}
+		}
+		return false, nil, nil
+	})
+	var added []corev1.EphemeralContainer
+	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() == "ephemeralcontainers" {
+			added = a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod).Spec.EphemeralContainers
+		}
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 2 * time.Second}
+	v, _ := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	if len(added) != 1 {
+		t.Fatalf("ephemeral containers: %+v", added)
+	}
+	ec := added[0]
+	cmd := strings.Join(ec.Command, " ") + " "
+	var refs []string
+	for _, e := range ec.Env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Value == "":
+			if !strings.Contains(cmd, "--pull-secret-env "+e.Name+" ") {
+				t.Errorf("%s is not handed to the probe: %s", e.Name, cmd)
+			}
+			refs = append(refs, e.ValueFrom.SecretKeyRef.Name+" "+e.ValueFrom.SecretKeyRef.Key)
+		case strings.HasSuffix(e.Name, "_NAME") && e.ValueFrom == nil:
+			refs = append(refs, "named "+e.Value)
+		default:
+			t.Errorf("unexpected variable %+v", e)
+		}
+		if strings.Contains(e.Value, "s3cret") || strings.Contains(e.Value, "dXNlcjpz") {
+			t.Errorf("a secret value in the spec: %+v", e)
+		}
+	}
+	want := "corp .dockerconfigjson; named shop/corp key .dockerconfigjson; legacy .dockercfg; named shop/legacy key .dockercfg"
+	if got := strings.Join(refs, "; "); got != want {
+		t.Errorf("handed over %q, want %q", got, want)
+	}
+	if v == nil || v.FromPod == nil {
+		t.Fatalf("no fromPod in %+v", v)
+	}
+	var got []string
+	for _, ps := range v.FromPod.PullSecrets {
+		got = append(got, fmt.Sprintf("%s %s %t", ps.Name, ps.Key, ps.HandedOver))
+		if !ps.HandedOver && ps.Problem == "" {
+			t.Errorf("%s is not handed over and no problem says why", ps.Name)
+		}
+	}
+	if strings.Join(got, ", ") != "corp .dockerconfigjson true, regcred .dockerconfigjson false, hidden  false, legacy .dockercfg true" {
+		t.Errorf("fromPod.pullSecrets: %q", got)
+	}
+	note := ""
+	for _, n := range v.Notes {
+		if strings.Contains(n, "shop/hidden") {
+			note = n
+		}
+	}
+	if !strings.Contains(note, "(no RBAC get on secrets)") || !strings.Contains(note, "the probe in the pod cannot present it; grant get on secrets in namespace shop") {
+		t.Errorf("the unreadable secret is not named with the missing right: %q (notes %q)", note, v.Notes)
 	}
 }

@@ -157,6 +157,7 @@ func fullDocuments() map[string]any {
 		"Verification": filled(func(v *report.Verification) {
 			v.Pools[0].Probe.Class, v.Pools[0].Probe.Code = report.ClassOther, report.CodeTimeout
 			v.FromPod.Probe.Class, v.FromPod.Probe.Code = report.ClassOther, report.CodeTimeout
+			v.FromPod.PullSecrets[0].Key = ".dockercfg"
 		}),
 	}
 }
@@ -216,6 +217,8 @@ func TestSchemaRejectsDrift(t *testing.T) {
 		{"image present as text", "PodDiagnosis", func(m map[string]any) { first(m["nodes"])["imagePresent"] = "unknown" }},
 		{"groups but ok", "PullFailureList", func(m map[string]any) { m["class"] = "ok" }},
 		{"version without go", "Version", func(m map[string]any) { delete(m, "goVersion") }},
+		{"from-pod secret handed over as text", "Verification", func(m map[string]any) { first(obj(m["fromPod"])["pullSecrets"])["handedOver"] = "yes" }},
+		{"from-pod secret of an unknown key", "Verification", func(m map[string]any) { first(obj(m["fromPod"])["pullSecrets"])["key"] = "config.json" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := asMap(tc.kind)

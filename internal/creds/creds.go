@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path"
+	"sort"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -109,6 +110,14 @@ func parsePullSecret(b []byte) (map[string]dockerEntry, error) {
 	}
 	if doc.Auths != nil {
 		return doc.Auths, nil
+	}
+	if doc.Kind == "" && doc.Type == "" && doc.Data == nil && doc.StringData == nil {
+		// a bare legacy .dockercfg (the value of a kubernetes.io/dockercfg secret's key, as
+		// verify --from-pod hands it over): the auths map without the wrapper
+		var m map[string]dockerEntry
+		if json.Unmarshal(j, &m) == nil && len(m) > 0 {
+			return m, nil
+		}
 	}
 	if doc.Kind != "" && doc.Kind != "Secret" {
 		return nil, fmt.Errorf("kind %q is not a Secret", doc.Kind)
@@ -305,4 +314,65 @@ func splitImage(image string) (host, repo string) {
 		host = "docker.io"
 	}
 	return strings.ToLower(host), ref.Context().RepositoryStr()
+}
+
+// NamedSecret is one pull secret's content (a Secret, a config.json or a bare .dockercfg) and the
+// label that names it in errors and in a credential's Source.
+type NamedSecret struct {
+	Label string
+	Data  []byte
+}
+
+// FromPullSecrets returns every entry of secrets that covers image (MatchImage), in the order the
+// kubelet's keyring tries them: its index holds every secret's keys sorted in reverse string order
+// (the more specific key first), and a key several secrets share keeps their order
+// (BasicDockerKeyring.Add, Lookup). An unusable secret is an error, as it fails the kubelet's
+// keyring; no entry for the image is an error naming the keys.
+func FromPullSecrets(secrets []NamedSecret, image string) ([]Credential, error) {
+	type hit struct {
+		key, sortKey string
+		c            Credential
+	}
+	var hits []hit
+	var keys []string
+	for _, s := range secrets {
+		if len(s.Data) > maxSecretFile {
+			return nil, fmt.Errorf("pull secret %s: larger than %d bytes", s.Label, maxSecretFile)
+		}
+		auths, err := parsePullSecret(s.Data)
+		if err != nil {
+			return nil, fmt.Errorf("pull secret %s: %w", s.Label, err)
+		}
+		names := make([]string, 0, len(auths))
+		for k := range auths {
+			names = append(names, k)
+		}
+		sort.Strings(names) // a map has no order; the reverse sort below decides
+		for _, k := range names {
+			keys = append(keys, k)
+			if _, ok := MatchImage([]string{k}, image); !ok {
+				continue
+			}
+			c, err := auths[k].credential()
+			if err != nil {
+				return nil, fmt.Errorf("pull secret %s, entry %s: %w", s.Label, k, err)
+			}
+			c.Source = fmt.Sprintf("pull secret %s (entry %s)", s.Label, k)
+			h, p := splitKey(k)
+			hits = append(hits, hit{key: k, sortKey: strings.TrimSuffix(h+"/"+p, "/"), c: c})
+		}
+	}
+	if len(hits) == 0 {
+		labels := make([]string, 0, len(secrets))
+		for _, s := range secrets {
+			labels = append(labels, s.Label)
+		}
+		return nil, fmt.Errorf("pull secret %s has no entry for %s (it has: %s)", strings.Join(labels, ", "), image, strings.Join(keys, ", "))
+	}
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].sortKey > hits[j].sortKey })
+	out := make([]Credential, len(hits))
+	for i, h := range hits {
+		out[i] = h.c
+	}
+	return out, nil
 }

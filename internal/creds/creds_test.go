@@ -135,3 +135,48 @@ func FuzzMatchImage(f *testing.F) {
 		}
 	})
 }
+
+// The value of a kubernetes.io/dockercfg secret's key (.dockercfg), as verify --from-pod hands it
+// over: the auths map without its wrapper. The kubelet reads it; so must the probe.
+func TestBareDockercfg(t *testing.T) {
+	cfg := fmt.Sprintf(`{"reg.example:5000":{"auth":%q,"email":"x@example.com"}}`, b64("legacy:pw9"))
+	c, err := FromPullSecret([]byte(cfg), "shop/old key .dockercfg", "reg.example:5000")
+	if err != nil || c.Username != "legacy" || c.Password != "pw9" {
+		t.Fatalf("FromPullSecret(.dockercfg) = %v, %v", c, err)
+	}
+	cs, err := FromPullSecrets([]NamedSecret{{Label: "shop/old key .dockercfg", Data: []byte(cfg)}}, "reg.example:5000/team/app")
+	if err != nil || len(cs) != 1 || cs[0].Password != "pw9" || cs[0].Source != "pull secret shop/old key .dockercfg (entry reg.example:5000)" {
+		t.Fatalf("FromPullSecrets(.dockercfg) = %v, %v", cs, err)
+	}
+	if _, err := FromPullSecret([]byte(`{}`), "empty", "reg.example:5000"); err == nil {
+		t.Error("an empty document parsed as a .dockercfg")
+	}
+}
+
+// Every entry of every secret that covers the image, in the kubelet keyring's order: keys in
+// reverse string order (the repository-specific key before the host's), secrets in the pod's order
+// for a key they share; entries for other registries or repositories are left out.
+func TestFromPullSecretsKubeletOrder(t *testing.T) {
+	first := fmt.Sprintf(`{"auths":{"reg.example":{"auth":%q},"other.example":{"auth":%q}}}`, b64("a:1"), b64("o:0"))
+	second := fmt.Sprintf(`{"auths":{"reg.example":{"auth":%q},"reg.example/team":{"auth":%q},"reg.example/else":{"auth":%q}}}`, b64("b:2"), b64("c:3"), b64("d:4"))
+	legacy := fmt.Sprintf(`{"*.example":{"auth":%q}}`, b64("e:5"))
+	cs, err := FromPullSecrets([]NamedSecret{{"one", []byte(first)}, {"two", []byte(second)}, {"three", []byte(legacy)}}, "reg.example/team/app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range cs {
+		got = append(got, c.Username+" from "+c.Source)
+	}
+	want := []string{"c from pull secret two (entry reg.example/team)", "a from pull secret one (entry reg.example)",
+		"b from pull secret two (entry reg.example)", "e from pull secret three (entry *.example)"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("FromPullSecrets order\n got %q\nwant %q", got, want)
+	}
+	if _, err := FromPullSecrets([]NamedSecret{{"one", []byte(first)}}, "elsewhere.example/app"); err == nil || !strings.Contains(err.Error(), "no entry for elsewhere.example/app") {
+		t.Errorf("no covering entry: %v", err)
+	}
+	if _, err := FromPullSecrets([]NamedSecret{{"one", []byte(first)}, {"bad", []byte("::: [")}}, "reg.example/app"); err == nil || !strings.Contains(err.Error(), "pull secret bad") {
+		t.Errorf("an unusable secret fails the kubelet's keyring: %v", err)
+	}
+}

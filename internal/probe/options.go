@@ -21,6 +21,10 @@ type Options struct {
 	Insecure bool            // skip certificate verification (reported as a warning)
 
 	Credential creds.Credential // anonymous when empty
+	// More are further credentials the kubelet tries in turn, in order, when the pull with
+	// Credential fails (every entry of the pod's pull secrets that covers the image); the probe
+	// does the same and reports what each got. Default none.
+	More []creds.Credential
 	// Providers, when set and Credential is anonymous, are the kubelet's credential providers for
 	// the image, in its config's order: the probe runs each as the kubelet does, combines their
 	// answers as the kubelet does and walks with the credential the kubelet tries first. Providers

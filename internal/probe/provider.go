@@ -2,6 +2,7 @@ package probe
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -45,48 +46,66 @@ func (w *walk) useProviders(all *credprovider.Combined) *credprovider.Failure {
 	return nil
 }
 
-// tryInTurn does what the kubelet does when the pull with the first credential its providers gave
-// fails: it pulls again with each further credential, in order, until one pulls. The report of the
-// pull that held keeps the providers' steps and lists what each credential got; when none held,
-// the first credential's report stands, with that list.
-func tryInTurn(parent context.Context, opts Options, all *credprovider.Combined, first *report.Probe) *report.Probe {
-	if len(all.Creds) < 2 || first.Class == report.ClassOK || first.Interrupted != nil {
+// turns names whose credentials the kubelet tries in turn, and the warning code that says so.
+type turns struct {
+	code  report.Code
+	whose string
+}
+
+var (
+	providerTurns = turns{report.CodeCredentialProviderMore, "its providers gave"}
+	secretTurns   = turns{report.CodePullSecretMore, "of the pod's pull secrets that covers the image"}
+)
+
+// tryInTurn does what the kubelet does when the pull with the first credential it has for the image
+// fails (from its providers, or the pod's pull secrets): it pulls again with each further
+// credential, in order, until one pulls. The report of the pull that held keeps the providers'
+// steps and lists what each credential got; when none held, the first credential's report stands,
+// with that list. secrets are scrubbed from the report as the walk's are.
+func tryInTurn(parent context.Context, opts Options, by turns, all []creds.Credential, secrets []string, first *report.Probe) *report.Probe {
+	if len(all) < 2 || first.Class == report.ClassOK || first.Interrupted != nil {
 		return first
 	}
-	tried := []string{fmt.Sprintf("%s: %s (%s)", all.Creds[0].Source, first.Class, first.Code)}
+	tried := []string{fmt.Sprintf("%s: %s (%s)", all[0].Source, first.Class, first.Code)}
 	var provSteps []report.Step
 	for _, s := range first.Steps {
 		if strings.HasPrefix(s.Endpoint, "credential provider ") {
 			provSteps = append(provSteps, s)
 		}
 	}
-	scrub := (&walk{secrets: all.Secrets}).scrub
-	for i := 1; i < len(all.Creds); i++ {
+	for _, c := range all { // the report that held must not echo an earlier credential either
+		secrets = append(secrets, c.Password, c.IdentityToken, c.RegistryToken)
+		if c.Username != "" || c.Password != "" {
+			secrets = append(secrets, base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password)))
+		}
+	}
+	scrub := (&walk{secrets: secrets}).scrub
+	for i := 1; i < len(all); i++ {
 		o := opts
-		o.Credential, o.Providers = all.Creds[i], nil
+		o.Credential, o.Providers, o.More = all[i], nil, nil
 		rep, err := Run(parent, o)
 		if err != nil || rep.Interrupted != nil {
 			break
 		}
-		tried = append(tried, fmt.Sprintf("%s: %s (%s)", all.Creds[i].Source, rep.Class, rep.Code))
+		tried = append(tried, fmt.Sprintf("%s: %s (%s)", all[i].Source, rep.Class, rep.Code))
 		if rep.Class != report.ClassOK {
 			continue
 		}
 		rep.Steps = append(provSteps, rep.Steps...)
-		rep.Warnings = append(rep.Warnings, report.Warning{Code: report.CodeCredentialProviderMore, Host: first.Reference.Registry,
-			Message: "the kubelet tries each credential its providers gave until one pulls, and so did the probe: " + strings.Join(tried, "; ")})
+		rep.Warnings = append(rep.Warnings, report.Warning{Code: by.code, Host: first.Reference.Registry,
+			Message: fmt.Sprintf("the kubelet tries each credential %s until one pulls, and so did the probe: %s", by.whose, strings.Join(tried, "; "))})
 		rep.Duration += first.Duration
 		scrub(rep)
 		return rep
 	}
-	msg := "the kubelet tries each credential its providers gave until one pulls; none did: " + strings.Join(tried, "; ")
+	msg := fmt.Sprintf("the kubelet tries each credential %s until one pulls; none did: %s", by.whose, strings.Join(tried, "; "))
 	for i := range first.Warnings {
-		if first.Warnings[i].Code == report.CodeCredentialProviderMore {
+		if first.Warnings[i].Code == by.code {
 			first.Warnings[i].Message = msg
 			return first
 		}
 	}
-	first.Warnings = append(first.Warnings, report.Warning{Code: report.CodeCredentialProviderMore, Host: first.Reference.Registry, Message: msg})
+	first.Warnings = append(first.Warnings, report.Warning{Code: by.code, Host: first.Reference.Registry, Message: msg})
 	return first
 }
 

@@ -156,8 +156,11 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 			rep.Runtime.Hosts = append(rep.Runtime.Hosts, h)
 		}
 	}
-	if provs != nil {
-		rep = tryInTurn(parent, opts, provs, rep)
+	switch {
+	case provs != nil:
+		rep = tryInTurn(parent, opts, providerTurns, provs.Creds, provs.Secrets, rep)
+	case len(opts.More) > 0:
+		rep = tryInTurn(parent, opts, secretTurns, append([]creds.Credential{opts.Credential}, opts.More...), nil, rep)
 	}
 	return rep, nil
 }

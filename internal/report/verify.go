@@ -52,6 +52,17 @@ type PodProbe struct {
 	Error      string        `json:"error,omitempty"`
 	NodeClass  Class         `json:"nodeClass,omitempty"` // the verdict on the pod's pool, when it was probed
 	Comparison string        `json:"comparison"`
+	// PullSecrets are the pod's imagePullSecrets in its order, each with whether the probe in the
+	// pod presents it as the kubelet does, and why not.
+	PullSecrets []PodPullSecret `json:"pullSecrets,omitempty"`
+}
+
+// PodPullSecret is one of the pod's imagePullSecrets as handed (or not) to the probe in the pod.
+type PodPullSecret struct {
+	Name       string `json:"name"`
+	Key        string `json:"key,omitempty"`     // the key handed over: .dockerconfigjson or .dockercfg
+	HandedOver bool   `json:"handedOver"`        // the probe in the pod presents it (from an env var that refers to the secret)
+	Problem    string `json:"problem,omitempty"` // why not: not readable (the missing right), no entry for the image, absent
 }
 
 // RuntimePull is the kubelet's real pull of the image on the same node (a canary pod).

@@ -23,8 +23,10 @@ const podWrongPass = "rejected-pod-password"
 // that wants credentials (:5001). A pod whose kubelet pulled its image with its secret gets a full
 // verified pull from its ephemeral container, the identity naming the secret (never its value); a
 // pod whose secret has a wrong password gets auth (401) on the registry, which the comparison counts
-// as reached. The password stays out of every output and of the ephemeral container's spec: its
-// variable refers to the secret.
+// as reached. A pod with the wrong secret first and a right legacy kubernetes.io/dockercfg one
+// second: its kubelet pulled with the second, and so does the probe in the pod, saying what each
+// got. The password stays out of every output and of the ephemeral container's spec: its variables
+// refer to the secrets.
 func TestVerifyFromPodPullSecret(t *testing.T) {
 	c := sharedCluster(t)
 	begin := time.Now()
@@ -34,26 +36,35 @@ func TestVerifyFromPodPullSecret(t *testing.T) {
 	ref := authRegistry + strings.TrimPrefix(im.Ref, registry)
 	ns := c.Namespace(t, "podsecret")
 	secrets := []string{registryPass, podWrongPass}
-	for name, pass := range map[string]string{"good": registryPass, "wrong": podWrongPass} {
+	for name, pass := range map[string]string{"good": registryPass, "wrong": podWrongPass, "legacy": registryPass} {
 		auth := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + pass))
 		secrets = append(secrets, auth)
-		cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, authRegistry, auth)
-		_, err := c.Client.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name},
-			Type: corev1.SecretTypeDockerConfigJson, Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(cfg)}}, metav1.CreateOptions{})
-		if err != nil {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Type: corev1.SecretTypeDockerConfigJson,
+			Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, authRegistry, auth))}}
+		if name == "legacy" { // kubernetes.io/dockercfg: the auths map without its wrapper, under .dockercfg
+			s.Type, s.Data = corev1.SecretTypeDockercfg, map[string][]byte{corev1.DockerConfigKey: []byte(fmt.Sprintf(`{%q:{"auth":%q}}`, authRegistry, auth))}
+		}
+		if _, err := c.Client.CoreV1().Secrets(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// "app" runs the image its kubelet pulled with secret good; "app-wrong" runs the present sandbox
-	// image (nothing to pull) with secret wrong
-	for _, p := range []*corev1.Pod{PodOn(ns, "app", "poola-1", ref, corev1.PullAlways), PodOn(ns, "app-wrong", "poola-1", pauseRef, corev1.PullNever)} {
+	// image (nothing to pull) with secret wrong; "app-second" runs the image its kubelet pulled after
+	// secret wrong was refused, with the legacy secret listed second
+	podSecrets := map[string][]string{"app": {"good"}, "app-wrong": {"wrong"}, "app-second": {"wrong", "legacy"}}
+	for _, p := range []*corev1.Pod{PodOn(ns, "app", "poola-1", ref, corev1.PullAlways), PodOn(ns, "app-wrong", "poola-1", pauseRef, corev1.PullNever),
+		PodOn(ns, "app-second", "poola-1", ref, corev1.PullAlways)} {
 		p.Spec.DNSPolicy = corev1.DNSDefault
-		p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: map[string]string{"app": "good", "app-wrong": "wrong"}[p.Name]}}
+		for _, s := range podSecrets[p.Name] {
+			p.Spec.ImagePullSecrets = append(p.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
+		}
 		c.CreatePod(t, p)
 	}
 	c.WaitPod(t, ns, "app", time.Minute, "Running", running)
 	c.WaitEvent(t, ns, "app", "Pulled", 10*time.Second, "Successfully pulled image", ref)
 	c.WaitPod(t, ns, "app-wrong", time.Minute, "Running", running)
+	c.WaitPod(t, ns, "app-second", time.Minute, "Running", running)
+	c.WaitEvent(t, ns, "app-second", "Pulled", 10*time.Second, "Successfully pulled image", ref)
 
 	verify := func(pod string, extra ...string) (report.Verification, int) {
 		t.Helper()
@@ -106,7 +117,7 @@ func TestVerifyFromPodPullSecret(t *testing.T) {
 	if !strings.Contains(fp.Probe.CredentialSource, wantID("wrong")) {
 		t.Errorf("wrong secret: the probe in the pod presents %q, want the secret named (%s)", fp.Probe.CredentialSource, wantID("wrong"))
 	}
-	if fp.NodeClass != report.ClassAuth || !strings.Contains(fp.Comparison, "both reach the registry (it answered auth to the probe in the pod)") {
+	if fp.NodeClass != report.ClassAuth || !strings.Contains(fp.Comparison, "both reach the registry (it answered auth to the probe in the pod and auth to the node's probe)") {
 		t.Errorf("wrong secret: node class %s, comparison %q: the registry was reached", fp.NodeClass, fp.Comparison)
 	}
 	text, errOut, _ := c.Run(t, "verify", ref, "--pool", "poola", "--probe-image", probe, "--from-pod", ns+"/app-wrong", "--run-namespace", runNS, "--probe-timeout", "60s")
@@ -120,8 +131,35 @@ func TestVerifyFromPodPullSecret(t *testing.T) {
 	}
 	t.Logf("verify --from-pod with the wrong password:\n%s", text)
 
+	// the wrong secret first, a right legacy kubernetes.io/dockercfg one second: the kubelet pulled
+	// with the second, and so does the probe in the pod, saying what each got
+	v, code = verify("app-second")
+	fp = v.FromPod
+	if fp.Class != report.ClassOK || !fp.Probe.Download.Verified || !strings.Contains(fp.Probe.CredentialSource, ns+"/legacy key "+corev1.DockerConfigKey) {
+		t.Errorf("second secret, from the pod: class %s verified %t identity %q, want ok with %s/legacy: %s", fp.Class, fp.Probe.Download.Verified, fp.Probe.CredentialSource, ns, fp.Probe.Summary)
+	}
+	turns := ""
+	for _, w := range fp.Probe.Warnings {
+		if w.Code == report.CodePullSecretMore {
+			turns = w.Message
+		}
+	}
+	if !strings.Contains(turns, wantID("wrong")) || !strings.Contains(turns, ": auth (AUTH_401)") || !strings.Contains(turns, ns+"/legacy key .dockercfg") || !strings.Contains(turns, ": ok (OK)") {
+		t.Errorf("second secret: what each secret got %q", turns)
+	}
+	var handed []string
+	for _, ps := range fp.PullSecrets {
+		handed = append(handed, fmt.Sprintf("%s %s %t", ps.Name, ps.Key, ps.HandedOver))
+	}
+	if strings.Join(handed, ", ") != "wrong .dockerconfigjson true, legacy .dockercfg true" {
+		t.Errorf("second secret: fromPod.pullSecrets %q", handed)
+	}
+	if code != 1 || fp.NodeClass != report.ClassAuth || !strings.Contains(fp.Comparison, "both reach the registry (it answered auth to the node's probe)") {
+		t.Errorf("second secret: exit %d node class %s comparison %q (the node's probe is anonymous: auth)", code, fp.NodeClass, fp.Comparison)
+	}
+
 	// the ephemeral containers as the API keeps them: the variable refers to the secret
-	for pod, secret := range map[string]string{"app": "good", "app-wrong": "wrong"} {
+	for pod, want := range map[string]string{"app": "good .dockerconfigjson", "app-wrong": "wrong .dockerconfigjson", "app-second": "wrong .dockerconfigjson, legacy .dockercfg"} {
 		p, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -130,15 +168,18 @@ func TestVerifyFromPodPullSecret(t *testing.T) {
 			t.Fatalf("%s: no ephemeral container", pod)
 		}
 		for _, ec := range p.Spec.EphemeralContainers {
-			var ref *corev1.EnvVar
-			for i, e := range ec.Env {
+			var refs []string
+			for _, e := range ec.Env {
 				if cmd := strings.Join(ec.Command, " ") + " "; strings.Contains(cmd, "--pull-secret-env "+e.Name+" ") {
-					ref = &ec.Env[i]
+					if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+						t.Errorf("%s: %s is not a reference to a secret: %+v", pod, e.Name, e)
+						continue
+					}
+					refs = append(refs, e.ValueFrom.SecretKeyRef.Name+" "+e.ValueFrom.SecretKeyRef.Key)
 				}
 			}
-			if ref == nil || ref.Value != "" || ref.ValueFrom == nil || ref.ValueFrom.SecretKeyRef == nil ||
-				ref.ValueFrom.SecretKeyRef.Name != secret || ref.ValueFrom.SecretKeyRef.Key != corev1.DockerConfigJsonKey {
-				t.Errorf("%s: the ephemeral container %s has env %+v and command %q, want --pull-secret-env naming a secretKeyRef to %s", pod, ec.Name, ec.Env, ec.Command, secret)
+			if strings.Join(refs, ", ") != want {
+				t.Errorf("%s: the ephemeral container %s has env %+v and command %q, want --pull-secret-env naming secretKeyRefs to %s", pod, ec.Name, ec.Env, ec.Command, want)
 			}
 		}
 		spec, _ := json.Marshal(p)
