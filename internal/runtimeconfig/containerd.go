@@ -143,8 +143,12 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 					for _, d := range hostDirs(reg) {
 						if f := path.Join(root, d, "hosts.toml"); l.root.Exists(f) {
 							l.read(f)
-							l.warn(WarnTransferPathList, fmt.Sprintf("config_path %q lists several directories, and containerd %s pulls through its transfer service (%s), which reads the list as one directory named %q: %s is ignored and the pull goes to %s with default trust",
-								c.configPath, l.cfg.Version, why, c.configPath, f, server),
+							what := fmt.Sprintf("config_path %q lists several directories, and containerd %s", c.configPath, l.cfg.Version)
+							if c.pathDflt {
+								what = fmt.Sprintf("config_path is not set, so containerd %s uses its default %q, a list of two directories, and", l.cfg.Version, c.configPath)
+							}
+							l.warn(WarnTransferPathList, fmt.Sprintf("%s pulls through its transfer service (%s), which reads the list as one directory named %q: %s is ignored and the pull goes to %s with default trust",
+								what, why, c.configPath, f, server),
 								fmt.Sprintf("set config_path to the one directory that holds the hosts.toml files (%q) in %s, or use_local_image_pull = true", root, c.table), c.pathSource)
 							return []Host{defaultHost(server)}
 						}
@@ -277,6 +281,36 @@ func (l *loader) rejectsHostlessToml() bool {
 		return false
 	}
 	return l.versionBefore(1, 7) || (l.versionBefore(1, 8) && l.patchBefore(32))
+}
+
+// configPathView says which config_path the CRI runs with and why; without one, why none applies.
+func (l *loader) configPathView(c *ctrdConfig) *ConfigPath {
+	if c.configPath != "" {
+		cp := &ConfigPath{Path: c.configPath, Default: c.pathDflt, Source: c.pathSource}
+		if c.pathDflt {
+			cp.Why = l.configFile() + " sets none"
+		}
+		return cp
+	}
+	cp := &ConfigPath{Source: l.configFile()}
+	switch {
+	case len(c.mirrors) > 0:
+		cp.Why = "registry.mirrors apply instead, from " + c.legacySrc
+	case l.cfg.Version == "":
+		cp.Why = `containerd 2.2 and later default to "/etc/containerd/certs.d:/etc/docker/certs.d", earlier versions read no hosts.toml; the version is unknown here`
+	case c.major == 1:
+		cp.Why = "containerd " + l.cfg.Version + " has no default: no hosts.toml is read"
+	default: // 2.0, 2.1
+		cp.Why = "containerd " + l.cfg.Version + " has no default (2.2 added one): no hosts.toml is read"
+	}
+	return cp
+}
+
+func (l *loader) versionOr(s string) string {
+	if l.cfg.Version != "" {
+		return l.cfg.Version
+	}
+	return s
 }
 
 // transferPull reports whether containerd pulls through its transfer service: 2.1 and later, unless
