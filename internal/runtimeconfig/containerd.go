@@ -233,6 +233,13 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 	if !legacyListsRegistry(hosts, reg) {
 		hosts = append(hosts, defaultHost(server))
 	}
+	// containerd 2.x's RegistryConfig holds auth only (internal/cri/config, v2.0.0 to v2.4.2): the
+	// tls tables are dropped without a word, and the lab's 2.4.2 fails TLS to such a host
+	if c.major == 2 && len(c.tls) > 0 {
+		l.warn(WarnLegacyTLSIgnored, "registry.configs.*.tls is ignored: containerd 2.x reads only auth from registry.configs, so its hosts get default trust",
+			"write the ca, client and skip_verify settings into certs.d/<host>/hosts.toml and set config_path", c.legacySrc)
+		return hosts
+	}
 	for i := range hosts {
 		for _, key := range legacyKeys(hosts[i].Host, reg) {
 			if t, ok := c.tls[key]; ok {
@@ -255,15 +262,11 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 }
 
 // legacyWarning reports the CRI's registry.mirrors/configs: deprecated since containerd 1.5 and still
-// read up to 2.3; containerd 2.4 removes them (pkg/deprecation, as of containerd main in 2026-12),
-// so there the settings are gone.
+// read by 2.4.2, whose notice (pkg/deprecation) announces their removal in 2.7; the lab's 2.4.2
+// pulls through a legacy mirror.
 func (l *loader) legacyWarning(what, src string) {
-	fix := "migrate to config_path and certs.d/<host>/hosts.toml"
-	if l.cfg.Version != "" && !l.versionBefore(2, 4) {
-		l.warn(WarnLegacyRegistry, what+" is not read by containerd "+l.cfg.Version+" (removed in 2.4): its mirrors and TLS settings are ignored", fix, src)
-		return
-	}
-	l.note(WarnLegacyRegistry, what+" is deprecated (since containerd 1.5, removed in 2.4): it still works here, but hides which CA applies", fix, src)
+	l.note(WarnLegacyRegistry, what+" is deprecated (since containerd 1.5; 2.4.2 still reads it and announces its removal in 2.7): it still works here, but hides which hosts and CA apply",
+		"migrate to config_path and certs.d/<host>/hosts.toml", src)
 }
 
 // certFilesHost is containerd's host for a directory without a usable hosts.toml: the default

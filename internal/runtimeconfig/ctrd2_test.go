@@ -155,7 +155,8 @@ func TestContainerdVersionSpecificPaths(t *testing.T) {
 }
 
 // registry.configs.*.tls beside config_path: containerd 1.7 refuses to load the CRI plugin; 2.x
-// loads it and ignores the TLS settings, also when config_path is 2.2+'s default.
+// loads it and ignores the TLS settings, with or without config_path (its RegistryConfig has no
+// TLS since 2.0.0; the lab's 2.4.2 fails TLS to such a host).
 func TestLegacyTLSWithConfigPath(t *testing.T) {
 	tlsOnly := "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".tls]\n  ca_file = \"/etc/pki/r.pem\"\n"
 	for _, tc := range []struct {
@@ -165,7 +166,8 @@ func TestLegacyTLSWithConfigPath(t *testing.T) {
 		{"1.7.24-1", tlsOnly + "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n", WarnLegacyWithPath, false},
 		{"2.0.5-1", tlsOnly + "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n", WarnLegacyTLSIgnored, false},
 		{"2.2.2-1", tlsOnly, WarnLegacyTLSIgnored, false},
-		{"2.1.4-1", tlsOnly, "", true}, // no config_path: the legacy configs apply
+		{"2.1.4-1", tlsOnly, WarnLegacyTLSIgnored, false}, // no config_path: 2.x's registry.configs hold auth only
+		{"1.7.24-1", tlsOnly, "", true},                   // 1.x applies them without config_path
 	} {
 		c := load(t, withResolv(fstest.MapFS{"var/lib/dpkg/status": dpkg("containerd", tc.ver), "etc/containerd/config.toml": file(tc.config), "etc/pki/r.pem": file(testCA)}), "r.example/a:1", "")
 		got := ""

@@ -64,18 +64,20 @@ type env struct {
 
 // ctrd is one containerd version under test, as daemons in the node namespace: the node itself,
 // the same node with a proxy in containerd's environment, the node with a ':'-separated
-// config_path, the node with no config_path at all (2.2+'s default applies), and for 2.x the
-// same with use_local_image_pull. Each root is what pullpath reads with --host-root.
+// config_path, the node with no config_path at all (2.2+'s default applies), for 2.x the same
+// with use_local_image_pull, and the node with the legacy registry.mirrors instead of config_path.
+// Each root is what pullpath reads with --host-root.
 type ctrd struct {
-	key, label           string // "1.6", "CONTAINERD 1.6"
-	v2                   bool
-	bin                  string // containerd's binary; "" for the one on PATH
-	ctr                  string // 2.x: its ctr, to read what the daemon runs with
-	sock, root           string
-	proxSock, proxRoot   string
-	splitSock, splitRoot string
-	dfltSock, dfltRoot   string
-	localSock, localRoot string // 2.x only
+	key, label             string // "1.6", "CONTAINERD 1.6"
+	v2                     bool
+	bin                    string // containerd's binary; "" for the one on PATH
+	ctr                    string // 2.x: its ctr, to read what the daemon runs with
+	sock, root             string
+	proxSock, proxRoot     string
+	splitSock, splitRoot   string
+	dfltSock, dfltRoot     string
+	localSock, localRoot   string // 2.x only
+	legacySock, legacyRoot string
 }
 
 // sockRoot is the daemon and host root a case pulls with.
@@ -89,6 +91,8 @@ func (c *ctrd) sockRoot(lc labCase) (string, string) {
 		return c.localSock, c.localRoot
 	case lc.dflt, lc.dfltLocal: // 1.x has no use_local_image_pull: its pull is always local
 		return c.dfltSock, c.dfltRoot
+	case lc.legacy:
+		return c.legacySock, c.legacyRoot
 	}
 	return c.sock, c.root
 }
@@ -221,20 +225,27 @@ func newEnv(t *testing.T, pullpath, crictl, ctrd2 string) *env {
 	}
 	var wg sync.WaitGroup
 	for _, rt := range rts {
-		wg.Add(4)
-		go func() { defer wg.Done(); rt.sock, rt.root = e.containerd(rt, "node", nil, certsD, false) }()
+		wg.Add(5)
+		go func() { defer wg.Done(); rt.sock, rt.root = e.containerd(rt, "node", daemon{configPath: certsD}) }()
 		go func() {
 			defer wg.Done()
-			rt.proxSock, rt.proxRoot = e.containerd(rt, "proxied", []string{"HTTPS_PROXY=http://" + proxyIP + ":3128"}, certsD, false)
+			rt.proxSock, rt.proxRoot = e.containerd(rt, "proxied", daemon{env: []string{"HTTPS_PROXY=http://" + proxyIP + ":3128"}, configPath: certsD})
 		}()
 		go func() {
 			defer wg.Done()
-			rt.splitSock, rt.splitRoot = e.containerd(rt, "split", nil, certsD+":/etc/containerd/certs2.d", false)
+			rt.splitSock, rt.splitRoot = e.containerd(rt, "split", daemon{configPath: certsD + ":/etc/containerd/certs2.d"})
 		}()
-		go func() { defer wg.Done(); rt.dfltSock, rt.dfltRoot = e.containerd(rt, "dflt", nil, "", false) }()
+		go func() { defer wg.Done(); rt.dfltSock, rt.dfltRoot = e.containerd(rt, "dflt", daemon{}) }()
+		go func() {
+			defer wg.Done()
+			rt.legacySock, rt.legacyRoot = e.containerd(rt, "legacy", daemon{legacy: true})
+		}()
 		if rt.v2 {
 			wg.Add(1)
-			go func() { defer wg.Done(); rt.localSock, rt.localRoot = e.containerd(rt, "dfltlocal", nil, "", true) }()
+			go func() {
+				defer wg.Done()
+				rt.localSock, rt.localRoot = e.containerd(rt, "dfltlocal", daemon{local: true})
+			}()
 		}
 	}
 	wg.Wait()
@@ -430,12 +441,27 @@ func (e *env) dialIn(ns string) func(ctx context.Context, network, addr string) 
 
 const certsD = "/etc/containerd/certs.d"
 
+// daemon is what sets one containerd of a version apart from the node's.
+type daemon struct {
+	env        []string // in containerd's environment (and its unit's drop-in)
+	configPath string   // the CRI's config_path; none when ""
+	local      bool     // 2.x: use_local_image_pull = true
+	legacy     bool     // registry.mirrors and configs instead of config_path
+}
+
+// legacyRegistry is the CRI's deprecated registry tables under table: legacy.lab.test (not in DNS)
+// through a plain-HTTP mirror, and the lab CA for registry.lab.test in registry.configs.
+func legacyRegistry(table string) string {
+	return fmt.Sprintf("[%[1]s.registry.mirrors.\"legacy.lab.test\"]\n  endpoint = [\"http://registry.lab.test:5004\"]\n"+
+		"[%[1]s.registry.configs.\"registry.lab.test\".tls]\n  ca_file = \"/etc/containerd/ca.pem\"\n", table)
+}
+
 // containerd writes a node root (the files this containerd runs with, as pullpath reads them) and
 // starts containerd in the node namespace with those files bound over /etc in its private mounts.
 // Both versions get the same registry settings: config_path (none when "") with the same hosts.toml
-// files and the same CA; 2.x gets a version 3 file with its own plugin tables, and with local its
-// CRI pulls without the transfer service.
-func (e *env) containerd(rt *ctrd, name string, extraEnv []string, configPath string, local bool) (sock, root string) {
+// files and the same CA; 2.x gets a version 3 file with its own plugin tables.
+func (e *env) containerd(rt *ctrd, name string, d daemon) (sock, root string) {
+	extraEnv, configPath := d.env, d.configPath
 	base := filepath.Join(e.dir, "c"+strings.ReplaceAll(rt.key, ".", "")+"-"+name)
 	root = filepath.Join(base, "root")
 	sock = filepath.Join(base, "ctr.sock")
@@ -457,6 +483,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	if configPath != "" {
 		cfg += fmt.Sprintf("  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = %q\n", configPath)
 	}
+	if d.legacy {
+		cfg += legacyRegistry(`plugins."io.containerd.grpc.v1.cri"`)
+	}
 	if rt.v2 {
 		// nri would create /var/run/nri; the snapshotters that need kernel support are off
 		cfg = fmt.Sprintf(`version = 3
@@ -471,7 +500,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   conf_dir = %q
 `, filepath.Join(base, "ctr", "root"), filepath.Join(base, "ctr", "state"), sock,
 			filepath.Join(base, "cni", "bin"), filepath.Join(base, "cni", "net.d"))
-		if local {
+		if d.legacy {
+			cfg += legacyRegistry(`plugins."io.containerd.cri.v1.images"`)
+		}
+		if d.local {
 			cfg += "[plugins.\"io.containerd.cri.v1.images\"]\n  use_local_image_pull = true\n"
 		}
 		if configPath != "" {
@@ -537,7 +569,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 // version rules depend on it (1.6's from the dpkg database, 2.4's from the binary under usr/bin).
 func (e *env) checkVersion(rt *ctrd) {
 	e.t.Helper()
-	for _, root := range []string{rt.root, rt.proxRoot, rt.splitRoot, rt.dfltRoot, rt.localRoot} {
+	for _, root := range []string{rt.root, rt.proxRoot, rt.splitRoot, rt.dfltRoot, rt.localRoot, rt.legacyRoot} {
 		if root == "" {
 			continue
 		}
@@ -556,7 +588,7 @@ func (e *env) checkConfigPath(rt *ctrd) {
 	if rt.ctr == "" {
 		return
 	}
-	for _, d := range [][2]string{{rt.sock, rt.root}, {rt.splitSock, rt.splitRoot}, {rt.dfltSock, rt.dfltRoot}, {rt.localSock, rt.localRoot}} {
+	for _, d := range [][2]string{{rt.sock, rt.root}, {rt.splitSock, rt.splitRoot}, {rt.dfltSock, rt.dfltRoot}, {rt.localSock, rt.localRoot}, {rt.legacySock, rt.legacyRoot}} {
 		out, err := exec.Command(rt.ctr, "--address", d[0], "plugins", "ls", "--detailed", "id==images").CombinedOutput()
 		if err != nil {
 			e.t.Fatalf("ctr plugins ls: %v\n%s", err, out)

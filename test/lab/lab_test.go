@@ -70,6 +70,7 @@ type labCase struct {
 	dflt     bool   // pull with the containerd whose config sets no config_path
 	// dfltLocal: the same with use_local_image_pull = true (2.x; 1.x pulls locally anyway)
 	dfltLocal bool
+	legacy    bool   // pull with the containerd configured with registry.mirrors/configs
 	says      string // text `pullpath runtime` must print (which config_path applies, and why)
 	hosts     bool   // the probe reads the root's /etc/hosts (localhost)
 	// v2 replaces the expectations above for containerd 2.x where it differs from 1.6
@@ -82,7 +83,7 @@ func (c labCase) on(rt *ctrd) labCase {
 		return c
 	}
 	w := *c.v2
-	w.name, w.image, w.creds, w.proxied, w.slow, w.before, w.after, w.split, w.dflt, w.dfltLocal, w.hosts = c.name, c.image, c.creds, c.proxied, c.slow, c.before, c.after, c.split, c.dflt, c.dfltLocal, c.hosts
+	w.name, w.image, w.creds, w.proxied, w.slow, w.before, w.after, w.split, w.dflt, w.dfltLocal, w.legacy, w.hosts = c.name, c.image, c.creds, c.proxied, c.slow, c.before, c.after, c.split, c.dflt, c.dfltLocal, c.legacy, c.hosts
 	return w
 }
 
@@ -128,6 +129,14 @@ var cases = []labCase{
 	{name: "the same, use_local_image_pull (2.x)", image: "dflt.lab.test/%s:v1", dfltLocal: true, explain: "dns", class: "dns", role: "registry",
 		runtime: "CONFIG_PATH_UNSET", says: "config_path not set",
 		v2: &labCase{wantPull: true, class: "ok", noWarn: "TRANSFER_CONFIG_PATH_LIST", says: "containerd 2.4.2's default"}},
+	// the deprecated registry.mirrors: still read by 2.4.2 (its deprecation notice says removal in
+	// 2.7), and they keep 2.2+'s default config_path off
+	{name: "legacy registry.mirrors (no config_path)", image: "legacy.lab.test/%s:v1", legacy: true, wantPull: true, class: "ok",
+		runtime: "LEGACY_REGISTRY_CONFIG", noWarn: "is not read by containerd", says: "registry.mirrors apply instead"},
+	// the lab CA in registry.configs."registry.lab.test".tls: 1.6 trusts it; 2.x's registry.configs
+	// hold auth only, so 2.4.2 fails TLS
+	{name: "legacy registry.configs TLS (no config_path)", image: "registry.lab.test/%s:v1", legacy: true, wantPull: true, class: "ok", noWarn: "LEGACY_TLS_IGNORED",
+		v2: &labCase{explain: "tls", class: "tls", role: "registry", runtime: "LEGACY_TLS_IGNORED"}},
 	// a plain-HTTP registry on the node's loopback: 1.6.20 speaks HTTP to localhost, 2.x tries
 	// HTTPS without verification and falls back to HTTP
 	{name: "localhost, plain HTTP", image: "localhost:5005/%s:v1", hosts: true, wantPull: true, class: "ok"},
