@@ -143,8 +143,12 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 					for _, d := range hostDirs(reg) {
 						if f := path.Join(root, d, "hosts.toml"); l.root.Exists(f) {
 							l.read(f)
-							l.warn(WarnTransferPathList, fmt.Sprintf("config_path %q lists several directories, and containerd %s pulls through its transfer service (%s), which reads the list as one directory named %q: %s is ignored and the pull goes to %s with default trust",
-								c.configPath, l.cfg.Version, why, c.configPath, f, server),
+							what := fmt.Sprintf("config_path %q lists several directories, and containerd %s", c.configPath, l.cfg.Version)
+							if c.pathDflt {
+								what = fmt.Sprintf("config_path is not set, so containerd %s uses its default %q, a list of two directories, and", l.cfg.Version, c.configPath)
+							}
+							l.warn(WarnTransferPathList, fmt.Sprintf("%s pulls through its transfer service (%s), which reads the list as one directory named %q: %s is ignored and the pull goes to %s with default trust",
+								what, why, c.configPath, f, server),
 								fmt.Sprintf("set config_path to the one directory that holds the hosts.toml files (%q) in %s, or use_local_image_pull = true", root, c.table), c.pathSource)
 							return []Host{defaultHost(server)}
 						}
@@ -229,6 +233,13 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 	if !legacyListsRegistry(hosts, reg) {
 		hosts = append(hosts, defaultHost(server))
 	}
+	// containerd 2.x's RegistryConfig holds auth only (internal/cri/config, v2.0.0 to v2.4.2): the
+	// tls tables are dropped without a word, and the lab's 2.4.2 fails TLS to such a host
+	if c.major == 2 && len(c.tls) > 0 {
+		l.warn(WarnLegacyTLSIgnored, "registry.configs.*.tls is ignored: containerd 2.x reads only auth from registry.configs, so its hosts get default trust",
+			"write the ca, client and skip_verify settings into certs.d/<host>/hosts.toml and set config_path", c.legacySrc)
+		return hosts
+	}
 	for i := range hosts {
 		for _, key := range legacyKeys(hosts[i].Host, reg) {
 			if t, ok := c.tls[key]; ok {
@@ -251,15 +262,11 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 }
 
 // legacyWarning reports the CRI's registry.mirrors/configs: deprecated since containerd 1.5 and still
-// read up to 2.3; containerd 2.4 removes them (pkg/deprecation, as of containerd main in 2026-12),
-// so there the settings are gone.
+// read by 2.4.2, whose notice (pkg/deprecation) announces their removal in 2.7; the lab's 2.4.2
+// pulls through a legacy mirror.
 func (l *loader) legacyWarning(what, src string) {
-	fix := "migrate to config_path and certs.d/<host>/hosts.toml"
-	if l.cfg.Version != "" && !l.versionBefore(2, 4) {
-		l.warn(WarnLegacyRegistry, what+" is not read by containerd "+l.cfg.Version+" (removed in 2.4): its mirrors and TLS settings are ignored", fix, src)
-		return
-	}
-	l.note(WarnLegacyRegistry, what+" is deprecated (since containerd 1.5, removed in 2.4): it still works here, but hides which CA applies", fix, src)
+	l.note(WarnLegacyRegistry, what+" is deprecated (since containerd 1.5; 2.4.2 still reads it and announces its removal in 2.7): it still works here, but hides which hosts and CA apply",
+		"migrate to config_path and certs.d/<host>/hosts.toml", src)
 }
 
 // certFilesHost is containerd's host for a directory without a usable hosts.toml: the default
@@ -277,6 +284,36 @@ func (l *loader) rejectsHostlessToml() bool {
 		return false
 	}
 	return l.versionBefore(1, 7) || (l.versionBefore(1, 8) && l.patchBefore(32))
+}
+
+// configPathView says which config_path the CRI runs with and why; without one, why none applies.
+func (l *loader) configPathView(c *ctrdConfig) *ConfigPath {
+	if c.configPath != "" {
+		cp := &ConfigPath{Path: c.configPath, Default: c.pathDflt, Source: c.pathSource}
+		if c.pathDflt {
+			cp.Why = l.configFile() + " sets none"
+		}
+		return cp
+	}
+	cp := &ConfigPath{Source: l.configFile()}
+	switch {
+	case len(c.mirrors) > 0:
+		cp.Why = "registry.mirrors apply instead, from " + c.legacySrc
+	case l.cfg.Version == "":
+		cp.Why = `containerd 2.2 and later default to "/etc/containerd/certs.d:/etc/docker/certs.d", earlier versions read no hosts.toml; the version is unknown here`
+	case c.major == 1:
+		cp.Why = "containerd " + l.cfg.Version + " has no default: no hosts.toml is read"
+	default: // 2.0, 2.1
+		cp.Why = "containerd " + l.cfg.Version + " has no default (2.2 added one): no hosts.toml is read"
+	}
+	return cp
+}
+
+func (l *loader) versionOr(s string) string {
+	if l.cfg.Version != "" {
+		return l.cfg.Version
+	}
+	return s
 }
 
 // transferPull reports whether containerd pulls through its transfer service: 2.1 and later, unless

@@ -155,7 +155,8 @@ func TestContainerdVersionSpecificPaths(t *testing.T) {
 }
 
 // registry.configs.*.tls beside config_path: containerd 1.7 refuses to load the CRI plugin; 2.x
-// loads it and ignores the TLS settings, also when config_path is 2.2+'s default.
+// loads it and ignores the TLS settings, with or without config_path (its RegistryConfig has no
+// TLS since 2.0.0; the lab's 2.4.2 fails TLS to such a host).
 func TestLegacyTLSWithConfigPath(t *testing.T) {
 	tlsOnly := "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".tls]\n  ca_file = \"/etc/pki/r.pem\"\n"
 	for _, tc := range []struct {
@@ -165,7 +166,8 @@ func TestLegacyTLSWithConfigPath(t *testing.T) {
 		{"1.7.24-1", tlsOnly + "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n", WarnLegacyWithPath, false},
 		{"2.0.5-1", tlsOnly + "[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n", WarnLegacyTLSIgnored, false},
 		{"2.2.2-1", tlsOnly, WarnLegacyTLSIgnored, false},
-		{"2.1.4-1", tlsOnly, "", true}, // no config_path: the legacy configs apply
+		{"2.1.4-1", tlsOnly, WarnLegacyTLSIgnored, false}, // no config_path: 2.x's registry.configs hold auth only
+		{"1.7.24-1", tlsOnly, "", true},                   // 1.x applies them without config_path
 	} {
 		c := load(t, withResolv(fstest.MapFS{"var/lib/dpkg/status": dpkg("containerd", tc.ver), "etc/containerd/config.toml": file(tc.config), "etc/pki/r.pem": file(testCA)}), "r.example/a:1", "")
 		got := ""
@@ -177,5 +179,79 @@ func TestLegacyTLSWithConfigPath(t *testing.T) {
 		if got != tc.want || (len(c.Hosts[0].CA) > 0) != tc.ca {
 			t.Errorf("containerd %s: errors %q hosts %+v, want %q (ca applied %t)", tc.ver, got, c.Hosts, tc.want, tc.ca)
 		}
+	}
+}
+
+// The config_path `pullpath runtime` names, and why: the lab checks each against the path the
+// real containerd 2.4.2 exports (RegistryConfigPath), default included.
+func TestConfigPathView(t *testing.T) {
+	const dflt = "/etc/containerd/certs.d:/etc/docker/certs.d"
+	for _, tc := range []struct {
+		name, ver, config string
+		path, source      string
+		text              string // the `config` line of the text render
+	}{
+		{"2.4: the default", "2.4.2", "version = 3\n", dflt, "containerd 2.4.2's default",
+			`config    config_path "` + dflt + `" (containerd 2.4.2's default: /etc/containerd/config.toml sets none)`},
+		{"2.4: set", "2.4.2", "version = 3\n[plugins.'io.containerd.cri.v1.images'.registry]\n  config_path = '/etc/containerd/certs.d'\n", "/etc/containerd/certs.d", "/etc/containerd/config.toml:3",
+			`config    config_path "/etc/containerd/certs.d" from /etc/containerd/config.toml:3`},
+		{"2.1: no default", "2.1.4", "version = 3\n", "", "/etc/containerd/config.toml",
+			"config    config_path not set in /etc/containerd/config.toml (containerd 2.1.4 has no default (2.2 added one): no hosts.toml is read)"},
+		{"1.6: no default", "1.6.20", "version = 2\n", "", "/etc/containerd/config.toml",
+			"config    config_path not set in /etc/containerd/config.toml (containerd 1.6.20 has no default: no hosts.toml is read)"},
+		{"version unknown", "", "version = 2\n", "", "/etc/containerd/config.toml", "earlier versions read no hosts.toml; the version is unknown here)"},
+		{"2.2: legacy mirrors keep the default off", "2.2.2", "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"docker.io\"]\n  endpoint = [\"https://mirror.corp.example\"]\n", "", "/etc/containerd/config.toml",
+			"(registry.mirrors apply instead, from /etc/containerd/config.toml:2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := withResolv(fstest.MapFS{"etc/containerd/config.toml": file(tc.config)})
+			if tc.ver != "" {
+				fsys["var/lib/dpkg/status"] = dpkg("containerd", tc.ver)
+			}
+			c := load(t, fsys, "nginx", "")
+			if c.ConfigPath == nil || c.ConfigPath.Path != tc.path || c.ConfigPath.Source != tc.source || c.ConfigPath.Default != (tc.path == dflt) {
+				t.Fatalf("ConfigPath = %+v, want path %q from %q", c.ConfigPath, tc.path, tc.source)
+			}
+			var b strings.Builder
+			if err := WriteText(&b, c); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.text) {
+				t.Errorf("text render lacks %q:\n%s", tc.text, b.String())
+			}
+		})
+	}
+}
+
+// The lab's case (test/lab "mirror in certs.d, no config_path"): containerd 2.4.2 with no
+// config_path exports the default list; its transfer service misses the mirror, its local pull
+// finds it.
+func TestDefaultConfigPathLab(t *testing.T) {
+	const mirror = "server = \"https://dflt.lab.test\"\n\n[host.\"https://registry.lab.test\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+	for _, tc := range []struct {
+		name, config, hosts, errCode, says string
+	}{
+		{"transfer service", "version = 3\n", "https://dflt.lab.test/v2", WarnTransferPathList, "config_path is not set, so containerd 2.4.2 uses its default"},
+		{"use_local_image_pull", "version = 3\n[plugins.'io.containerd.cri.v1.images']\n  use_local_image_pull = true\n", "https://registry.lab.test/v2 https://dflt.lab.test/v2", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, withResolv(fstest.MapFS{
+				"var/lib/dpkg/status":                             dpkg("containerd", "2.4.2"),
+				"etc/containerd/config.toml":                      file(tc.config),
+				"etc/containerd/certs.d/dflt.lab.test/hosts.toml": file(mirror),
+			}), "dflt.lab.test/lab/x:v1", "")
+			if got := strings.Join(urls(c), " "); got != tc.hosts {
+				t.Errorf("hosts %s, want %s (%+v)", got, tc.hosts, c.Warnings)
+			}
+			got, msg := "", ""
+			for _, w := range c.Warnings {
+				if w.Severity == SeverityError {
+					got, msg = got+w.Code, msg+w.Message
+				}
+			}
+			if got != tc.errCode || !strings.Contains(msg, tc.says) {
+				t.Errorf("errors %q, want %q saying %q: %+v", got, tc.errCode, tc.says, c.Warnings)
+			}
+		})
 	}
 }

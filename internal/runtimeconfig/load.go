@@ -77,6 +77,7 @@ func Load(opts Options) (*Config, error) {
 		if err != nil {
 			return nil, err
 		}
+		l.cfg.ConfigPath = l.configPathView(c)
 		l.cfg.Hosts = l.containerdHosts(c, ref.Registry)
 	case CRIO:
 		hosts, err := l.crioHosts(ref)

@@ -21,23 +21,32 @@ const (
 // Config is the runtime's effective pull configuration for one image. Its JSON is the contract of
 // `pullpath runtime -o json` (DESIGN.md).
 type Config struct {
-	APIVersion    string    `json:"apiVersion"` // report.APIVersion
-	Kind          string    `json:"kind"`       // "RuntimeReport"
-	Runtime       Runtime   `json:"runtime"`
-	Version       string    `json:"version,omitempty"`       // "" when nothing on the node says it
-	VersionSource string    `json:"versionSource,omitempty"` // dpkg, the RPM database, a marker file or the binary
-	Image         string    `json:"image"`
-	Registry      string    `json:"registry"`
-	HostRoot      string    `json:"hostRoot"`
-	Detected      string    `json:"detected,omitempty"` // why it was read without --host-root: the file found
-	Files         []string  `json:"files"`              // configuration files read
-	Hosts         []Host    `json:"hosts"`
-	Proxy         Proxy     `json:"proxy"`
-	Auth          string    `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
-	Resolver      Resolver  `json:"resolver"`
-	Warnings      []Warning `json:"warnings"`
+	APIVersion    string      `json:"apiVersion"` // report.APIVersion
+	Kind          string      `json:"kind"`       // "RuntimeReport"
+	Runtime       Runtime     `json:"runtime"`
+	Version       string      `json:"version,omitempty"`       // "" when nothing on the node says it
+	VersionSource string      `json:"versionSource,omitempty"` // dpkg, the RPM database, a marker file or the binary
+	Image         string      `json:"image"`
+	Registry      string      `json:"registry"`
+	HostRoot      string      `json:"hostRoot"`
+	Detected      string      `json:"detected,omitempty"`   // why it was read without --host-root: the file found
+	Files         []string    `json:"files"`                // configuration files read
+	ConfigPath    *ConfigPath `json:"configPath,omitempty"` // containerd: the CRI's config_path and why it applies
+	Hosts         []Host      `json:"hosts"`
+	Proxy         Proxy       `json:"proxy"`
+	Auth          string      `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
+	Resolver      Resolver    `json:"resolver"`
+	Warnings      []Warning   `json:"warnings"`
 
 	rawProxy Proxy // unredacted, for the probe; never serialised
+}
+
+// ConfigPath is the CRI registry config_path containerd runs with, and where it comes from.
+type ConfigPath struct {
+	Path    string `json:"path"`              // possibly a ':'-separated list; "" when none applies
+	Default bool   `json:"default,omitempty"` // containerd 2.2+'s built-in default: the config sets none
+	Source  string `json:"source"`            // file:line, or "containerd 2.4.2's default"
+	Why     string `json:"why,omitempty"`     // why the default applies, or why none does
 }
 
 // Host is one host the runtime tries for the image, in order.

@@ -30,6 +30,16 @@ func WriteText(w io.Writer, c *Config) error {
 	} else {
 		b.WriteString("proxy     none in the runtime's unit\n")
 	}
+	if cp := c.ConfigPath; cp != nil {
+		switch {
+		case cp.Path == "":
+			fmt.Fprintf(b, "config    config_path not set in %s (%s)\n", cp.Source, cp.Why)
+		case cp.Default:
+			fmt.Fprintf(b, "config    config_path %q (%s: %s)\n", cp.Path, cp.Source, cp.Why)
+		default:
+			fmt.Fprintf(b, "config    config_path %q from %s\n", cp.Path, cp.Source)
+		}
+	}
 	fmt.Fprintf(b, "\nhosts the runtime tries, in order:\n")
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  #\tURL\tROLE\tCAPABILITIES\tTRUST\tPROXY\tSOURCE")

@@ -73,6 +73,11 @@ func TestHealthyNodesAreNotBroken(t *testing.T) {
 			"var/lib/dpkg/status":        dpkg("containerd", "1.7.24-1"),
 			"etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"docker.io\"]\n  endpoint = [\"https://mirror.corp.example\"]\n"),
 		}},
+		// still read by 2.4.2 (its notice says removal in 2.7): the lab pulls through one
+		{"legacy mirrors on containerd 2.4", "nginx:1.27", WarnLegacyRegistry, fstest.MapFS{
+			"var/lib/dpkg/status":        dpkg("containerd", "2.4.2-1"),
+			"etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"docker.io\"]\n  endpoint = [\"https://mirror.corp.example\"]\n"),
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := load(t, withResolv(tc.fsys), tc.image, "")
@@ -114,9 +119,9 @@ func TestTrapsAreErrors(t *testing.T) {
 			"etc/containerd/config.toml":                  file(kindConfig),
 			"etc/containerd/certs.d/r.example/hosts.toml": file("server = \"http://r.example\"\n[host]\n"),
 		}},
-		{"legacy mirrors on containerd 2.4", "nginx:1.27", WarnLegacyRegistry, fstest.MapFS{
-			"var/lib/dpkg/status":        dpkg("containerd", "2.4.0-1"),
-			"etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"docker.io\"]\n  endpoint = [\"https://mirror.corp.example\"]\n"),
+		{"legacy TLS on containerd 2.1, no config_path", "r.example/a:1", WarnLegacyTLSIgnored, fstest.MapFS{
+			"var/lib/dpkg/status":        dpkg("containerd", "2.1.4-1"),
+			"etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".tls]\n  insecure_skip_verify = true\n"),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -62,16 +62,22 @@ type env struct {
 	mu       sync.Mutex
 }
 
-// ctrd is one containerd version under test, as three daemons in the node namespace: the node
-// itself, the same node with a proxy in containerd's environment, and the node with a
-// ':'-separated config_path. Each root is what pullpath reads with --host-root.
+// ctrd is one containerd version under test, as daemons in the node namespace: the node itself,
+// the same node with a proxy in containerd's environment, the node with a ':'-separated
+// config_path, the node with no config_path at all (2.2+'s default applies), for 2.x the same
+// with use_local_image_pull, and the node with the legacy registry.mirrors instead of config_path.
+// Each root is what pullpath reads with --host-root.
 type ctrd struct {
-	key, label           string // "1.6", "CONTAINERD 1.6"
-	v2                   bool
-	bin                  string // containerd's binary; "" for the one on PATH
-	sock, root           string
-	proxSock, proxRoot   string
-	splitSock, splitRoot string
+	key, label             string // "1.6", "CONTAINERD 1.6"
+	v2                     bool
+	bin                    string // containerd's binary; "" for the one on PATH
+	ctr                    string // 2.x: its ctr, to read what the daemon runs with
+	sock, root             string
+	proxSock, proxRoot     string
+	splitSock, splitRoot   string
+	dfltSock, dfltRoot     string
+	localSock, localRoot   string // 2.x only
+	legacySock, legacyRoot string
 }
 
 // sockRoot is the daemon and host root a case pulls with.
@@ -81,6 +87,12 @@ func (c *ctrd) sockRoot(lc labCase) (string, string) {
 		return c.proxSock, c.proxRoot
 	case lc.split:
 		return c.splitSock, c.splitRoot
+	case lc.dfltLocal && c.v2:
+		return c.localSock, c.localRoot
+	case lc.dflt, lc.dfltLocal: // 1.x has no use_local_image_pull: its pull is always local
+		return c.dfltSock, c.dfltRoot
+	case lc.legacy:
+		return c.legacySock, c.legacyRoot
 	}
 	return c.sock, c.root
 }
@@ -209,20 +221,32 @@ func newEnv(t *testing.T, pullpath, crictl, ctrd2 string) *env {
 	e.services()
 	rts := []*ctrd{{key: "1.6", label: "CONTAINERD 1.6"}}
 	if ctrd2 != "" {
-		rts = append(rts, &ctrd{key: "2.4", label: "CONTAINERD 2.4", v2: true, bin: filepath.Join(ctrd2, "usr", "bin", "containerd")})
+		rts = append(rts, &ctrd{key: "2.4", label: "CONTAINERD 2.4", v2: true, bin: filepath.Join(ctrd2, "usr", "bin", "containerd"), ctr: filepath.Join(ctrd2, "usr", "bin", "ctr")})
 	}
 	var wg sync.WaitGroup
 	for _, rt := range rts {
-		wg.Add(3)
-		go func() { defer wg.Done(); rt.sock, rt.root = e.containerd(rt, "node", nil, "") }()
+		wg.Add(5)
+		go func() { defer wg.Done(); rt.sock, rt.root = e.containerd(rt, "node", daemon{configPath: certsD}) }()
 		go func() {
 			defer wg.Done()
-			rt.proxSock, rt.proxRoot = e.containerd(rt, "proxied", []string{"HTTPS_PROXY=http://" + proxyIP + ":3128"}, "")
+			rt.proxSock, rt.proxRoot = e.containerd(rt, "proxied", daemon{env: []string{"HTTPS_PROXY=http://" + proxyIP + ":3128"}, configPath: certsD})
 		}()
 		go func() {
 			defer wg.Done()
-			rt.splitSock, rt.splitRoot = e.containerd(rt, "split", nil, "/etc/containerd/certs.d:/etc/containerd/certs2.d")
+			rt.splitSock, rt.splitRoot = e.containerd(rt, "split", daemon{configPath: certsD + ":/etc/containerd/certs2.d"})
 		}()
+		go func() { defer wg.Done(); rt.dfltSock, rt.dfltRoot = e.containerd(rt, "dflt", daemon{}) }()
+		go func() {
+			defer wg.Done()
+			rt.legacySock, rt.legacyRoot = e.containerd(rt, "legacy", daemon{legacy: true})
+		}()
+		if rt.v2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rt.localSock, rt.localRoot = e.containerd(rt, "dfltlocal", daemon{local: true})
+			}()
+		}
 	}
 	wg.Wait()
 	if t.Failed() {
@@ -231,6 +255,7 @@ func newEnv(t *testing.T, pullpath, crictl, ctrd2 string) *env {
 	e.ctrds = rts
 	for _, rt := range rts {
 		e.checkVersion(rt)
+		e.checkConfigPath(rt)
 	}
 	return e
 }
@@ -414,18 +439,33 @@ func (e *env) dialIn(ns string) func(ctx context.Context, network, addr string) 
 	}
 }
 
+const certsD = "/etc/containerd/certs.d"
+
+// daemon is what sets one containerd of a version apart from the node's.
+type daemon struct {
+	env        []string // in containerd's environment (and its unit's drop-in)
+	configPath string   // the CRI's config_path; none when ""
+	local      bool     // 2.x: use_local_image_pull = true
+	legacy     bool     // registry.mirrors and configs instead of config_path
+}
+
+// legacyRegistry is the CRI's deprecated registry tables under table: legacy.lab.test (not in DNS)
+// through a plain-HTTP mirror, and the lab CA for registry.lab.test in registry.configs.
+func legacyRegistry(table string) string {
+	return fmt.Sprintf("[%[1]s.registry.mirrors.\"legacy.lab.test\"]\n  endpoint = [\"http://registry.lab.test:5004\"]\n"+
+		"[%[1]s.registry.configs.\"registry.lab.test\".tls]\n  ca_file = \"/etc/containerd/ca.pem\"\n", table)
+}
+
 // containerd writes a node root (the files this containerd runs with, as pullpath reads them) and
 // starts containerd in the node namespace with those files bound over /etc in its private mounts.
-// Both versions get the same registry settings: config_path certs.d with the same hosts.toml
+// Both versions get the same registry settings: config_path (none when "") with the same hosts.toml
 // files and the same CA; 2.x gets a version 3 file with its own plugin tables.
-func (e *env) containerd(rt *ctrd, name string, extraEnv []string, configPath string) (sock, root string) {
+func (e *env) containerd(rt *ctrd, name string, d daemon) (sock, root string) {
+	extraEnv, configPath := d.env, d.configPath
 	base := filepath.Join(e.dir, "c"+strings.ReplaceAll(rt.key, ".", "")+"-"+name)
 	root = filepath.Join(base, "root")
 	sock = filepath.Join(base, "ctr.sock")
 	etc := filepath.Join(root, "etc", "containerd")
-	if configPath == "" {
-		configPath = "/etc/containerd/certs.d"
-	}
 	cfg := fmt.Sprintf(`version = 2
 root = %q
 state = %q
@@ -438,10 +478,14 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = %q
-  [plugins."io.containerd.grpc.v1.cri".registry]
-    config_path = %q
 `, filepath.Join(base, "ctr", "root"), filepath.Join(base, "ctr", "state"), sock, filepath.Join(base, "opt"),
-		filepath.Join(base, "cni", "bin"), filepath.Join(base, "cni", "net.d"), configPath)
+		filepath.Join(base, "cni", "bin"), filepath.Join(base, "cni", "net.d"))
+	if configPath != "" {
+		cfg += fmt.Sprintf("  [plugins.\"io.containerd.grpc.v1.cri\".registry]\n    config_path = %q\n", configPath)
+	}
+	if d.legacy {
+		cfg += legacyRegistry(`plugins."io.containerd.grpc.v1.cri"`)
+	}
 	if rt.v2 {
 		// nri would create /var/run/nri; the snapshotters that need kernel support are off
 		cfg = fmt.Sprintf(`version = 3
@@ -454,10 +498,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 [plugins."io.containerd.cri.v1.runtime".cni]
   bin_dir = %q
   conf_dir = %q
-[plugins."io.containerd.cri.v1.images".registry]
-  config_path = %q
 `, filepath.Join(base, "ctr", "root"), filepath.Join(base, "ctr", "state"), sock,
-			filepath.Join(base, "cni", "bin"), filepath.Join(base, "cni", "net.d"), configPath)
+			filepath.Join(base, "cni", "bin"), filepath.Join(base, "cni", "net.d"))
+		if d.legacy {
+			cfg += legacyRegistry(`plugins."io.containerd.cri.v1.images"`)
+		}
+		if d.local {
+			cfg += "[plugins.\"io.containerd.cri.v1.images\"]\n  use_local_image_pull = true\n"
+		}
+		if configPath != "" {
+			cfg += fmt.Sprintf("[plugins.\"io.containerd.cri.v1.images\".registry]\n  config_path = %q\n", configPath)
+		}
 	}
 	writeFile(e.t, filepath.Join(etc, "config.toml"), cfg)
 	writeFile(e.t, filepath.Join(etc, "ca.pem"), string(e.ca.PEM))
@@ -472,6 +523,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	// the second config_path directory: the only way to hidden.lab.test (not in DNS) is its mirror
 	writeFile(e.t, filepath.Join(etc, "certs2.d", "hidden.lab.test", "hosts.toml"),
 		"server = \"https://hidden.lab.test\"\n\n[host.\"https://registry.lab.test\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/containerd/ca.pem\"\n")
+	// in certs.d, read by the daemon with no config_path only through 2.2+'s default: the only
+	// way to dflt.lab.test (not in DNS) is its mirror
+	writeFile(e.t, filepath.Join(etc, "certs.d", "dflt.lab.test", "hosts.toml"),
+		"server = \"https://dflt.lab.test\"\n\n[host.\"https://registry.lab.test\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/containerd/ca.pem\"\n")
 	writeFile(e.t, filepath.Join(root, "etc", "resolv.conf"), "nameserver "+regIP+"\n")
 	writeFile(e.t, filepath.Join(root, "etc", "hosts"), "127.0.0.1 localhost\n")
 	bin := "containerd"
@@ -514,12 +569,40 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 // version rules depend on it (1.6's from the dpkg database, 2.4's from the binary under usr/bin).
 func (e *env) checkVersion(rt *ctrd) {
 	e.t.Helper()
-	for _, root := range []string{rt.root, rt.proxRoot, rt.splitRoot} {
+	for _, root := range []string{rt.root, rt.proxRoot, rt.splitRoot, rt.dfltRoot, rt.localRoot, rt.legacyRoot} {
+		if root == "" {
+			continue
+		}
 		out, _ := exec.Command(e.pullpath, "runtime", "-o", "json", "--host-root", root, "registry.lab.test/lab/x:v1").Output()
 		var doc struct{ Runtime, Version, VersionSource string }
 		if err := json.Unmarshal(out, &doc); err != nil || doc.Runtime != "containerd" || !strings.HasPrefix(doc.Version, rt.key+".") {
 			e.t.Fatalf("pullpath runtime reads %s as %s %q (from %s), want containerd %s.x: %v\n%s", root, doc.Runtime, doc.Version, doc.VersionSource, rt.key, err, out)
 		}
+	}
+}
+
+// checkConfigPath asserts that pullpath names the config_path each 2.x daemon really runs with: the
+// CRI image plugin exports it (RegistryConfigPath, set after 2.2+'s default is applied).
+func (e *env) checkConfigPath(rt *ctrd) {
+	e.t.Helper()
+	if rt.ctr == "" {
+		return
+	}
+	for _, d := range [][2]string{{rt.sock, rt.root}, {rt.splitSock, rt.splitRoot}, {rt.dfltSock, rt.dfltRoot}, {rt.localSock, rt.localRoot}, {rt.legacySock, rt.legacyRoot}} {
+		out, err := exec.Command(rt.ctr, "--address", d[0], "plugins", "ls", "--detailed", "id==images").CombinedOutput()
+		if err != nil {
+			e.t.Fatalf("ctr plugins ls: %v\n%s", err, out)
+		}
+		m := regexp.MustCompile(`(?m)^\s*RegistryConfigPath\s+(\S*)\s*$`).FindStringSubmatch(string(out))
+		if m == nil {
+			e.t.Fatalf("containerd %s on %s exports no RegistryConfigPath:\n%s", rt.key, d[0], out)
+		}
+		pp, _ := exec.Command(e.pullpath, "runtime", "-o", "json", "--host-root", d[1], "registry.lab.test/lab/x:v1").Output()
+		var doc struct{ ConfigPath struct{ Path, Source string } }
+		if err := json.Unmarshal(pp, &doc); err != nil || doc.ConfigPath.Path != m[1] {
+			e.t.Errorf("containerd %s runs with config_path %q; pullpath runtime reads %s as %q (%s): %v", rt.key, m[1], d[1], doc.ConfigPath.Path, doc.ConfigPath.Source, err)
+		}
+		e.t.Logf("containerd %s %s: config_path %q, as pullpath says (%s)", rt.key, filepath.Base(filepath.Dir(d[1])), m[1], doc.ConfigPath.Source)
 	}
 }
 

@@ -67,7 +67,12 @@ type labCase struct {
 	podClass string // probe class from the pod namespace (the VPN sidecar case)
 	noWarn   string // a warning `pullpath runtime` must not give
 	split    bool   // pull with the containerd whose config_path lists two directories
-	hosts    bool   // the probe reads the root's /etc/hosts (localhost)
+	dflt     bool   // pull with the containerd whose config sets no config_path
+	// dfltLocal: the same with use_local_image_pull = true (2.x; 1.x pulls locally anyway)
+	dfltLocal bool
+	legacy    bool   // pull with the containerd configured with registry.mirrors/configs
+	says      string // text `pullpath runtime` must print (which config_path applies, and why)
+	hosts     bool   // the probe reads the root's /etc/hosts (localhost)
 	// v2 replaces the expectations above for containerd 2.x where it differs from 1.6
 	v2 *labCase
 }
@@ -78,7 +83,7 @@ func (c labCase) on(rt *ctrd) labCase {
 		return c
 	}
 	w := *c.v2
-	w.name, w.image, w.creds, w.proxied, w.slow, w.before, w.after, w.split, w.hosts = c.name, c.image, c.creds, c.proxied, c.slow, c.before, c.after, c.split, c.hosts
+	w.name, w.image, w.creds, w.proxied, w.slow, w.before, w.after, w.split, w.dflt, w.dfltLocal, w.legacy, w.hosts = c.name, c.image, c.creds, c.proxied, c.slow, c.before, c.after, c.split, c.dflt, c.dfltLocal, c.legacy, c.hosts
 	return w
 }
 
@@ -112,6 +117,26 @@ var cases = []labCase{
 	// transfer service reads "certs.d:certs2.d" as one directory and goes to the name, not in DNS
 	{name: "mirror in the second config_path directory", image: "hidden.lab.test/%s:v1", split: true, wantPull: true, class: "ok", noWarn: "TRANSFER_CONFIG_PATH_LIST",
 		v2: &labCase{explain: "dns", class: "dns", role: "registry", runtime: "TRANSFER_CONFIG_PATH_LIST"}},
+	// the mirror in certs.d is the only way to dflt.lab.test, and no config_path is set: 1.6 has no
+	// default and reads no hosts.toml; 2.4 defaults to "/etc/containerd/certs.d:/etc/docker/certs.d"
+	// (plugins/cri/images), a list its transfer service reads as one directory, as in the split case
+	{name: "mirror in certs.d, no config_path (2.2+'s default)", image: "dflt.lab.test/%s:v1", dflt: true, explain: "dns", class: "dns", role: "registry",
+		runtime: "CONFIG_PATH_UNSET", says: "config_path not set",
+		v2: &labCase{explain: "dns", class: "dns", role: "registry", runtime: "TRANSFER_CONFIG_PATH_LIST", noWarn: "CONFIG_PATH_UNSET",
+			says: "containerd 2.4.2's default"}},
+	// the control: 2.4's local pull splits the same default list and finds the mirror, so the
+	// default is in force and only the transfer service misreads it
+	{name: "the same, use_local_image_pull (2.x)", image: "dflt.lab.test/%s:v1", dfltLocal: true, explain: "dns", class: "dns", role: "registry",
+		runtime: "CONFIG_PATH_UNSET", says: "config_path not set",
+		v2: &labCase{wantPull: true, class: "ok", noWarn: "TRANSFER_CONFIG_PATH_LIST", says: "containerd 2.4.2's default"}},
+	// the deprecated registry.mirrors: still read by 2.4.2 (its deprecation notice says removal in
+	// 2.7), and they keep 2.2+'s default config_path off
+	{name: "legacy registry.mirrors (no config_path)", image: "legacy.lab.test/%s:v1", legacy: true, wantPull: true, class: "ok",
+		runtime: "LEGACY_REGISTRY_CONFIG", noWarn: "is not read by containerd", says: "registry.mirrors apply instead"},
+	// the lab CA in registry.configs."registry.lab.test".tls: 1.6 trusts it; 2.x's registry.configs
+	// hold auth only, so 2.4.2 fails TLS
+	{name: "legacy registry.configs TLS (no config_path)", image: "registry.lab.test/%s:v1", legacy: true, wantPull: true, class: "ok", noWarn: "LEGACY_TLS_IGNORED",
+		v2: &labCase{explain: "tls", class: "tls", role: "registry", runtime: "LEGACY_TLS_IGNORED"}},
 	// a plain-HTTP registry on the node's loopback: 1.6.20 speaks HTTP to localhost, 2.x tries
 	// HTTPS without verification and falls back to HTTP
 	{name: "localhost, plain HTTP", image: "localhost:5005/%s:v1", hosts: true, wantPull: true, class: "ok"},
@@ -329,7 +354,7 @@ func (e *env) runOn(c labCase, rt *ctrd) *run {
 			r.problems = append(r.problems, fmt.Sprintf("probe should warn about %s: %+v", c.warn, r.probe.Warnings))
 		}
 	}
-	if c.runtime != "" || c.noWarn != "" {
+	if c.runtime != "" || c.noWarn != "" || c.says != "" {
 		ro, _ := exec.Command(e.pullpath, "runtime", "--host-root", root, c.image).CombinedOutput()
 		r.runtimeOut = string(ro)
 		if c.runtime != "" && !strings.Contains(r.runtimeOut, c.runtime) {
@@ -337,6 +362,9 @@ func (e *env) runOn(c labCase, rt *ctrd) *run {
 		}
 		if c.noWarn != "" && strings.Contains(r.runtimeOut, c.noWarn) {
 			r.problems = append(r.problems, fmt.Sprintf("pullpath runtime must not warn %s here:\n%s", c.noWarn, r.runtimeOut))
+		}
+		if c.says != "" && !strings.Contains(r.runtimeOut, c.says) {
+			r.problems = append(r.problems, fmt.Sprintf("pullpath runtime should say %q:\n%s", c.says, r.runtimeOut))
 		}
 	}
 	if c.podClass != "" && rt == e.ctrds[0] { // the pod's view does not depend on the runtime
