@@ -51,15 +51,19 @@ type VerifyOptions struct {
 
 // run is one verification in flight.
 type run struct {
-	cs     *Client
-	o      VerifyOptions
-	id     string
-	owner  *corev1.ConfigMap
-	secret string // the copied pull secret in o.Namespace, "" for none
-	mu     sync.Mutex
-	bins   map[string]*delivery // goarch → the ConfigMaps holding the probe binary
-	notes  []string
-	madeNS bool
+	cs    *Client
+	o     VerifyOptions
+	id    string
+	owner *corev1.ConfigMap
+	// secrets are the copies of the pull secrets the node probes present, in o.Namespace, in
+	// order; secretEnv hands them to the probe; pullSecrets say what became of each source.
+	secrets     []string
+	secretEnv   []corev1.EnvVar
+	pullSecrets []report.PodPullSecret
+	mu          sync.Mutex
+	bins        map[string]*delivery // goarch → the ConfigMaps holding the probe binary
+	notes       []string
+	madeNS      bool
 }
 
 // delivery is the probe binary for one architecture, as ConfigMaps, and the loader beside it.
@@ -100,6 +104,7 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 		defer cancel()
 		v.LeftBehind = r.cleanup(cctx)
 		v.Notes = append(v.Notes, r.notes...)
+		v.PullSecrets = r.pullSecrets
 		v.Duration = report.Duration(time.Since(start))
 	}()
 	if err := r.prepare(ctx); err != nil {
