@@ -320,7 +320,7 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 				fmt.Fprintf(b, "          look at: %s\n", p.Probe.WhereToLook)
 			}
 		case p.Summary != nil:
-			fmt.Fprintf(b, "  %s  class %s · %s · from the probe's termination message (its log could not be read)\n          %s\n", map[bool]string{true: "OK    ", false: "BROKEN"}[p.Summary.Class == report.ClassOK], p.Summary.Class, p.Summary.Code, p.Summary.Summary)
+			writeTermVerdict(b, p.Summary)
 		default:
 			fmt.Fprintf(b, "  NO PROBE  %s\n", p.Error)
 			for _, f := range p.Findings {
@@ -345,6 +345,8 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 	if fp := v.FromPod; fp != nil {
 		fmt.Fprintf(b, "\nfrom pod %s (node %s, pool %s, ephemeral container %s)\n", fp.Pod, fp.Node, fp.Pool, fp.Container)
 		switch {
+		case fp.Probe == nil && fp.Summary != nil:
+			writeTermVerdict(b, fp.Summary)
 		case fp.Probe == nil:
 			fmt.Fprintf(b, "  NO PROBE  %s\n", fp.Error)
 		case fp.Probe.Class == report.ClassOK:
@@ -372,6 +374,19 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeTermVerdict renders a probe's compact verdict, all that is left when its log (the full report)
+// could not be read: it is the probe's verdict, not a missing one.
+func writeTermVerdict(b *strings.Builder, s *report.ProbeSummary) {
+	verdict, where := "BROKEN", ""
+	if s.Class == report.ClassOK {
+		verdict = "OK    "
+	}
+	if s.Host != "" {
+		where = fmt.Sprintf(" · %s (%s) · step %s", s.Host, s.Role, s.Step)
+	}
+	fmt.Fprintf(b, "  %s  class %s%s · %s · from the probe's termination message (its log could not be read)\n          %s\n", verdict, s.Class, where, s.Code, s.Summary)
 }
 
 // writePodSecrets says which of the pod's pull secrets the probe in the pod presented, which it
