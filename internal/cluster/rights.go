@@ -35,8 +35,8 @@ func (r *run) checkRights(ctx context.Context) error {
 			src, _, _ = strings.Cut(r.o.FromPod, "/")
 			needs = append(needs, need{"get", "pods", "", src, "--pod: read the pod's pull secrets"})
 		}
-		needs = append(needs, need{"get", "secrets", "", src, "read the pull secret"},
-			need{"create", "secrets", "", ns, "the run's copy of the pull secret"},
+		needs = append(needs, need{"get", "secrets", "", src, "read the pull secrets"},
+			need{"create", "secrets", "", ns, "the run's copies of the pull secrets"},
 			need{"delete", "secrets", "", ns, "cleanup"})
 	}
 	if r.o.ProbeFromPod != "" {
