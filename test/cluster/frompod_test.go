@@ -26,7 +26,8 @@ const podWrongPass = "rejected-pod-password"
 // as reached. A pod with the wrong secret first and a right legacy kubernetes.io/dockercfg one
 // second: its kubelet pulled with the second, and so does the probe in the pod, saying what each
 // got. The password stays out of every output and of the ephemeral container's spec: its variables
-// refer to the secrets.
+// refer to the secrets. With --pod the node probes get the same secrets the same way, from the
+// run's copies, and pull with the second too, as the canary's real pull does.
 func TestVerifyFromPodPullSecret(t *testing.T) {
 	c := sharedCluster(t)
 	begin := time.Now()
@@ -156,6 +157,41 @@ func TestVerifyFromPodPullSecret(t *testing.T) {
 	}
 	if code != 1 || fp.NodeClass != report.ClassAuth || !strings.Contains(fp.Comparison, "both reach the registry (it answered auth to the node's probe)") {
 		t.Errorf("second secret: exit %d node class %s comparison %q (the node's probe is anonymous: auth)", code, fp.NodeClass, fp.Comparison)
+	}
+
+	// the node probes with --pod app-second get the pod's two secrets the same way, and try them in
+	// turn as its kubelet did: the wrong one refused, the legacy one pulls; the canary (the kubelet's
+	// real pull with the run's copies) agrees
+	v, code = verify("app-second", "--pod", ns+"/app-second", "--runtime-pull")
+	handed = nil
+	for _, ps := range v.PullSecrets {
+		handed = append(handed, fmt.Sprintf("%s %s %t", ps.Name, ps.Key, ps.HandedOver))
+	}
+	if strings.Join(handed, ", ") != "wrong .dockerconfigjson true, legacy .dockercfg true" {
+		t.Errorf("--pod app-second: pullSecrets %q", handed)
+	}
+	if code != 0 || v.Class != report.ClassOK || len(v.Pools) == 0 {
+		t.Fatalf("--pod app-second: exit %d class %s, want 0 ok: pools %+v notes %q", code, v.Class, v.Pools, v.Notes)
+	}
+	pool := v.Pools[0]
+	if pool.Probe == nil || !pool.Probe.Download.Verified || !strings.Contains(pool.Probe.CredentialSource, ns+"/legacy key "+corev1.DockerConfigKey) {
+		t.Errorf("--pod app-second, the node's probe: %+v", pool.Probe)
+	} else {
+		turns = ""
+		for _, w := range pool.Probe.Warnings {
+			if w.Code == report.CodePullSecretMore {
+				turns = w.Message
+			}
+		}
+		if !strings.Contains(turns, wantID("wrong")+": auth (AUTH_401)") || !strings.Contains(turns, ": ok (OK)") {
+			t.Errorf("--pod app-second: what each secret got on the node %q", turns)
+		}
+	}
+	if rp := pool.RuntimePull; rp == nil || rp.Result != "ok" || rp.Agrees == nil || !*rp.Agrees {
+		t.Errorf("--pod app-second: the canary with the run's copies %+v, want a pull that agrees", rp)
+	}
+	if !strings.Contains(v.FromPod.Comparison, "both reach the registry") || strings.Contains(v.FromPod.Comparison, "answered") {
+		t.Errorf("--pod app-second: comparison %q, want both reached with no refusal", v.FromPod.Comparison)
 	}
 
 	// the ephemeral containers as the API keeps them: the variable refers to the secret
