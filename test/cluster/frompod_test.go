@@ -183,7 +183,7 @@ func TestVerifyFromPodPullSecret(t *testing.T) {
 				turns = w.Message
 			}
 		}
-		if !strings.Contains(turns, wantID("wrong")+": auth (AUTH_401)") || !strings.Contains(turns, ": ok (OK)") {
+		if !strings.Contains(turns, wantID("wrong")) || !strings.Contains(turns, ": auth (AUTH_401)") || !strings.Contains(turns, ns+"/legacy key .dockercfg") || !strings.Contains(turns, ": ok (OK)") {
 			t.Errorf("--pod app-second: what each secret got on the node %q", turns)
 		}
 	}
