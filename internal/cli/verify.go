@@ -327,6 +327,9 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 				fmt.Fprintf(b, "          %s %s: %s\n", f.Class, f.Code, f.Reason)
 			}
 		}
+		if len(v.PullSecrets) > 0 {
+			writeIdentity(b, p.Probe)
+		}
 		if rp := p.RuntimePull; rp != nil && rp.Result != "skipped" {
 			agree := "—"
 			if rp.Agrees != nil {
@@ -341,6 +344,10 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 				fmt.Fprintf(b, "          %s\n", rp.Note)
 			}
 		}
+	}
+	if len(v.PullSecrets) > 0 {
+		b.WriteString("\nnode probes and canaries\n")
+		writeSecrets(b, v.PullSecrets, "they pull with the node's own configuration")
 	}
 	if fp := v.FromPod; fp != nil {
 		fmt.Fprintf(b, "\nfrom pod %s (node %s, pool %s, ephemeral container %s)\n", fp.Pod, fp.Node, fp.Pool, fp.Container)
@@ -358,7 +365,8 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			}
 			fmt.Fprintf(b, "  BROKEN  class %s%s · %s\n          %s\n", fp.Probe.Class, where, fp.Probe.Code, fp.Probe.Summary)
 		}
-		writePodSecrets(b, fp)
+		writeSecrets(b, fp.PullSecrets, "the probe in the pod is anonymous")
+		writeIdentity(b, fp.Probe)
 		fmt.Fprintf(b, "  => %s\n", fp.Comparison)
 	}
 	for _, n := range v.Notes {
@@ -389,11 +397,10 @@ func writeTermVerdict(b *strings.Builder, s *report.ProbeSummary) {
 	fmt.Fprintf(b, "  %s  class %s%s · %s · from the probe's termination message (its log could not be read)\n          %s\n", verdict, s.Class, where, s.Code, s.Summary)
 }
 
-// writePodSecrets says which of the pod's pull secrets the probe in the pod presented, which it
-// could not and why, what it pulled with, and what each secret got when it tried them in turn.
-func writePodSecrets(b *strings.Builder, fp *report.PodProbe) {
+// writeSecrets says which pull secrets a probe presented, which it could not and why.
+func writeSecrets(b *strings.Builder, secrets []report.PodPullSecret, none string) {
 	var given, not []string
-	for _, ps := range fp.PullSecrets {
+	for _, ps := range secrets {
 		if ps.HandedOver {
 			given = append(given, ps.Name)
 		} else {
@@ -405,19 +412,23 @@ func writePodSecrets(b *strings.Builder, fp *report.PodProbe) {
 		fmt.Fprintf(b, "  pull secrets  presented: %s\n", given[0])
 	case len(given) > 1:
 		fmt.Fprintf(b, "  pull secrets  presented, tried in turn as the kubelet does: %s\n", strings.Join(given, ", "))
-	case len(fp.PullSecrets) > 0:
-		b.WriteString("  pull secrets  none presented: the probe in the pod is anonymous\n")
+	case len(secrets) > 0:
+		fmt.Fprintf(b, "  pull secrets  none presented: %s\n", none)
 	}
 	if len(not) > 0 {
 		fmt.Fprintf(b, "  not presented %s\n", strings.Join(not, "; "))
 	}
-	if fp.Probe == nil {
+}
+
+// writeIdentity says what a probe pulled with, and what each pull secret got when it tried them in turn.
+func writeIdentity(b *strings.Builder, p *report.Probe) {
+	if p == nil {
 		return
 	}
-	if fp.Probe.CredentialSource != "" {
-		fmt.Fprintf(b, "  identity  %s\n", fp.Probe.CredentialSource)
+	if p.CredentialSource != "" {
+		fmt.Fprintf(b, "  identity  %s\n", p.CredentialSource)
 	}
-	for _, w := range fp.Probe.Warnings {
+	for _, w := range p.Warnings {
 		if w.Code == report.CodePullSecretMore {
 			fmt.Fprintf(b, "  in turn   %s\n", w.Message)
 		}

@@ -82,9 +82,17 @@ func (r *run) copySecrets(ctx context.Context) error {
 				}
 			}
 		}
-		if len(refs) == 0 {
+		unread := false
+		for _, ps := range r.pullSecrets {
+			unread = unread || strings.HasPrefix(ps.Problem, "not readable")
+		}
+		switch {
+		case len(refs) == 0 && unread:
+			// coverage unknown: not "no secret covers the image"
+			r.note("--pod %s: no pull secret of the pod that could be read covers the image; the probe pulls with the node's own configuration", r.o.FromPod)
+		case len(refs) == 0:
 			r.note("--pod %s: %s; the probe pulls with the node's own configuration", r.o.FromPod, credentials(ctx, r.cs, p, r.o.Image, nil, new([]string)).Summary)
-		} else {
+		default:
 			r.note("--pod %s: the node probes present the pod's %s (copied for the run into namespace %s)", r.o.FromPod, presented(handedNames(r.pullSecrets)), r.o.Namespace)
 		}
 	case r.o.Secret != "":

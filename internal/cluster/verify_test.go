@@ -549,3 +549,55 @@ func TestVerifyPodHandsEverySecretToTheNodeProbes(t *testing.T) {
 		t.Errorf("copies not deleted: %d", len(l.Items))
 	}
 }
+
+// --secret takes a legacy kubernetes.io/dockercfg secret too and hands it over as --pod does; a
+// pod whose only pull secret cannot be read gets no claim that no secret covers the image.
+func TestVerifySecretFlagAndUnreadablePodSecret(t *testing.T) {
+	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "legacy"}, Type: corev1.SecretTypeDockercfg,
+		Data: map[string][]byte{corev1.DockerConfigKey: []byte(`{"registry.corp.example":{"auth":"dXNlcjpzM2NyZXQtdmFsdWU="}}`)}}
+	objs := scenario()
+	for _, ob := range objs {
+		if p, ok := ob.(*corev1.Pod); ok && p.Name == "web-new" {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "hidden"}}
+		}
+	}
+	fc := fake.NewClientset(append(objs, legacy)...)
+	allowing(fc)
+	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() == "hidden" {
+			return true, nil, &forbidden{}
+		}
+		return false, nil, nil
+	})
+	var probes []*corev1.Pod
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		probes = append(probes, a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy())
+		return false, nil, nil
+	})
+	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, SecretNamespace: "shop", Secret: "legacy", MaxImages: 50, Timeout: time.Second}
+	v, _ := Verify(context.Background(), cs, o)
+	if v == nil || len(probes) != 1 {
+		t.Fatalf("--secret legacy: %+v, %d probe pods", v, len(probes))
+	}
+	c := probes[0].Spec.Containers[0]
+	if len(c.Env) != 2 || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef.Key != corev1.DockerConfigKey || c.Env[1].Value != "shop/legacy key .dockercfg" ||
+		!strings.Contains(strings.Join(c.Command, " "), "--pull-secret-env "+c.Env[0].Name) {
+		t.Errorf("--secret legacy: env %+v command %v", c.Env, c.Command)
+	}
+	if len(v.PullSecrets) != 1 || !v.PullSecrets[0].HandedOver || v.PullSecrets[0].Key != corev1.DockerConfigKey {
+		t.Errorf("--secret legacy: pullSecrets %+v", v.PullSecrets)
+	}
+
+	probes = nil
+	o.Secret, o.FromPod = "", "shop/web-new"
+	v, _ = Verify(context.Background(), cs, o)
+	if v == nil || len(probes) != 1 || len(probes[0].Spec.Containers[0].Env) != 0 {
+		t.Fatalf("--pod with an unreadable secret: %+v, probe pods %d", v, len(probes))
+	}
+	notes := strings.Join(v.Notes, "\n")
+	if !strings.Contains(notes, "no pull secret of the pod that could be read covers the image") || strings.Contains(notes, "no pull secret of the pod covers") ||
+		!strings.Contains(notes, "pull secret shop/hidden of pod shop/web-new was not read (no RBAC get on secrets)") {
+		t.Errorf("--pod with an unreadable secret: notes\n%s", notes)
+	}
+}
