@@ -29,8 +29,9 @@ type VerifyOptions struct {
 	AllNodes  bool     // probe every eligible node, not one per pool
 	Fresh     bool     // insist on a node without the image in its cache
 	Namespace string   // where the run's objects live; must allow hostNetwork and hostPath (Pod Security "privileged")
-	// SecretNamespace/Secret name a dockerconfigjson Secret to pull with (copied into Namespace for
-	// the run); FromPod takes the secret the pod's kubelet would use.
+	// SecretNamespace/Secret name a pull secret to pull with; FromPod (namespace/name) takes every
+	// pull secret of that pod that covers the image, as its kubelet tries them. Each is copied into
+	// Namespace for the run and handed to the probe as ProbeFromPod's are.
 	SecretNamespace, Secret string
 	FromPod                 string // namespace/name
 	IncludeUnready          bool   // also NotReady and cordoned nodes
