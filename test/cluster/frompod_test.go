@@ -194,6 +194,23 @@ func TestVerifyFromPodPullSecret(t *testing.T) {
 		t.Errorf("--pod app-second: comparison %q, want both reached with no refusal", v.FromPod.Comparison)
 	}
 
+	// the same through the loader (the binary in ConfigMaps, no --probe-image): the variables reach
+	// the probe it execs
+	out, errOut, code := c.Run(t, "verify", ref, "--pool", "poola", "--pod", ns+"/app-second", "--run-namespace", runNS, "--probe-timeout", "60s", "-o", "json")
+	for _, s := range secrets {
+		if strings.Contains(out+errOut, s) {
+			t.Errorf("verify --pod app-second (configmap): a password or its Authorization value reached the output")
+		}
+	}
+	var vc report.Verification
+	if err := json.Unmarshal([]byte(out), &vc); err != nil {
+		t.Fatalf("verify --pod app-second (configmap): not JSON (exit %d): %v\n%s\n%s", code, err, out, errOut)
+	}
+	if code != 0 || len(vc.Pools) == 0 || vc.Pools[0].Delivery != "configmap" || vc.Pools[0].Probe == nil ||
+		!strings.Contains(vc.Pools[0].Probe.CredentialSource, ns+"/legacy key "+corev1.DockerConfigKey) {
+		t.Errorf("verify --pod app-second (configmap): exit %d pools %+v", code, vc.Pools)
+	}
+
 	// the ephemeral containers as the API keeps them: the variable refers to the secret
 	for pod, want := range map[string]string{"app": "good .dockerconfigjson", "app-wrong": "wrong .dockerconfigjson", "app-second": "wrong .dockerconfigjson, legacy .dockercfg"} {
 		p, err := c.Client.CoreV1().Pods(ns).Get(context.Background(), pod, metav1.GetOptions{})
