@@ -601,3 +601,35 @@ func TestVerifySecretFlagAndUnreadablePodSecret(t *testing.T) {
 		t.Errorf("--pod with an unreadable secret: notes\n%s", notes)
 	}
 }
+
+// verify --pod does not stop when the operator may not read the pod's secrets in its namespace: as
+// with --from-pod, each one is named in a note with the missing right, and in pullSecrets; the node
+// probes pull with the node's own configuration.
+func TestVerifyPodWithoutSecretRights(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc, "get secrets shop")
+	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "shop" {
+			return true, nil, &forbidden{}
+		}
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, FromPod: "shop/web-new", MaxImages: 50, Timeout: time.Second}
+	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	if err != nil || v == nil {
+		t.Fatalf("Verify stopped: %v", err)
+	}
+	if len(v.PullSecrets) != 1 || v.PullSecrets[0].Name != "regcred" || v.PullSecrets[0].HandedOver || !strings.HasPrefix(v.PullSecrets[0].Problem, "not readable") {
+		t.Errorf("pullSecrets %+v", v.PullSecrets)
+	}
+	notes := strings.Join(v.Notes, "\n")
+	if !strings.Contains(notes, "--pod: pull secret shop/regcred of pod shop/web-new was not read (no RBAC get on secrets)") ||
+		!strings.Contains(notes, "grant get on secrets in namespace shop to hand it over") {
+		t.Errorf("notes:\n%s", notes)
+	}
+	// --secret still needs the right up front: that secret is the whole point of the flag
+	o.FromPod, o.SecretNamespace, o.Secret = "", "shop", "regcred"
+	if _, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o); err == nil || !strings.Contains(err.Error(), "get secrets in namespace shop (read the pull secret)") {
+		t.Errorf("--secret without the right: %v", err)
+	}
+}
