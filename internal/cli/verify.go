@@ -97,8 +97,8 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
 	f.StringArrayVar(&o.pools, "pool", nil, "verify only this pool (repeatable); default every pool")
 	f.BoolVar(&o.allNodes, "all-nodes", false, "probe every eligible node, not one per pool")
 	f.BoolVar(&o.fresh, "fresh", false, "insist on a node without the image in its cache; a pool without one fails with how to get one")
-	f.StringVar(&o.secret, "secret", "", "pull with this kubernetes.io/dockerconfigjson Secret (in -n's namespace)")
-	f.StringVar(&o.pod, "pod", "", "pull with the credentials the kubelet uses for this pod (NAMESPACE/NAME, or NAME in -n's namespace)")
+	f.StringVar(&o.secret, "secret", "", "pull with this kubernetes.io/dockerconfigjson (or legacy kubernetes.io/dockercfg) Secret (in -n's namespace)")
+	f.StringVar(&o.pod, "pod", "", "pull with the credentials the kubelet uses for this pod (NAMESPACE/NAME, or NAME in -n's namespace): every pull secret of the pod that covers the image, tried in turn")
 	f.StringVar(&o.runNamespace, "run-namespace", "pullpath", "namespace for the run's pods and ConfigMaps (Pod Security level privileged: hostNetwork and hostPath); created when missing and allowed")
 	f.BoolVar(&o.includeUnready, "include-unready", false, "also probe NotReady and cordoned nodes")
 	f.BoolVar(&o.runtimePull, "runtime-pull", false, "beside each probe, a canary pod with the image: the kubelet's real pull, compared with the probe")
@@ -320,12 +320,15 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 				fmt.Fprintf(b, "          look at: %s\n", p.Probe.WhereToLook)
 			}
 		case p.Summary != nil:
-			fmt.Fprintf(b, "  %s  class %s · %s · from the probe's termination message (its log could not be read)\n          %s\n", map[bool]string{true: "OK    ", false: "BROKEN"}[p.Summary.Class == report.ClassOK], p.Summary.Class, p.Summary.Code, p.Summary.Summary)
+			writeTermVerdict(b, p.Summary)
 		default:
 			fmt.Fprintf(b, "  NO PROBE  %s\n", p.Error)
 			for _, f := range p.Findings {
 				fmt.Fprintf(b, "          %s %s: %s\n", f.Class, f.Code, f.Reason)
 			}
+		}
+		if len(v.PullSecrets) > 0 {
+			writeIdentity(b, p.Probe)
 		}
 		if rp := p.RuntimePull; rp != nil && rp.Result != "skipped" {
 			agree := "—"
@@ -342,9 +345,15 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			}
 		}
 	}
+	if len(v.PullSecrets) > 0 {
+		b.WriteString("\nnode probes and canaries\n")
+		writeSecrets(b, v.PullSecrets, "they pull with the node's own configuration")
+	}
 	if fp := v.FromPod; fp != nil {
 		fmt.Fprintf(b, "\nfrom pod %s (node %s, pool %s, ephemeral container %s)\n", fp.Pod, fp.Node, fp.Pool, fp.Container)
 		switch {
+		case fp.Probe == nil && fp.Summary != nil:
+			writeTermVerdict(b, fp.Summary)
 		case fp.Probe == nil:
 			fmt.Fprintf(b, "  NO PROBE  %s\n", fp.Error)
 		case fp.Probe.Class == report.ClassOK:
@@ -356,7 +365,8 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			}
 			fmt.Fprintf(b, "  BROKEN  class %s%s · %s\n          %s\n", fp.Probe.Class, where, fp.Probe.Code, fp.Probe.Summary)
 		}
-		writePodSecrets(b, fp)
+		writeSecrets(b, fp.PullSecrets, "the probe in the pod is anonymous")
+		writeIdentity(b, fp.Probe)
 		fmt.Fprintf(b, "  => %s\n", fp.Comparison)
 	}
 	for _, n := range v.Notes {
@@ -374,11 +384,23 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 	return err
 }
 
-// writePodSecrets says which of the pod's pull secrets the probe in the pod presented, which it
-// could not and why, what it pulled with, and what each secret got when it tried them in turn.
-func writePodSecrets(b *strings.Builder, fp *report.PodProbe) {
+// writeTermVerdict renders a probe's compact verdict, all that is left when its log (the full report)
+// could not be read: it is the probe's verdict, not a missing one.
+func writeTermVerdict(b *strings.Builder, s *report.ProbeSummary) {
+	verdict, where := "BROKEN", ""
+	if s.Class == report.ClassOK {
+		verdict = "OK    "
+	}
+	if s.Host != "" {
+		where = fmt.Sprintf(" · %s (%s) · step %s", s.Host, s.Role, s.Step)
+	}
+	fmt.Fprintf(b, "  %s  class %s%s · %s · from the probe's termination message (its log could not be read)\n          %s\n", verdict, s.Class, where, s.Code, s.Summary)
+}
+
+// writeSecrets says which pull secrets a probe presented, which it could not and why.
+func writeSecrets(b *strings.Builder, secrets []report.PodPullSecret, none string) {
 	var given, not []string
-	for _, ps := range fp.PullSecrets {
+	for _, ps := range secrets {
 		if ps.HandedOver {
 			given = append(given, ps.Name)
 		} else {
@@ -390,19 +412,23 @@ func writePodSecrets(b *strings.Builder, fp *report.PodProbe) {
 		fmt.Fprintf(b, "  pull secrets  presented: %s\n", given[0])
 	case len(given) > 1:
 		fmt.Fprintf(b, "  pull secrets  presented, tried in turn as the kubelet does: %s\n", strings.Join(given, ", "))
-	case len(fp.PullSecrets) > 0:
-		b.WriteString("  pull secrets  none presented: the probe in the pod is anonymous\n")
+	case len(secrets) > 0:
+		fmt.Fprintf(b, "  pull secrets  none presented: %s\n", none)
 	}
 	if len(not) > 0 {
 		fmt.Fprintf(b, "  not presented %s\n", strings.Join(not, "; "))
 	}
-	if fp.Probe == nil {
+}
+
+// writeIdentity says what a probe pulled with, and what each pull secret got when it tried them in turn.
+func writeIdentity(b *strings.Builder, p *report.Probe) {
+	if p == nil {
 		return
 	}
-	if fp.Probe.CredentialSource != "" {
-		fmt.Fprintf(b, "  identity  %s\n", fp.Probe.CredentialSource)
+	if p.CredentialSource != "" {
+		fmt.Fprintf(b, "  identity  %s\n", p.CredentialSource)
 	}
-	for _, w := range fp.Probe.Warnings {
+	for _, w := range p.Warnings {
 		if w.Code == report.CodePullSecretMore {
 			fmt.Fprintf(b, "  in turn   %s\n", w.Message)
 		}

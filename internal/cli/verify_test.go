@@ -33,3 +33,68 @@ func TestVerifyTextFromPodSecrets(t *testing.T) {
 		}
 	}
 }
+
+// When the probe in the pod left only its termination-message verdict (its log could not be read),
+// the text prints that verdict — class, host, step, code — not "NO PROBE" with an empty reason.
+func TestVerifyTextFromPodSummaryOnly(t *testing.T) {
+	v := &report.Verification{Image: "registry.corp.example/shop/web:1", Class: report.ClassOK, Run: "r1", Namespace: "pullpath",
+		FromPod: &report.PodProbe{Pod: "shop/web", Node: "b2", Pool: "poolb", Container: "pullpath-r1", Class: report.ClassEndpoint,
+			Summary: &report.ProbeSummary{Class: report.ClassEndpoint, Code: report.CodeBlobRedirectFailed, Host: "blob.corp.example:443", Role: report.RoleBlob,
+				Step: report.StepTCP, Summary: "the blob host times out"},
+			Comparison: "the node b2 reaches the registry, the pod does not (endpoint)"}}
+	var b bytes.Buffer
+	if err := writeVerifyText(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if strings.Contains(out, "NO PROBE") {
+		t.Errorf("the pod's verdict is shown as no probe:\n%s", out)
+	}
+	for _, want := range []string{
+		"BROKEN  class endpoint · blob.corp.example:443 (blob) · step tcp · BLOB_REDIRECT_UNREACHABLE · from the probe's termination message",
+		"the blob host times out",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("text lacks %q:\n%s", want, out)
+		}
+	}
+	// an OK verdict from the termination message is OK, not broken
+	v.FromPod.Class, v.FromPod.Summary = report.ClassOK, &report.ProbeSummary{Class: report.ClassOK, Code: report.CodeOK, Summary: "pulled 3 layers"}
+	b.Reset()
+	if err := writeVerifyText(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "  OK      class ok · OK · from the probe's termination message") || strings.Contains(out, "NO PROBE") {
+		t.Errorf("ok verdict from the termination message:\n%s", out)
+	}
+}
+
+// The text of verify --pod says which of the pod's pull secrets the node probes presented, which
+// not and why, and per pool what the probe pulled with and what each secret got in turn.
+func TestVerifyTextPodSecrets(t *testing.T) {
+	v := &report.Verification{Image: "registry.corp.example/shop/web:1", Class: report.ClassOK, Run: "r1", Namespace: "pullpath",
+		Pools: []report.PoolResult{{Pool: "poolb", Node: "b2", Class: report.ClassOK,
+			Probe: &report.Probe{Class: report.ClassOK, Summary: "pulled", CredentialSource: "pull secret shop/right key .dockercfg via $PULLPATH_PULL_SECRET_2 (entry registry.corp.example)",
+				Warnings: []report.Warning{{Code: report.CodePullSecretMore, Message: "… shop/wrong: auth (AUTH_401); shop/right: ok (OK)"}}}}},
+		PullSecrets: []report.PodPullSecret{{Name: "wrong", Key: ".dockerconfigjson", HandedOver: true}, {Name: "hidden", Problem: "not readable: no RBAC get on secrets"}, {Name: "right", Key: ".dockercfg", HandedOver: true}}}
+	var b bytes.Buffer
+	if err := writeVerifyText(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"node probes and canaries\n  pull secrets  presented, tried in turn as the kubelet does: wrong, right\n  not presented hidden (not readable: no RBAC get on secrets)",
+		"  OK      pulled\n  identity  pull secret shop/right key .dockercfg",
+		"in turn   … shop/wrong: auth (AUTH_401); shop/right: ok (OK)",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, b.String())
+		}
+	}
+	// none readable: the node probes are said to pull with the node's configuration
+	v.PullSecrets = []report.PodPullSecret{{Name: "hidden", Problem: "not readable: no RBAC get on secrets"}}
+	b.Reset()
+	_ = writeVerifyText(&b, v)
+	if !strings.Contains(b.String(), "pull secrets  none presented: they pull with the node's own configuration") {
+		t.Errorf("no secret presented:\n%s", b.String())
+	}
+}

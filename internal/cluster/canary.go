@@ -31,8 +31,8 @@ func (r *run) runtimePull(ctx context.Context, n *corev1.Node, presentBefore *bo
 			SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &f, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 			Resources:       corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("32Mi")}}}},
 	}}
-	if r.secret != "" {
-		pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: r.secret}}
+	for _, s := range r.secrets {
+		pod.Spec.ImagePullSecrets = append(pod.Spec.ImagePullSecrets, corev1.LocalObjectReference{Name: s})
 	}
 	rp := &report.RuntimePull{Result: "failed", Cached: presentBefore != nil && *presentBefore}
 	if _, err := r.cs.Core.Pods(r.o.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {

@@ -11,9 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pullpath/pullpath/internal/loader"
+	"github.com/pullpath/pullpath/internal/report"
 )
 
-// prepare makes the run's owner object, its namespace when missing, and the pull secret copy.
+// prepare makes the run's owner object, its namespace when missing, and the pull secret copies.
 func (r *run) prepare(ctx context.Context) error {
 	ns := r.o.Namespace
 	existing, err := r.cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -40,49 +41,73 @@ func (r *run) prepare(ctx context.Context) error {
 		return apiError(err, "create", "configmaps", ns, owner.Name)
 	}
 	r.owner = o
-	return r.copySecret(ctx)
+	return r.copySecrets(ctx)
 }
 
-// copySecret copies the pull secret the run uses into the run's namespace: a pod can only mount,
-// and the kubelet only use, a secret of its own namespace.
-func (r *run) copySecret(ctx context.Context) error {
-	ns, name := r.o.SecretNamespace, r.o.Secret
-	if r.o.FromPod != "" {
+// copySecrets copies the pull secrets the node probes present into the run's namespace (a pod
+// can only refer to, and the kubelet only use, a secret of its own namespace) and hands the copies
+// over as --from-pod does. With --pod those are every pull secret of the pod that covers the image,
+// in the pod's order, as its kubelet tries them; with --secret that one secret.
+func (r *run) copySecrets(ctx context.Context) error {
+	var refs []secretRef
+	add := func(ns, name, key string) error {
+		s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return apiError(err, "get", "secrets", ns, name)
+		}
+		if k := secretKey(s.Type); k != key || k == "" {
+			return fmt.Errorf("secret %s/%s has type %s: the kubelet only pulls with kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg secrets", ns, name, s.Type)
+		}
+		cp := &corev1.Secret{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-pull-%d", r.id, len(refs)+1), "secret"), Type: s.Type,
+			Data: map[string][]byte{key: s.Data[key]}}
+		if _, err := r.cs.Core.Secrets(r.o.Namespace).Create(ctx, cp, metav1.CreateOptions{}); err != nil {
+			return apiError(err, "create", "secrets", r.o.Namespace, cp.Name)
+		}
+		r.secrets = append(r.secrets, cp.Name)
+		refs = append(refs, secretRef{secret: cp.Name, key: key, label: ns + "/" + name + " key " + key})
+		return nil
+	}
+	switch {
+	case r.o.FromPod != "":
 		pns, pname, _ := strings.Cut(r.o.FromPod, "/")
 		p, err := r.cs.Core.Pods(pns).Get(ctx, pname, metav1.GetOptions{})
 		if err != nil {
 			return apiError(err, "get", "pods", pns, pname)
 		}
-		var notes []string
-		pc := credentials(ctx, r.cs, p, r.o.Image, nil, &notes)
-		for _, s := range pc.PullSecrets {
-			if s.From == "pod" && s.CoversRegistry != nil && *s.CoversRegistry {
-				ns, name = pns, s.Name
-				break
+		r.pullSecrets = r.podSecrets(ctx, p, "--pod", "the node probes")
+		for _, ps := range r.pullSecrets {
+			if ps.HandedOver {
+				if err := add(pns, ps.Name, ps.Key); err != nil {
+					return err
+				}
 			}
 		}
-		if name == "" {
-			r.note("--pod %s: %s; the probe pulls with the node's own configuration", r.o.FromPod, pc.Summary)
-			return nil
+		unread := false
+		for _, ps := range r.pullSecrets {
+			unread = unread || strings.HasPrefix(ps.Problem, "not readable")
 		}
+		switch {
+		case len(refs) == 0 && unread:
+			// coverage unknown: not "no secret covers the image"
+			r.note("--pod %s: no pull secret of the pod that could be read covers the image; the probe pulls with the node's own configuration", r.o.FromPod)
+		case len(refs) == 0:
+			r.note("--pod %s: %s; the probe pulls with the node's own configuration", r.o.FromPod, credentials(ctx, r.cs, p, r.o.Image, nil, new([]string)).Summary)
+		default:
+			r.note("--pod %s: the node probes present the pod's %s (copied for the run into namespace %s)", r.o.FromPod, presented(handedNames(r.pullSecrets)), r.o.Namespace)
+		}
+	case r.o.Secret != "":
+		ns, name := r.o.SecretNamespace, r.o.Secret
+		s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return apiError(err, "get", "secrets", ns, name)
+		}
+		if err := add(ns, name, secretKey(s.Type)); err != nil {
+			return err
+		}
+		r.pullSecrets = []report.PodPullSecret{{Name: name, Key: secretKey(s.Type), HandedOver: true}}
+		r.note("pulling with secret %s/%s (copied for the run into namespace %s)", ns, name, r.o.Namespace)
 	}
-	if name == "" {
-		return nil
-	}
-	s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return apiError(err, "get", "secrets", ns, name)
-	}
-	if s.Type != corev1.SecretTypeDockerConfigJson {
-		return fmt.Errorf("secret %s/%s has type %s: the kubelet only pulls with kubernetes.io/dockerconfigjson secrets", ns, name, s.Type)
-	}
-	cp := &corev1.Secret{ObjectMeta: r.meta("pullpath-"+r.id+"-pull", "secret"), Type: s.Type,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: s.Data[corev1.DockerConfigJsonKey]}}
-	if _, err := r.cs.Core.Secrets(r.o.Namespace).Create(ctx, cp, metav1.CreateOptions{}); err != nil {
-		return apiError(err, "create", "secrets", r.o.Namespace, cp.Name)
-	}
-	r.secret = cp.Name
-	r.note("pulling with secret %s/%s (copied for the run as %s/%s)", ns, name, r.o.Namespace, cp.Name)
+	r.secretEnv = secretEnv(refs)
 	return nil
 }
 

@@ -12,10 +12,6 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 )
 
-// fromPodSecretEnv prefixes the variables that carry the pod's pull secrets into the probe in the
-// pod: _1, _2, … in the pod's order, each with _NAME naming its secret.
-const fromPodSecretEnv = "PULLPATH_PULL_SECRET"
-
 // probeFromPod runs the probe image as an ephemeral container of the pod ProbeFromPod, in the
 // pod's own network namespace (a VPN sidecar's routes, the pod's resolver), and returns its
 // report. The container cannot be removed afterwards (Kubernetes has no such operation); it has
@@ -38,17 +34,11 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 	}
 	f, t := false, true
 	nobody := int64(65534)
-	var env []corev1.EnvVar
 	args := append([]string{"probe", r.o.Image, "-o", "json", "--summary-file", "/dev/termination-log"}, r.o.ProbeArgs...)
 	// the pod's own pull secrets that cover the image, as the kubelet uses them: no volume can be
-	// added to an ephemeral container, an environment variable from the secret can (its value never
-	// enters the spec); the probe tries them in turn in the kubelet's order
-	env, pp.PullSecrets = r.fromPodSecrets(ctx, pod, ns)
-	for _, e := range env {
-		if e.ValueFrom != nil {
-			args = append(args, "--pull-secret-env", e.Name)
-		}
-	}
+	// added to an ephemeral container, an environment variable from the secret can
+	env := r.fromPodSecrets(ctx, pod, pp)
+	args = append(args, secretArgs(env)...)
 	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: ec, Image: r.o.ProbeImage, ImagePullPolicy: corev1.PullIfNotPresent, Env: env,
 		Command:                  append([]string{"/pullpath"}, args...),
@@ -105,57 +95,20 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 	return pp
 }
 
-// fromPodSecrets returns the environment that hands the probe in the pod every pull secret of the
-// pod that covers the image (a variable from the secret's key, and VAR_NAME naming it), and what
-// became of each of the pod's secrets. A secret the operator cannot read is not handed over (its
-// type and coverage are unknown, and the run does not route around the missing right): a note says
-// so, naming the secret and the right, since the probe in the pod then presents less than the kubelet.
-func (r *run) fromPodSecrets(ctx context.Context, pod *corev1.Pod, ns string) ([]corev1.EnvVar, []report.PodPullSecret) {
-	var env []corev1.EnvVar
-	var out []report.PodPullSecret
-	for _, s := range credentials(ctx, r.cs, pod, r.o.Image, nil, new([]string)).PullSecrets {
-		if s.From != "pod" {
-			continue // on the service account only: the kubelet does not use it for this pod
-		}
-		ps := report.PodPullSecret{Name: s.Name, Problem: s.Problem}
-		switch corev1.SecretType(s.Type) {
-		case corev1.SecretTypeDockerConfigJson:
-			ps.Key = corev1.DockerConfigJsonKey
-		case corev1.SecretTypeDockercfg:
-			ps.Key = corev1.DockerConfigKey
-		}
-		switch {
-		case s.Exists == nil:
-			why := strings.TrimPrefix(strings.TrimSuffix(s.Problem, "; cannot tell whether it covers the registry"), "not readable: ")
-			fix := ""
-			if strings.HasPrefix(why, "no RBAC ") {
-				fix = "; grant get on secrets in namespace " + ns + " to hand it over"
-			}
-			r.note("--from-pod: pull secret %s/%s of pod %s was not read (%s): the kubelet uses it if it covers the image, the probe in the pod cannot present it%s",
-				ns, s.Name, r.o.ProbeFromPod, why, fix)
-		case ps.Key != "" && s.CoversRegistry != nil && *s.CoversRegistry:
-			v := fmt.Sprintf("%s_%d", fromPodSecretEnv, len(env)/2+1)
-			env = append(env, corev1.EnvVar{Name: v, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: s.Name}, Key: ps.Key}}},
-				// the probe names the secret in its identity, not just the variable
-				corev1.EnvVar{Name: v + "_NAME", Value: ns + "/" + s.Name + " key " + ps.Key})
-			ps.HandedOver, ps.Problem = true, ""
-		}
-		out = append(out, ps)
-	}
-	var names []string
-	for _, ps := range out {
+// fromPodSecrets hands the probe in the pod every pull secret of the pod that covers the image,
+// from the pod's own Secrets, and records in pp what became of each.
+func (r *run) fromPodSecrets(ctx context.Context, pod *corev1.Pod, pp *report.PodProbe) []corev1.EnvVar {
+	pp.PullSecrets = r.podSecrets(ctx, pod, "--from-pod", "the probe in the pod")
+	var refs []secretRef
+	for _, ps := range pp.PullSecrets {
 		if ps.HandedOver {
-			names = append(names, ps.Name)
+			refs = append(refs, secretRef{secret: ps.Name, key: ps.Key, label: pod.Namespace + "/" + ps.Name + " key " + ps.Key})
 		}
 	}
-	switch {
-	case len(names) == 1:
-		r.note("--from-pod: the probe in pod %s presents the pod's pull secret %s", r.o.ProbeFromPod, names[0])
-	case len(names) > 1:
-		r.note("--from-pod: the probe in pod %s presents the pod's pull secrets that cover the image, in turn as the kubelet does: %s", r.o.ProbeFromPod, strings.Join(names, ", "))
+	if names := handedNames(pp.PullSecrets); len(names) > 0 {
+		r.note("--from-pod: the probe in pod %s presents the pod's %s", r.o.ProbeFromPod, presented(names))
 	}
-	return env, out
+	return secretEnv(refs)
 }
 
 // compareFromPod sets the node's verdict beside the pod's: the pull is the node's, from the

@@ -85,9 +85,7 @@ func agrees(res *report.PoolResult) *bool {
 
 func (r *run) probeArgs(n *corev1.Node) []string {
 	args := []string{"probe", r.o.Image, "--host-root", "/host", "-o", "json", "--summary-file", "/dev/termination-log", "--node", n.Name}
-	if r.secret != "" {
-		args = append(args, "--pull-secret", "/pp/secret/"+corev1.DockerConfigJsonKey)
-	}
+	args = append(args, secretArgs(r.secretEnv)...)
 	return append(args, r.o.ProbeArgs...)
 }
 
@@ -155,7 +153,6 @@ func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *c
 	deadline := int64(r.o.Timeout.Seconds()) + 30
 	f, t := false, true
 	zero := int64(0)
-	ro := int32(0o444)
 	vols := []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
 	mounts := []corev1.VolumeMount{{Name: "host", MountPath: "/host", ReadOnly: true}}
 	command := append([]string{"/pullpath"}, r.probeArgs(n)...)
@@ -164,10 +161,6 @@ func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *c
 		vols, mounts = r.loaderVolumes(d, vols, mounts)
 		command = loader.Command("/pp/parts", "/pp/run/pullpath", d.size, r.probeArgs(n)...)
 		pull = corev1.PullNever
-	}
-	if r.secret != "" {
-		vols = append(vols, corev1.Volume{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: r.secret, DefaultMode: &ro}}})
-		mounts = append(mounts, corev1.VolumeMount{Name: "secret", MountPath: "/pp/secret", ReadOnly: true})
 	}
 	m := r.meta(name, "probe")
 	m.Labels["pullpath.dev/node"] = shortName(n.Name)
@@ -181,7 +174,7 @@ func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *c
 			// root only to read the node's files as their owner (0600 client keys in certs.d); no capability
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &zero, RunAsGroup: &zero, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
-				Name: "probe", Image: img, ImagePullPolicy: pull,
+				Name: "probe", Image: img, ImagePullPolicy: pull, Env: r.secretEnv,
 				Command:                  command,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				SecurityContext: &corev1.SecurityContext{Privileged: &f, AllowPrivilegeEscalation: &f, ReadOnlyRootFilesystem: &t,

@@ -30,13 +30,15 @@ func (r *run) checkRights(ctx context.Context) error {
 		{"list", "events", "", ns, "explain a probe pod that cannot start"},
 	}
 	if r.o.Secret != "" || r.o.FromPod != "" {
-		src := r.o.SecretNamespace
 		if r.o.FromPod != "" {
-			src, _, _ = strings.Cut(r.o.FromPod, "/")
+			// the pod's secrets are read one by one, as --from-pod reads them: one that cannot be
+			// read is named in a note with the missing right, it does not stop the run
+			src, _, _ := strings.Cut(r.o.FromPod, "/")
 			needs = append(needs, need{"get", "pods", "", src, "--pod: read the pod's pull secrets"})
+		} else {
+			needs = append(needs, need{"get", "secrets", "", r.o.SecretNamespace, "read the pull secret"})
 		}
-		needs = append(needs, need{"get", "secrets", "", src, "read the pull secret"},
-			need{"create", "secrets", "", ns, "the run's copy of the pull secret"},
+		needs = append(needs, need{"create", "secrets", "", ns, "the run's copies of the pull secrets"},
 			need{"delete", "secrets", "", ns, "cleanup"})
 	}
 	if r.o.ProbeFromPod != "" {

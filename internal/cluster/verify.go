@@ -29,8 +29,9 @@ type VerifyOptions struct {
 	AllNodes  bool     // probe every eligible node, not one per pool
 	Fresh     bool     // insist on a node without the image in its cache
 	Namespace string   // where the run's objects live; must allow hostNetwork and hostPath (Pod Security "privileged")
-	// SecretNamespace/Secret name a dockerconfigjson Secret to pull with (copied into Namespace for
-	// the run); FromPod takes the secret the pod's kubelet would use.
+	// SecretNamespace/Secret name a pull secret to pull with; FromPod (namespace/name) takes every
+	// pull secret of that pod that covers the image, as its kubelet tries them. Each is copied into
+	// Namespace for the run and handed to the probe as ProbeFromPod's are.
 	SecretNamespace, Secret string
 	FromPod                 string // namespace/name
 	IncludeUnready          bool   // also NotReady and cordoned nodes
@@ -51,15 +52,19 @@ type VerifyOptions struct {
 
 // run is one verification in flight.
 type run struct {
-	cs     *Client
-	o      VerifyOptions
-	id     string
-	owner  *corev1.ConfigMap
-	secret string // the copied pull secret in o.Namespace, "" for none
-	mu     sync.Mutex
-	bins   map[string]*delivery // goarch → the ConfigMaps holding the probe binary
-	notes  []string
-	madeNS bool
+	cs    *Client
+	o     VerifyOptions
+	id    string
+	owner *corev1.ConfigMap
+	// secrets are the copies of the pull secrets the node probes present, in o.Namespace, in
+	// order; secretEnv hands them to the probe; pullSecrets say what became of each source.
+	secrets     []string
+	secretEnv   []corev1.EnvVar
+	pullSecrets []report.PodPullSecret
+	mu          sync.Mutex
+	bins        map[string]*delivery // goarch → the ConfigMaps holding the probe binary
+	notes       []string
+	madeNS      bool
 }
 
 // delivery is the probe binary for one architecture, as ConfigMaps, and the loader beside it.
@@ -100,6 +105,7 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 		defer cancel()
 		v.LeftBehind = r.cleanup(cctx)
 		v.Notes = append(v.Notes, r.notes...)
+		v.PullSecrets = r.pullSecrets
 		v.Duration = report.Duration(time.Since(start))
 	}()
 	if err := r.prepare(ctx); err != nil {

@@ -94,8 +94,9 @@ func TestVerifyChoosesTheNewestNodeWithoutTheImage(t *testing.T) {
 
 func TestProbePodSpec(t *testing.T) {
 	fc := fake.NewClientset()
-	r := &run{cs: &Client{Core: fc.CoreV1()}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute}, secret: "pullpath-abcd1234-pull",
-		owner: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-abcd1234", UID: "u1"}}}
+	r := &run{cs: &Client{Core: fc.CoreV1()}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute},
+		secretEnv: secretEnv([]secretRef{{secret: "pullpath-abcd1234-pull-1", key: corev1.DockerConfigJsonKey, label: "shop/regcred key .dockerconfigjson"}}),
+		owner:     &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-abcd1234", UID: "u1"}}}
 	n := node("b2", "poolb", t0, "v")
 	p := r.probeSpec("pullpath-abcd1234-probe-b2", n, &delivery{parts: []string{"p0", "p1"}, loader: "l", size: 1500000}, "registry.k8s.io/pause:3.10")
 	s := p.Spec
@@ -120,7 +121,7 @@ func TestProbePodSpec(t *testing.T) {
 		}
 	}
 	cmd := strings.Join(c.Command, " ")
-	for _, w := range []string{"/pp/parts/loader /pp/parts /pp/run/pullpath 1500000 -- probe " + img, "--host-root /host", "--summary-file /dev/termination-log", "--pull-secret /pp/secret/.dockerconfigjson"} {
+	for _, w := range []string{"/pp/parts/loader /pp/parts /pp/run/pullpath 1500000 -- probe " + img, "--host-root /host", "--summary-file /dev/termination-log", "--pull-secret-env PULLPATH_PULL_SECRET_1"} {
 		if !strings.Contains(cmd, w) {
 			t.Errorf("command %q lacks %q", cmd, w)
 		}
@@ -418,5 +419,217 @@ func TestVerifyFromPodHandsOverEverySecret(t *testing.T) {
 	}
 	if !strings.Contains(note, "(no RBAC get on secrets)") || !strings.Contains(note, "the probe in the pod cannot present it; grant get on secrets in namespace shop") {
 		t.Errorf("the unreadable secret is not named with the missing right: %q (notes %q)", note, v.Notes)
+	}
+}
+
+// verify --pod hands the node probes every pull secret of the pod that covers the image, as the
+// kubelet tries them (a legacy kubernetes.io/dockercfg one too), the same way --from-pod does: a
+// copy in the run's namespace per secret, a variable from each copy, never a value in the spec; a
+// secret for another registry is not handed over, one the operator cannot read is named in a note
+// and in pullSecrets; the canary asks the kubelet to pull with every copy.
+func TestVerifyPodHandsEverySecretToTheNodeProbes(t *testing.T) {
+	objs := scenario()
+	for _, ob := range objs {
+		if p, ok := ob.(*corev1.Pod); ok && p.Name == "web-new" {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "corp"}, {Name: "regcred"}, {Name: "hidden"}, {Name: "legacy"}}
+		}
+	}
+	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "legacy"}, Type: corev1.SecretTypeDockercfg,
+		Data: map[string][]byte{corev1.DockerConfigKey: []byte(`{"registry.corp.example":{"auth":"dXNlcjpzM2NyZXQtdmFsdWU=","email":"x@example.com"}}`)}}
+	fc := fake.NewClientset(append(objs, dockerSecret("shop", "corp", "registry.corp.example"), legacy)...)
+	allowing(fc)
+	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() == "hidden" {
+			return true, nil, &forbidden{}
+		}
+		return false, nil, nil
+	})
+	var pods []*corev1.Pod
+	copies := map[string]*corev1.Secret{}
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		pods = append(pods, a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy())
+		return false, nil, nil
+	})
+	fc.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s := a.(k8stesting.CreateAction).GetObject().(*corev1.Secret)
+		copies[s.Name] = s.DeepCopy()
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, FromPod: "shop/web-new", RuntimePull: true, MaxImages: 50, Timeout: 2 * time.Second}
+	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	if v == nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	var probe, canary *corev1.Pod
+	for _, p := range pods {
+		switch p.Labels[LabelRole] {
+		case "probe":
+			probe = p
+		case "canary":
+			canary = p
+		}
+	}
+	if probe == nil || canary == nil {
+		t.Fatalf("pods created: %d (probe %v, canary %v)", len(pods), probe != nil, canary != nil)
+	}
+	c := probe.Spec.Containers[0]
+	cmd := strings.Join(c.Command, " ") + " "
+	var refs []string
+	for _, e := range c.Env {
+		switch {
+		case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Value == "":
+			if !strings.Contains(cmd, "--pull-secret-env "+e.Name+" ") {
+				t.Errorf("%s is not handed to the probe: %s", e.Name, cmd)
+			}
+			ref := e.ValueFrom.SecretKeyRef
+			cp := copies[ref.Name]
+			if cp == nil || cp.Namespace != "pullpath" || cp.Labels[LabelRun] != v.Run || len(cp.Data) != 1 || cp.Data[ref.Key] == nil {
+				t.Errorf("%s refers to %s key %s, not a labelled copy in the run's namespace holding that key: %+v", e.Name, ref.Name, ref.Key, cp)
+				continue
+			}
+			refs = append(refs, string(cp.Type)+" "+ref.Key)
+		case strings.HasSuffix(e.Name, "_NAME") && e.ValueFrom == nil:
+			refs = append(refs, "named "+e.Value)
+		default:
+			t.Errorf("unexpected variable %+v", e)
+		}
+	}
+	want := "kubernetes.io/dockerconfigjson .dockerconfigjson; named shop/corp key .dockerconfigjson; kubernetes.io/dockercfg .dockercfg; named shop/legacy key .dockercfg"
+	if got := strings.Join(refs, "; "); got != want {
+		t.Errorf("handed to the node probe %q, want %q", got, want)
+	}
+	if strings.Contains(cmd, "--pull-secret ") || len(probe.Spec.Volumes) != 1 {
+		t.Errorf("a second way to hand over a secret: %s, volumes %+v", cmd, probe.Spec.Volumes)
+	}
+	var pulls []string
+	for _, s := range canary.Spec.ImagePullSecrets {
+		pulls = append(pulls, s.Name)
+	}
+	if len(pulls) != 2 || copies[pulls[0]] == nil || copies[pulls[1]] == nil {
+		t.Errorf("the canary pulls with %v, want both copies %v", pulls, copies)
+	}
+	for _, p := range pods {
+		raw := fmt.Sprintf("%+v", p.Spec)
+		if strings.Contains(raw, "s3cret") || strings.Contains(raw, "dXNlcjpz") {
+			t.Errorf("a secret value in the spec of %s", p.Name)
+		}
+	}
+	var got []string
+	for _, ps := range v.PullSecrets {
+		got = append(got, fmt.Sprintf("%s %s %t", ps.Name, ps.Key, ps.HandedOver))
+		if !ps.HandedOver && ps.Problem == "" {
+			t.Errorf("%s is not handed over and no problem says why", ps.Name)
+		}
+	}
+	if strings.Join(got, ", ") != "corp .dockerconfigjson true, regcred .dockerconfigjson false, hidden  false, legacy .dockercfg true" {
+		t.Errorf("pullSecrets: %q", got)
+	}
+	var hidden, presented string
+	for _, n := range v.Notes {
+		if strings.Contains(n, "shop/hidden") {
+			hidden = n
+		}
+		if strings.Contains(n, "the node probes present") {
+			presented = n
+		}
+		if strings.Contains(n, "s3cret") || strings.Contains(n, "dXNlcjpz") {
+			t.Errorf("a secret value in a note: %q", n)
+		}
+	}
+	if !strings.Contains(hidden, "--pod: ") || !strings.Contains(hidden, "(no RBAC get on secrets)") || !strings.Contains(hidden, "the node probes cannot present it; grant get on secrets in namespace shop") {
+		t.Errorf("the unreadable secret is not named with the missing right: %q (notes %q)", hidden, v.Notes)
+	}
+	if !strings.Contains(presented, "in turn as the kubelet does: corp, legacy") {
+		t.Errorf("no note on the secrets presented in turn: %q", v.Notes)
+	}
+	if len(v.LeftBehind) != 0 {
+		t.Errorf("left behind: %v", v.LeftBehind)
+	}
+	if l, _ := fc.CoreV1().Secrets("pullpath").List(context.Background(), metav1.ListOptions{}); len(l.Items) != 0 {
+		t.Errorf("copies not deleted: %d", len(l.Items))
+	}
+}
+
+// --secret takes a legacy kubernetes.io/dockercfg secret too and hands it over as --pod does; a
+// pod whose only pull secret cannot be read gets no claim that no secret covers the image.
+func TestVerifySecretFlagAndUnreadablePodSecret(t *testing.T) {
+	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "legacy"}, Type: corev1.SecretTypeDockercfg,
+		Data: map[string][]byte{corev1.DockerConfigKey: []byte(`{"registry.corp.example":{"auth":"dXNlcjpzM2NyZXQtdmFsdWU="}}`)}}
+	objs := scenario()
+	for _, ob := range objs {
+		if p, ok := ob.(*corev1.Pod); ok && p.Name == "web-new" {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "hidden"}}
+		}
+	}
+	fc := fake.NewClientset(append(objs, legacy)...)
+	allowing(fc)
+	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() == "hidden" {
+			return true, nil, &forbidden{}
+		}
+		return false, nil, nil
+	})
+	var probes []*corev1.Pod
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		probes = append(probes, a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy())
+		return false, nil, nil
+	})
+	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, SecretNamespace: "shop", Secret: "legacy", MaxImages: 50, Timeout: time.Second}
+	v, _ := Verify(context.Background(), cs, o)
+	if v == nil || len(probes) != 1 {
+		t.Fatalf("--secret legacy: %+v, %d probe pods", v, len(probes))
+	}
+	c := probes[0].Spec.Containers[0]
+	if len(c.Env) != 2 || c.Env[0].ValueFrom == nil || c.Env[0].ValueFrom.SecretKeyRef.Key != corev1.DockerConfigKey || c.Env[1].Value != "shop/legacy key .dockercfg" ||
+		!strings.Contains(strings.Join(c.Command, " "), "--pull-secret-env "+c.Env[0].Name) {
+		t.Errorf("--secret legacy: env %+v command %v", c.Env, c.Command)
+	}
+	if len(v.PullSecrets) != 1 || !v.PullSecrets[0].HandedOver || v.PullSecrets[0].Key != corev1.DockerConfigKey {
+		t.Errorf("--secret legacy: pullSecrets %+v", v.PullSecrets)
+	}
+
+	probes = nil
+	o.Secret, o.FromPod = "", "shop/web-new"
+	v, _ = Verify(context.Background(), cs, o)
+	if v == nil || len(probes) != 1 || len(probes[0].Spec.Containers[0].Env) != 0 {
+		t.Fatalf("--pod with an unreadable secret: %+v, probe pods %d", v, len(probes))
+	}
+	notes := strings.Join(v.Notes, "\n")
+	if !strings.Contains(notes, "no pull secret of the pod that could be read covers the image") || strings.Contains(notes, "no pull secret of the pod covers") ||
+		!strings.Contains(notes, "pull secret shop/hidden of pod shop/web-new was not read (no RBAC get on secrets)") {
+		t.Errorf("--pod with an unreadable secret: notes\n%s", notes)
+	}
+}
+
+// verify --pod does not stop when the operator may not read the pod's secrets in its namespace: as
+// with --from-pod, each one is named in a note with the missing right, and in pullSecrets; the node
+// probes pull with the node's own configuration.
+func TestVerifyPodWithoutSecretRights(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc, "get secrets shop")
+	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "shop" {
+			return true, nil, &forbidden{}
+		}
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, FromPod: "shop/web-new", MaxImages: 50, Timeout: time.Second}
+	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	if err != nil || v == nil {
+		t.Fatalf("Verify stopped: %v", err)
+	}
+	if len(v.PullSecrets) != 1 || v.PullSecrets[0].Name != "regcred" || v.PullSecrets[0].HandedOver || !strings.HasPrefix(v.PullSecrets[0].Problem, "not readable") {
+		t.Errorf("pullSecrets %+v", v.PullSecrets)
+	}
+	notes := strings.Join(v.Notes, "\n")
+	if !strings.Contains(notes, "--pod: pull secret shop/regcred of pod shop/web-new was not read (no RBAC get on secrets)") ||
+		!strings.Contains(notes, "grant get on secrets in namespace shop to hand it over") {
+		t.Errorf("notes:\n%s", notes)
+	}
+	// --secret still needs the right up front: that secret is the whole point of the flag
+	o.FromPod, o.SecretNamespace, o.Secret = "", "shop", "regcred"
+	if _, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o); err == nil || !strings.Contains(err.Error(), "get secrets in namespace shop (read the pull secret)") {
+		t.Errorf("--secret without the right: %v", err)
 	}
 }

@@ -158,6 +158,7 @@ func fullDocuments() map[string]any {
 			v.Pools[0].Probe.Class, v.Pools[0].Probe.Code = report.ClassOther, report.CodeTimeout
 			v.FromPod.Probe.Class, v.FromPod.Probe.Code = report.ClassOther, report.CodeTimeout
 			v.FromPod.PullSecrets[0].Key = ".dockercfg"
+			v.PullSecrets[0].Key = ".dockerconfigjson"
 		}),
 	}
 }
@@ -219,6 +220,8 @@ func TestSchemaRejectsDrift(t *testing.T) {
 		{"version without go", "Version", func(m map[string]any) { delete(m, "goVersion") }},
 		{"from-pod secret handed over as text", "Verification", func(m map[string]any) { first(obj(m["fromPod"])["pullSecrets"])["handedOver"] = "yes" }},
 		{"from-pod secret of an unknown key", "Verification", func(m map[string]any) { first(obj(m["fromPod"])["pullSecrets"])["key"] = "config.json" }},
+		{"node probes' secret handed over as text", "Verification", func(m map[string]any) { first(m["pullSecrets"])["handedOver"] = "yes" }},
+		{"node probes' secret without a name", "Verification", func(m map[string]any) { delete(first(m["pullSecrets"]), "name") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := asMap(tc.kind)

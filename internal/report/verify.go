@@ -15,8 +15,12 @@ type Verification struct {
 	LeftBehind []string     `json:"leftBehind"` // objects not cleaned up (kind/namespace/name)
 	Notes      []string     `json:"notes,omitempty"`
 	FromPod    *PodProbe    `json:"fromPod,omitempty"` // verify --from-pod: the probe from the pod's own network namespace
-	Started    time.Time    `json:"started"`
-	Duration   Duration     `json:"durationMs"`
+	// PullSecrets are the pull secrets the node probes (and canaries) present, handed over as
+	// fromPod's are: with --pod the pod's imagePullSecrets in its order, each with whether it is
+	// presented and why not; with --secret that secret. Absent without either.
+	PullSecrets []PodPullSecret `json:"pullSecrets,omitempty"`
+	Started     time.Time       `json:"started"`
+	Duration    Duration        `json:"durationMs"`
 }
 
 // PoolResult is the proof for one pool: the node chosen, how the probe reached it, its verdict.
@@ -57,11 +61,12 @@ type PodProbe struct {
 	PullSecrets []PodPullSecret `json:"pullSecrets,omitempty"`
 }
 
-// PodPullSecret is one of the pod's imagePullSecrets as handed (or not) to the probe in the pod.
+// PodPullSecret is one of the pod's imagePullSecrets as handed (or not) to a probe: the probe in the
+// pod (fromPod.pullSecrets) or the node probes (pullSecrets).
 type PodPullSecret struct {
 	Name       string `json:"name"`
 	Key        string `json:"key,omitempty"`     // the key handed over: .dockerconfigjson or .dockercfg
-	HandedOver bool   `json:"handedOver"`        // the probe in the pod presents it (from an env var that refers to the secret)
+	HandedOver bool   `json:"handedOver"`        // the probe presents it (from an env var that refers to the secret, or the run's copy of it)
 	Problem    string `json:"problem,omitempty"` // why not: not readable (the missing right), no entry for the image, absent
 }
 

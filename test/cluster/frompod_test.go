@@ -26,7 +26,8 @@ const podWrongPass = "rejected-pod-password"
 // as reached. A pod with the wrong secret first and a right legacy kubernetes.io/dockercfg one
 // second: its kubelet pulled with the second, and so does the probe in the pod, saying what each
 // got. The password stays out of every output and of the ephemeral container's spec: its variables
-// refer to the secrets.
+// refer to the secrets. With --pod the node probes get the same secrets the same way, from the
+// run's copies, and pull with the second too, as the canary's real pull does.
 func TestVerifyFromPodPullSecret(t *testing.T) {
 	c := sharedCluster(t)
 	begin := time.Now()
@@ -156,6 +157,58 @@ func TestVerifyFromPodPullSecret(t *testing.T) {
 	}
 	if code != 1 || fp.NodeClass != report.ClassAuth || !strings.Contains(fp.Comparison, "both reach the registry (it answered auth to the node's probe)") {
 		t.Errorf("second secret: exit %d node class %s comparison %q (the node's probe is anonymous: auth)", code, fp.NodeClass, fp.Comparison)
+	}
+
+	// the node probes with --pod app-second get the pod's two secrets the same way, and try them in
+	// turn as its kubelet did: the wrong one refused, the legacy one pulls; the canary (the kubelet's
+	// real pull with the run's copies) agrees
+	v, code = verify("app-second", "--pod", ns+"/app-second", "--runtime-pull")
+	handed = nil
+	for _, ps := range v.PullSecrets {
+		handed = append(handed, fmt.Sprintf("%s %s %t", ps.Name, ps.Key, ps.HandedOver))
+	}
+	if strings.Join(handed, ", ") != "wrong .dockerconfigjson true, legacy .dockercfg true" {
+		t.Errorf("--pod app-second: pullSecrets %q", handed)
+	}
+	if code != 0 || v.Class != report.ClassOK || len(v.Pools) == 0 {
+		t.Fatalf("--pod app-second: exit %d class %s, want 0 ok: pools %+v notes %q", code, v.Class, v.Pools, v.Notes)
+	}
+	pool := v.Pools[0]
+	if pool.Probe == nil || !pool.Probe.Download.Verified || !strings.Contains(pool.Probe.CredentialSource, ns+"/legacy key "+corev1.DockerConfigKey) {
+		t.Errorf("--pod app-second, the node's probe: %+v", pool.Probe)
+	} else {
+		turns = ""
+		for _, w := range pool.Probe.Warnings {
+			if w.Code == report.CodePullSecretMore {
+				turns = w.Message
+			}
+		}
+		if !strings.Contains(turns, wantID("wrong")) || !strings.Contains(turns, ": auth (AUTH_401)") || !strings.Contains(turns, ns+"/legacy key .dockercfg") || !strings.Contains(turns, ": ok (OK)") {
+			t.Errorf("--pod app-second: what each secret got on the node %q", turns)
+		}
+	}
+	if rp := pool.RuntimePull; rp == nil || rp.Result != "ok" || rp.Agrees == nil || !*rp.Agrees {
+		t.Errorf("--pod app-second: the canary with the run's copies %+v, want a pull that agrees", rp)
+	}
+	if !strings.Contains(v.FromPod.Comparison, "both reach the registry") || strings.Contains(v.FromPod.Comparison, "answered") {
+		t.Errorf("--pod app-second: comparison %q, want both reached with no refusal", v.FromPod.Comparison)
+	}
+
+	// the same through the loader (the binary in ConfigMaps, no --probe-image): the variables reach
+	// the probe it execs
+	out, errOut, code := c.Run(t, "verify", ref, "--pool", "poola", "--pod", ns+"/app-second", "--run-namespace", runNS, "--probe-timeout", "60s", "-o", "json")
+	for _, s := range secrets {
+		if strings.Contains(out+errOut, s) {
+			t.Errorf("verify --pod app-second (configmap): a password or its Authorization value reached the output")
+		}
+	}
+	var vc report.Verification
+	if err := json.Unmarshal([]byte(out), &vc); err != nil {
+		t.Fatalf("verify --pod app-second (configmap): not JSON (exit %d): %v\n%s\n%s", code, err, out, errOut)
+	}
+	if code != 0 || len(vc.Pools) == 0 || vc.Pools[0].Delivery != "configmap" || vc.Pools[0].Probe == nil ||
+		!strings.Contains(vc.Pools[0].Probe.CredentialSource, ns+"/legacy key "+corev1.DockerConfigKey) {
+		t.Errorf("verify --pod app-second (configmap): exit %d pools %+v", code, vc.Pools)
 	}
 
 	// the ephemeral containers as the API keeps them: the variable refers to the secret
