@@ -342,11 +342,10 @@ func TestCompareFromPod(t *testing.T) {
 	}
 }
 
-// --from-pod hands over every pull secret of the pod that covers the image (a legacy
-// kubernetes.io/dockercfg one too), in the pod's order, each from an environment variable that refers
-// to the secret; a secret for another registry is not handed over, and one the operator cannot read
-// is named in a note with the missing right, in JSON (pullSecrets, notes) and never silently.
-func TestVerifyFromPodHandsOverEverySecret(t *testing.T) {
+// secretsScenario is the scenario with pod web-new listing four pull secrets: corp (covers the
+// registry), regcred (another registry), hidden (the operator may not read it) and legacy (a
+// kubernetes.io/dockercfg one for the registry).
+func secretsScenario() *fake.Clientset {
 	objs := scenario()
 	for _, ob := range objs {
 		if p, ok := ob.(*corev1.Pod); ok && p.Name == "web-new" {
@@ -363,6 +362,15 @@ func TestVerifyFromPodHandsOverEverySecret(t *testing.T) {
 		}
 		return false, nil, nil
 	})
+	return fc
+}
+
+// --from-pod hands over every pull secret of the pod that covers the image (a legacy
+// kubernetes.io/dockercfg one too), in the pod's order, each from an environment variable that refers
+// to the secret; a secret for another registry is not handed over, and one the operator cannot read
+// is named in a note with the missing right, in JSON (pullSecrets, notes) and never silently.
+func TestVerifyFromPodHandsOverEverySecret(t *testing.T) {
+	fc := secretsScenario()
 	var added []corev1.EphemeralContainer
 	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() == "ephemeralcontainers" {
@@ -428,22 +436,7 @@ func TestVerifyFromPodHandsOverEverySecret(t *testing.T) {
 // secret for another registry is not handed over, one the operator cannot read is named in a note
 // and in pullSecrets; the canary asks the kubelet to pull with every copy.
 func TestVerifyPodHandsEverySecretToTheNodeProbes(t *testing.T) {
-	objs := scenario()
-	for _, ob := range objs {
-		if p, ok := ob.(*corev1.Pod); ok && p.Name == "web-new" {
-			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "corp"}, {Name: "regcred"}, {Name: "hidden"}, {Name: "legacy"}}
-		}
-	}
-	legacy := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "legacy"}, Type: corev1.SecretTypeDockercfg,
-		Data: map[string][]byte{corev1.DockerConfigKey: []byte(`{"registry.corp.example":{"auth":"dXNlcjpzM2NyZXQtdmFsdWU=","email":"x@example.com"}}`)}}
-	fc := fake.NewClientset(append(objs, dockerSecret("shop", "corp", "registry.corp.example"), legacy)...)
-	allowing(fc)
-	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.(k8stesting.GetAction).GetName() == "hidden" {
-			return true, nil, &forbidden{}
-		}
-		return false, nil, nil
-	})
+	fc := secretsScenario()
 	var pods []*corev1.Pod
 	copies := map[string]*corev1.Secret{}
 	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
