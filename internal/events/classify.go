@@ -62,11 +62,12 @@ var rules = []rule{
 	{regexp.MustCompile(`no route to host|host is unreachable|host unreachable|operation was attempted to an unreachable host|\bEHOSTUNREACH\b|connect: host is down`), report.CodeTCPHostUnreachable, report.StepTCP},
 	// no source address for the destination's family: an IPv6 literal on a node without IPv6, or a
 	// socket source the kernel refuses
-	{regexp.MustCompile(`network is unreachable|cannot assign requested address|network unreachable|operation was attempted to an unreachable network|requested address is not valid in its context|\bENETUNREACH\b|\bEADDRNOTAVAIL\b`), report.CodeTCPNetUnreachable, report.StepTCP},
+	{regexp.MustCompile(`network is unreachable|cannot assign requested address|network unreachable|operation was attempted to an unreachable network|requested address is not valid in its context|\bENETUNREACH\b|\bEADDRNOTAVAIL\b|address family not supported by protocol|\bEAFNOSUPPORT\b`), report.CodeTCPNetUnreachable, report.StepTCP},
 	{regexp.MustCompile(`connection reset by peer|forcibly closed by the remote host|\bECONNRESET\b|connection was aborted by the software|software caused connection abort|broken pipe|": EOF\b|: EOF$`), report.CodeTCPReset, report.StepTCP},
 	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers|\b408 Request Time-?out|wsarecv: A connection attempt failed|\bETIMEDOUT\b|connect: operation timed out`), report.CodeTCPTimeout, report.StepTCP},
 	// the AWS SDK's wording when the ECR auth API could not be reached at all
-	{regexp.MustCompile(`RequestError: send request failed`), report.CodeTCPFailed, report.StepTCP},
+	// (and ECS's own words for it)
+	{regexp.MustCompile(`RequestError: send request failed|There is a connection issue between the task and Amazon ECR`), report.CodeTCPFailed, report.StepTCP},
 	// Windows prints its socket and resolver errors in the system's language: after the English
 	// wordings above, a localized text behind the call that failed still names the step
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: [^\x00-\x7F]`), report.CodeDNSNXDomain, report.StepDNS},
@@ -77,13 +78,14 @@ var rules = []rule{
 	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|HTTP Basic: Access denied|password or token is incorrect|unable to retrieve auth token|\b(?:auth|authentication) error\b`), report.CodeAuth401, report.StepAuth},
 	// Harbor answers a user or robot without pull rights so (the text says unauthorized, the cause is rights)
 	{regexp.MustCompile(`unauthorized to access repository`), report.CodeAuth403, report.StepAuth},
-	{regexp.MustCompile(`pull access denied|repository does not exist or may require`), codeAmbiguousDenied, report.StepAuth},
+	// Azure Container Instances: "The image 'x' in container group 'y' is not accessible. Please check the image and registry credential"
+	{regexp.MustCompile(`pull access denied|repository does not exist or may require|is not accessible\. Please check the image and registry credential`), codeAmbiguousDenied, report.StepAuth},
 	{regexp.MustCompile(`does not match bearer token resource|insufficient_scope`), report.CodeAuthInsufficientScope, report.StepAuth},
 	// a credential that expired (ECR's 12-hour tokens, a node clock ahead of the issuer)
 	{regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
 	// 451: the registry refuses this client's location (Docker Hub's export-control block)
-	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|AccessDenied|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied|"DENIED"|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
+	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|AccessDenied|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied|"DENIED"|"denied"|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
 	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|[Aa]uthentication (?:is )?required|not authorized|"UNAUTHORIZED"`), report.CodeAuth401, report.StepAuth},
 	// a credential helper or the kubelet's credential provider failed: the pull had no identity
 	{regexp.MustCompile(`(?i)credential[ -]?provider|credential[ -]?helper|docker-credential-|error getting credentials`), report.CodeAuth401, report.StepAuth},
@@ -288,7 +290,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// the message names the target, not the proxy: the proxy is the failing hop
 		host, role = "", report.RoleProxy
 	}
-	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token") || strings.Contains(f.text, "authentication token") || strings.Contains(f.text, "token exchange") ||
+	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token") || strings.Contains(f.text, "authentication token") || strings.Contains(f.text, "authorization token") || strings.Contains(f.text, "token exchange") ||
 		strings.Contains(f.text, "GetAuthorizationToken") || strings.Contains(f.text, "credential provider")) {
 		role = report.RoleToken
 	}
@@ -492,6 +494,7 @@ var (
 	reRefToken = regexp.MustCompile(`[A-Za-z0-9<][\w.<>:-]*(?:/[\w.<>-]+)+`)
 	// a path segment naming a cache or mirror project (Harbor proxy-cache projects, Artifactory
 	// and Nexus remote/proxy repositories)
+	reCacheHost    = regexp.MustCompile(`(?i)^(?:mirrors?|docker-?(?:proxy|mirror|cache)|hub-?(?:proxy|mirror))$`)
 	reCacheSegment = regexp.MustCompile(`(?i)(?:^|[_.<-])(?:proxy|cache|remote|mirror|dockerhub|docker-hub)(?:$|[_.>-])`)
 )
 
@@ -506,7 +509,17 @@ func pullThroughCache(f facts) string {
 		tok, _, _ = strings.Cut(tok, "/blobs/")
 		segs := strings.Split(tok, "/")
 		if strings.ContainsAny(segs[0], ".:") || segs[0] == "localhost" {
-			segs = segs[1:] // the registry host
+			// the registry host: a host named for a mirror or cache is one (mirror.gcr.io,
+			// docker.mirrors.example.edu, dockerproxy.example)
+			host, _, _ := strings.Cut(segs[0], ":")
+			if labels := strings.Split(host, "."); len(labels) > 1 && len(segs) > 1 {
+				for _, l := range labels[:len(labels)-1] {
+					if reCacheSegment.MatchString(l) || reCacheHost.MatchString(l) {
+						return fmt.Sprintf("the registry %s is named for a mirror or cache", host)
+					}
+				}
+			}
+			segs = segs[1:]
 		}
 		if len(segs) > 0 && segs[0] == "v2" {
 			segs = segs[1:]

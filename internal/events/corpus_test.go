@@ -71,7 +71,7 @@ func loadCorpus(t testing.TB, path string) []sample {
 
 // corpusFiles are the real messages from public threads and vendor pages; lab.txt (containerd's
 // own strings from the lab) is measured on its own.
-var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt", "testdata/corpus-c.txt", "testdata/corpus-d.txt", "testdata/corpus-e.txt", "testdata/corpus-f.txt"}
+var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt", "testdata/corpus-c.txt", "testdata/corpus-d.txt", "testdata/corpus-e.txt", "testdata/corpus-f.txt", "testdata/corpus-g.txt", "testdata/corpus-h.txt"}
 
 var (
 	showHeldOut = flag.Bool("heldout-misses", false, "list the held-out set's misses by family (only once tuning is over)")
@@ -87,6 +87,7 @@ func heldOut(source string) bool {
 
 type score struct {
 	n, right, withAlt, hosts, hostsOK int
+	decided, decidedOK                int // findings that said the text decides them, and of those the right ones
 	classes, runtimes                 map[string]int
 	sources                           map[string]bool
 	misses                            map[string]int // family -> count
@@ -111,6 +112,12 @@ func (sc *score) add(s sample, got report.Finding) (classOK, altOK, hostOK bool)
 	if altOK {
 		sc.withAlt++
 	}
+	if got.Decided {
+		sc.decided++
+		if classOK {
+			sc.decidedOK++
+		}
+	}
 	hostOK = true
 	if s.host != "-" {
 		sc.hosts++
@@ -125,8 +132,8 @@ func (sc *score) add(s sample, got report.Finding) (classOK, altOK, hostOK bool)
 func pct(a, b int) float64 { return 100 * float64(a) / float64(max(b, 1)) }
 
 func (sc *score) line(name string) string {
-	return fmt.Sprintf("%s: %d messages from %d sources: first class %.1f%% (%d/%d), with alternatives %.1f%% (%d/%d), host+role %d/%d",
-		name, sc.n, len(sc.sources), pct(sc.right, sc.n), sc.right, sc.n, pct(sc.withAlt, sc.n), sc.withAlt, sc.n, sc.hostsOK, sc.hosts)
+	return fmt.Sprintf("%s: %d messages from %d sources: first class %.1f%% (%d/%d), with alternatives %.1f%% (%d/%d), host+role %d/%d; decided %d, of them right %.1f%%",
+		name, sc.n, len(sc.sources), pct(sc.right, sc.n), sc.right, sc.n, pct(sc.withAlt, sc.n), sc.withAlt, sc.n, sc.hostsOK, sc.hosts, sc.decided, pct(sc.decidedOK, sc.decided))
 }
 
 func checkFinding(t *testing.T, s sample, got report.Finding) {
@@ -187,6 +194,9 @@ func TestCorpus(t *testing.T) {
 			t.Logf("held-out miss family: %s ×%d", f, test.misses[f])
 		}
 	}
+	if pct(dev.decidedOK, dev.decided) < decidedFloor {
+		t.Errorf("dev: %.1f%% of the findings that say the text decides them are right, below %.1f%%", pct(dev.decidedOK, dev.decided), decidedFloor)
+	}
 	if pct(dev.right, dev.n) < devFloor {
 		t.Errorf("dev first-class accuracy %.1f%% is below %.1f%%", pct(dev.right, dev.n), devFloor)
 	}
@@ -201,17 +211,21 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// Floors the corpus must hold: the honest figures reached (2026-12-03, round 2: dev 94.4 %,
-// held-out 89.9 % and 93.5 % with alternatives, on 506 messages), below issue 11's goal (dev 98 %,
-// held-out 95 % / 99 %). The corpus grew by 64 messages this round (corpus-d.txt), which lowered
-// dev to 91.7 % before re-tuning; the registries' documented denial semantics (registries.go) and
-// the learned tables brought it back. What remains is mostly wording that does not name its cause
-// and registries that answer a missing repository like a private one.
+// Floors the corpus must hold: the honest figures reached (2026-12-03, round 4: dev 90.8 % on 499
+// messages; held-out 86.3 % and 92.5 % with alternatives on 255), below issue 11's goal (dev 98 %,
+// held-out 95 % / 99 %). Rounds 3 and 4 added 243 messages from new sources (corpus-e to -h), taken
+// blind; read before any tuning on them, their dev parts scored 80.2 % and 75.3 % first class (87.7 %
+// and 85.2 % with alternatives), so the older sets overstate what unseen text gets. What remains is
+// mostly text that does not hold its cause: registries that answer a missing repository like a
+// private one, outages and client bugs that show as an ordinary 401 or not-found, wrappers that drop
+// the runtime's error.
 const (
-	devFloor     = 92.0
-	testFloor    = 89.0
-	testAltFloor = 93.0
+	devFloor     = 90.0
+	testFloor    = 85.5
+	testAltFloor = 92.0
 	hostFloor    = 0.9
+	// a finding that says the text decides it must be right: on dev, 273 of 275 are
+	decidedFloor = 98.5
 )
 
 // The lab's own containerd strings: every one must be read right.

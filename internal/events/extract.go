@@ -41,6 +41,8 @@ var (
 		mustLit(`(?i)(?:trying to pull|pulling) ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s"]+?)\.\.\.`),
 		// docker-compose v1: "Pulling web (registry.example.com/team/web:1)..."
 		mustLit(`Pulling [\w.-]+ \(([^()\s]+)\)\.\.\.`),
+		// Azure Container Instances: "The image 'REF' in container group …"
+		mustLit(`(?i)\bthe image '([^'\s]+)' in container group`),
 		// last: "image REF" wherever REF names its registry host
 		mustLit(`(?i)\bimage "?((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"@,]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
@@ -202,7 +204,9 @@ func tokenURL(u *url.URL) bool {
 // isTokenHost reports a host that serves only tokens (Docker Hub's and its regional auth hosts).
 // ECR's auth API (api.ecr.<region>.amazonaws.com, ecr-fips) hands out the registry's credentials.
 func isTokenHost(h string) bool {
-	return h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") || strings.HasPrefix(h, "api.ecr") || strings.HasPrefix(h, "ecr-fips.")
+	// ECR's API (GetAuthorizationToken) answers at api.ecr.<region>, and at ecr.<region> for older SDKs
+	return h == "auth.docker.io" || strings.HasPrefix(h, "dockerauth.") || strings.HasPrefix(h, "api.ecr") || strings.HasPrefix(h, "ecr-fips.") ||
+		strings.HasPrefix(h, "ecr.") && (strings.HasSuffix(h, ".amazonaws.com") || strings.HasSuffix(h, ".amazonaws.com.cn"))
 }
 
 // failingHost names the host the failure happened on, and its role in the pull.

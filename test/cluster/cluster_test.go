@@ -13,11 +13,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -25,11 +23,11 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/vishvananda/netns"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/pullpath/pullpath/internal/registrytest"
+	"github.com/pullpath/pullpath/test/internal/netnsdial"
 )
 
 const kubeVersion = "v1.37.2"
@@ -322,7 +320,7 @@ func (c *cluster) pki() {
 	c.write(c.Kubeconfig, kubeconfig("https://"+hubIP+":6443", c.ca.PEM, certPEM, keyPEM, "pullpath-admin"), 0o600)
 	c.Config = &rest.Config{Host: "https://" + hubIP + ":6443", QPS: 100, Burst: 200, Timeout: 30 * time.Second,
 		TLSClientConfig: rest.TLSClientConfig{CAData: c.ca.PEM, CertData: certPEM, KeyData: keyPEM},
-		Dial:            dialIn(c.hub)}
+		Dial:            netnsdial.In(c.hub)}
 	c.Client, err = kubernetes.NewForConfig(c.Config)
 	c.check(err, "client")
 
@@ -506,7 +504,7 @@ func (c *cluster) services() {
 func (c *cluster) waitTCP(what, addr string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		conn, err := dialIn(c.hub)(context.Background(), "tcp", addr)
+		conn, err := netnsdial.In(c.hub)(context.Background(), "tcp", addr)
 		if err == nil {
 			conn.Close()
 			return
@@ -563,31 +561,6 @@ func (c *cluster) controllers() {
 	c.start("kube-controller-manager", nil, c.inHub(bin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
 		"--secure-port=0", "--use-service-account-credentials=false", "--root-ca-file="+c.path("pki", "ca.pem"),
 		"--controllers="+strings.Join(controllerSet, ","))...)
-}
-
-// dialIn dials from inside a named network namespace: the socket keeps its namespace after the
-// thread switches back.
-func dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			return nil, err
-		}
-		defer orig.Close()
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			return nil, err
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			return nil, err
-		}
-		defer func() { _ = netns.Set(orig) }()
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}
 }
 
 // Close stops everything of the cluster and says what, if anything, it could not remove.

@@ -25,6 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+
+	"github.com/pullpath/pullpath/test/internal/netnsdial"
 )
 
 // pushedImage is an image in the tier's registry.
@@ -120,7 +122,7 @@ func (c *cluster) push(repoTag string) pushedImage {
 	// pushed through the registry that serves blobs itself, dialing inside the hub
 	ref, err := name.ParseReference(registry + ":5000/" + repoTag)
 	c.check(err, "reference")
-	dial := dialIn(c.hub)
+	dial := netnsdial.In(c.hub)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.ca.Pool()}, DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return dial(ctx, network, registryIP+":5000")
 	}}

@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/test/internal/netnsdial"
 )
 
 // probeImages holds the probe image each cluster got pushed: the tests that run it share one push.
@@ -183,7 +184,7 @@ func (c *cluster) remoteImage(t *testing.T, ref string) v1.Image {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial := dialIn(c.hub)
+	dial := netnsdial.In(c.hub)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.ca.Pool()}, DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return dial(ctx, network, registryIP+":5000")
 	}}

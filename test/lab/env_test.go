@@ -23,9 +23,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/vishvananda/netns"
 
 	"github.com/pullpath/pullpath/internal/registrytest"
+	"github.com/pullpath/pullpath/test/internal/netnsdial"
 )
 
 // Addresses inside the lab. Nothing outside the lab's namespaces is ever a target: the namespaces
@@ -404,7 +404,7 @@ func (e *env) waitTCP(ns, addr string) {
 	e.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		c, err := e.dialIn(ns)(context.Background(), "tcp", addr)
+		c, err := netnsdial.In(ns)(context.Background(), "tcp", addr)
 		if err == nil {
 			c.Close()
 			return
@@ -412,31 +412,6 @@ func (e *env) waitTCP(ns, addr string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	e.t.Fatalf("%s did not start listening in %s; see the logs in %s", addr, ns, filepath.Join(e.dir, "logs"))
-}
-
-// dialIn dials from inside a named network namespace: the socket keeps its namespace after the
-// thread switches back.
-func (e *env) dialIn(ns string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		orig, err := netns.Get()
-		if err != nil {
-			return nil, err
-		}
-		defer orig.Close()
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			return nil, err
-		}
-		defer h.Close()
-		if err := netns.Set(h); err != nil {
-			return nil, err
-		}
-		defer func() { _ = netns.Set(orig) }()
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}
 }
 
 const certsD = "/etc/containerd/certs.d"
@@ -626,7 +601,7 @@ func (e *env) push(repo string, layers, layerBytes int64) string {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(e.ca.Cert)
-	dial := e.dialIn(e.nsReg)
+	dial := netnsdial.In(e.nsReg)
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}, DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
 		return dial(ctx, network, regIP+":4443")
 	}}
