@@ -117,7 +117,7 @@ func TestProbeReportWithRuntime(t *testing.T) {
 }
 
 // The runtime's hosts in order: a mirror that refuses (a warning, then the registry holds), and a
-// runtime whose proxy does not answer (class proxy, role proxy). The proxy and the mirror are
+// runtime whose proxy does not answer (class proxy, role proxy) with no mirror. The proxy and the mirror are
 // closed loopback ports.
 func TestProbeReportMirrorAndProxy(t *testing.T) {
 	e := lab(t)
@@ -148,6 +148,8 @@ func TestProbeReportMirrorAndProxy(t *testing.T) {
 		}
 	})
 	t.Run("proxy down", func(t *testing.T) {
+		// without the mirror: with it, both hosts fail and containerd reports the first (the mirror's)
+		files["etc/containerd/certs.d/"+reg+"/hosts.toml"] = "server = \"https://" + reg + "\"\nca = \"lab-ca.pem\"\n\n[host]\n"
 		files["etc/systemd/system/containerd.service.d/http-proxy.conf"] = "[Service]\nEnvironment=\"HTTPS_PROXY=http://127.0.0.1:" + registrytest.ClosedPort() + "\"\n"
 		r := run(t, demo.Password+"\n", args(writeTree(t, files))...)
 		r.wantExit(t, cli.ExitBroken)

@@ -134,8 +134,9 @@ var resolverFailure = map[report.Code]bool{report.CodeDNSServFail: true, report.
 
 // Classify reads one failure message and returns its finding. Unknown text is class other with the
 // message kept; it never fails. A message that joins several errors (one per credential the
-// kubelet tried, mirrors then upstream) is read error by error: the most decisive one gives the
-// class and host, the others' classes follow as alternatives.
+// kubelet tried, mirrors then upstream) is read error by error: the upstream's when the runtime
+// returns it (containers/image), else the most decisive one, gives the class and host; the others'
+// classes follow as alternatives.
 func Classify(msg string) report.Finding {
 	if len(msg) > maxMessage {
 		// real messages are a few KiB; a hostile or runaway line must not cost seconds of regexps
@@ -157,10 +158,13 @@ func classify(msg string, learn bool) (report.Finding, phraseKey) {
 	return fd, key
 }
 
-// errPart is one error of a joined message; mirror says it came from a mirror the runtime tried first.
+// errPart is one error of a joined message; mirror says it came from a mirror the runtime tried
+// first, primary that it is the error the runtime returns (containers/image wraps the primary
+// location's and only prefixes the mirrors').
 type errPart struct {
-	text   string
-	mirror bool
+	text    string
+	mirror  bool
+	primary bool
 }
 
 var (
@@ -193,7 +197,7 @@ func splitErrors(msg string) []errPart {
 	}
 	if loc := reMirrors.FindStringSubmatchIndex(msg); loc != nil {
 		prefix := msg[:loc[0]]
-		return []errPart{{text: prefix + msg[loc[2]:loc[3]], mirror: true}, {text: prefix + msg[loc[4]:loc[5]]}}
+		return []errPart{{text: prefix + msg[loc[2]:loc[3]], mirror: true}, {text: prefix + msg[loc[4]:loc[5]], primary: true}}
 	}
 	if loc := reRPCList.FindStringSubmatchIndex(msg); loc != nil {
 		prefix := msg[:loc[0]]
@@ -226,8 +230,10 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 			fd.Role = report.RoleMirror
 		}
 		rank := decisiveness[fd.Class]
-		if p.mirror && fd.Code != report.CodeUnknown {
-			rank = -1 // the runtime was configured to pull from the mirror: its error is the one meant
+		if p.primary && fd.Code != report.CodeUnknown {
+			// containers/image returns the primary location's error when every location failed
+			// (docker/docker_image_src.go newImageSource): the mirrors' are alternatives
+			rank = -1
 		}
 		if rank < bestRank {
 			best, bestKey, bestRank = fd, key, rank

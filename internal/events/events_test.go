@@ -393,9 +393,11 @@ func TestGeneralMechanisms(t *testing.T) {
 		{name: "kubelet joins one error per credential: the missing tag outranks the anonymous 401",
 			msg:   `Failed to pull image "acr1.azurecr.io/app": [rpc error: code = Unknown desc = Error response from daemon: Get https://acr1.azurecr.io/v2/app/manifests/latest: unauthorized: authentication required, rpc error: code = Unknown desc = Error response from daemon: manifest for acr1.azurecr.io/app:latest not found: manifest unknown: manifest unknown]`,
 			class: report.ClassNotFound, alt: report.ClassAuth, image: "acr1.azurecr.io/app"},
-		{name: "mirror error first, the upstream's as alternative",
+		// containers/image returns the primary location's error and only prefixes the mirrors'
+		// (docker/docker_image_src.go newImageSource): the upstream's error, the mirror's as alternative
+		{name: "upstream error first, the mirror's as alternative",
 			msg:   `Error initializing source docker://quay.io/org/img:1: (Mirrors also failed: [mirror.corp:5000/org/img:1: Error reading manifest 1 in mirror.corp:5000/org/img: unauthorized: authentication required]): quay.io/org/img:1: error pinging docker registry quay.io: Get "https://quay.io/v2/": dial tcp 10.1.1.1:443: connect: connection refused`,
-			class: report.ClassAuth, host: "mirror.corp:5000", role: report.RoleMirror, alt: report.ClassRoute, image: "quay.io/org/img:1"},
+			class: report.ClassRoute, host: "quay.io:443", role: report.RoleRegistry, alt: report.ClassAuth, image: "quay.io/org/img:1"},
 		{name: "IPv6 literal without an IPv6 route",
 			msg:   `Error response from daemon: Get "https://r.example/v2/": dial tcp [2001:db8::5]:443: connect: cannot assign requested address`,
 			class: report.ClassRoute, host: "r.example:443", decided: true},
@@ -416,7 +418,7 @@ func TestGeneralMechanisms(t *testing.T) {
 			class: report.ClassRoute, alt: report.ClassEndpoint},
 		{name: "a mirror answers in its own words, not the upstream registry's",
 			msg:   `Error initializing source docker://quay.io/org/img:1: (Mirrors also failed: [harbor.corp:5000/org/img:1: Error reading manifest 1 in harbor.corp:5000/org/img: unauthorized: unauthorized to access repository: org/img, action: pull]): quay.io/org/img:1: error pinging docker registry quay.io: Get "https://quay.io/v2/": dial tcp 10.1.1.1:443: connect: connection refused`,
-			class: report.ClassAuth, host: "harbor.corp:5000", role: report.RoleMirror, alt: report.ClassForbidden, image: "quay.io/org/img:1"},
+			class: report.ClassRoute, host: "quay.io:443", role: report.RoleRegistry, alt: report.ClassForbidden, image: "quay.io/org/img:1"},
 		{name: "ECR Public's documented 403 (a stale stored token) is not reordered by other registries' 403s",
 			msg:   `failed to resolve reference "public.ecr.aws/lambda/nodejs:18": unexpected status from HEAD request to https://public.ecr.aws/v2/lambda/nodejs/manifests/18: 403 Forbidden`,
 			class: report.ClassAuth, host: "public.ecr.aws:443", role: report.RoleRegistry, alt: report.ClassForbidden, image: "public.ecr.aws/lambda/nodejs:18"},

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/demo"
 	"github.com/pullpath/pullpath/internal/probe"
+	"github.com/pullpath/pullpath/internal/registrytest"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
@@ -114,4 +115,65 @@ func probeWithRuntime(t *testing.T, e *demo.Env, fsys fs.FS, cfg *runtimeconfig.
 		t.Fatal(err)
 	}
 	return rep
+}
+
+// A mirror that serves the manifest but whose blobs fail, before a primary not in DNS: CRI-O keeps
+// the first source whose manifest loads and pulls every blob from it (containers/image
+// newImageSource), so its error is the mirror's blob failure and the primary is never tried;
+// containerd's fetcher tries every host for the blob and keeps the first error, the mirror's too.
+func TestRuntimeMirrorResolvesThenBlobFails(t *testing.T) {
+	e := lab(t)
+	e.Lab.SetFaults(registrytest.Faults{BlobForbidden: true})
+	ca, err := os.ReadFile(e.Lab.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, nx := e.Lab.RegistryAddr(), "nx."+e.Lab.Domain
+	image := e.Lab.Ref("team/app:1.4")
+	check := func(t *testing.T, rep *report.Probe, tried int) {
+		t.Helper()
+		if rep.Class != report.ClassEndpoint || rep.Failing == nil || rep.Failing.Role != report.RoleBlob {
+			t.Fatalf("class %s failing %+v (%s), want the mirror's blob failure", rep.Class, rep.Failing, rep.Summary)
+		}
+		n := 0
+		for _, h := range rep.Runtime.Hosts {
+			if !strings.HasPrefix(h.Result, "not tried") {
+				n++
+			}
+		}
+		if n != tried {
+			t.Errorf("%d hosts tried, want %d: %+v", n, tried, rep.Runtime.Hosts)
+		}
+	}
+	t.Run("crio", func(t *testing.T) {
+		fsys := fstest.MapFS{
+			"etc/crio/crio.conf": {Data: []byte("[crio]\n")},
+			"etc/containers/registries.conf": {Data: []byte(`[[registry]]
+prefix = "` + reg + `"
+location = "` + nx + `"
+
+[[registry.mirror]]
+location = "` + reg + `"
+`)},
+			"etc/containers/certs.d/" + reg + "/ca.crt": {Data: ca},
+		}
+		cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: image})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, probeWithRuntime(t, e, fsys, cfg, image), 1)
+	})
+	t.Run("containerd", func(t *testing.T) {
+		cfg, read := node(t, e, `server = "https://`+nx+`"
+[host."https://`+reg+`"]
+  capabilities = ["pull", "resolve"]
+  ca = "/etc/lab/ca.pem"
+`, "2.4.2", "")
+		o := runtimeOpts(e, cfg, read)
+		rep, err := probe.Run(context.Background(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, rep, 2)
+	})
 }

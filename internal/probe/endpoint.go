@@ -53,7 +53,10 @@ type failure struct {
 	evidence []string
 	ev       report.Evidence
 	class    report.Class // derived from role/layer/code unless set
-	alt      string
+	// status is the HTTP status the registry or mirror answered, as the runtime's resolver sees
+	// it; 0 for a failure the runtime gets as an error (transport, token realm, its authorizer)
+	status int
+	alt    string
 	// cancelled marks a request stopped because a sibling download failed: not a finding.
 	cancelled bool
 	// cut marks a failure caused by the end of the whole run (--timeout, a signal): not a diagnosis.

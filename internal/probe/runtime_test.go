@@ -270,3 +270,71 @@ func TestRuntimeClientCertificate(t *testing.T) {
 		t.Fatalf("without: class %s code %s failing %+v (%s)", rep.Class, rep.Code, rep.Failing, rep.Summary)
 	}
 }
+
+// Every host fails: the probe reports the host whose error the runtime reports, and the others are
+// warnings. containerd 1.x keeps the first error that is not a 404; 2.x the first of the highest
+// priority (status, then 404, then a connection error); see pickReported.
+func TestRuntimeAllHostsFailReportsTheRuntimesError(t *testing.T) {
+	e := lab(t)
+	e.Lab.DNS.SetA("mirror."+e.Lab.Domain, mustAddr("127.0.0.1"))
+	refused := net.JoinHostPort("mirror."+e.Lab.Domain, registrytest.ClosedPort())
+	nx := "nx." + e.Lab.Domain + ":443"
+	reg := e.Lab.RegistryAddr()
+	for _, tc := range []struct {
+		name, hosts, image, version string
+		class                       report.Class
+		host                        string
+		warn                        string // the other host, a warning
+	}{
+		// a mirror whose CA the node does not trust, before an upstream not in DNS: tls on both
+		{"untrusted mirror, NXDOMAIN upstream, 1.6", `server = "https://` + nx + `"
+[host."https://` + reg + `"]
+  capabilities = ["pull", "resolve"]
+`, "team/app:1.4", "1.6.20~ds1-1+deb12u3", report.ClassTLS, reg, nx},
+		{"untrusted mirror, NXDOMAIN upstream, 2.4", `server = "https://` + nx + `"
+[host."https://` + reg + `"]
+  capabilities = ["pull", "resolve"]
+`, "team/app:1.4", "2.4.2", report.ClassTLS, reg, nx},
+		// a mirror refusing connections, before an upstream without the tag: 1.x skips the 404,
+		// 2.x ranks it above the connection error
+		{"refused mirror, missing tag upstream, 1.6", `server = "https://` + reg + `"
+ca = "/etc/lab/ca.pem"
+[host."https://` + refused + `"]
+  capabilities = ["pull", "resolve"]
+`, "team/app:nope", "1.6.20~ds1-1+deb12u3", report.ClassEndpoint, refused, reg},
+		{"refused mirror, missing tag upstream, 2.4", `server = "https://` + reg + `"
+ca = "/etc/lab/ca.pem"
+[host."https://` + refused + `"]
+  capabilities = ["pull", "resolve"]
+`, "team/app:nope", "2.4.2", report.ClassNotFound, reg, refused},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, read := node(t, e, tc.hosts, tc.version, "")
+			o := runtimeOpts(e, cfg, read)
+			o.Image = e.Lab.Ref(tc.image)
+			rep, err := probe.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Class != tc.class || rep.Failing == nil || rep.Failing.Host != tc.host {
+				t.Fatalf("class %s failing %+v (%s), want %s on %s", rep.Class, rep.Failing, rep.Summary, tc.class, tc.host)
+			}
+			var warned bool
+			for _, w := range rep.Warnings {
+				warned = warned || w.Host == tc.warn
+			}
+			if !warned {
+				t.Errorf("the other host %s should be a warning: %+v", tc.warn, rep.Warnings)
+			}
+			var marked int
+			for _, h := range rep.Runtime.Hosts {
+				if strings.HasSuffix(h.Result, "(the error the runtime reports)") {
+					marked++
+				}
+			}
+			if marked != 1 {
+				t.Errorf("one runtime host should be marked as the reported error: %+v", rep.Runtime.Hosts)
+			}
+		})
+	}
+}

@@ -54,6 +54,7 @@ type walk struct {
 	challenged bool // a challenge after the ping was answered (once per attempt)
 	download   report.Download
 	cut        *report.Interruption // the run ended before a verdict
+	resolved   bool                 // the manifest HEAD of the current attempt succeeded: the runtime's resolve ended on this host
 }
 
 // Run probes the pull path of opts.Image. An error means the probe could not run (bad input,
@@ -117,12 +118,15 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 			summary: "the runtime's configuration leaves no host to pull " + ref.Registry + " from (blocked, or no host with the pull capability)"}
 	}
 	// Walk the hosts in the runtime's order; the first that holds decides, as containerd's resolver
-	// falls back host by host. A host that failed before it is a warning with its evidence.
+	// falls back host by host. When every host fails, the runtime names one host's error
+	// (pickReported); the others are warnings with their evidence.
 	results := make([]string, len(targets))
 	for i := range results {
 		results[i] = "not tried: an earlier host held"
 	}
+	var tried []hostTry
 	for i, t := range targets {
+		w.resolved = false
 		f = w.attemptFallback(t)
 		if f == nil {
 			results[i] = "ok"
@@ -134,9 +138,30 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 			break
 		}
 		results[i] = fmt.Sprintf("%s %s at %s on %s", w.classOf(f), f.code, f.step, f.ep.hostport)
-		if i < len(targets)-1 {
-			w.warn(f.code, f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; the runtime falls back to the next host", t.role, t.desc, f.step, f.code, f.summary))
+		tried = append(tried, hostTry{t: t, f: f, i: i, resolved: w.resolved, cred: w.cred, download: w.download})
+		if w.resolved && opts.Runtime != nil && opts.Runtime.Runtime == runtimeconfig.CRIO {
+			// containers/image keeps the first source whose manifest loads and pulls every blob from it
+			break
 		}
+	}
+	reported := -1
+	if f != nil && !f.cut && len(tried) > 0 {
+		reported = pickReported(opts.Runtime, tried)
+		pick := tried[reported]
+		f, w.cred, w.download = pick.f, pick.cred, pick.download
+		if len(tried) > 1 {
+			results[pick.i] += " (the error the runtime reports)"
+		}
+	}
+	for j, x := range tried {
+		if j == reported {
+			continue
+		}
+		then := "the runtime falls back to the next host"
+		if reported >= 0 && j > reported {
+			then = "it failed too; the runtime reports " + f.ep.hostport + "'s error (" + reportRule(opts.Runtime) + ")"
+		}
+		w.warn(x.f.code, x.f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; %s", x.t.role, x.t.desc, x.f.step, x.f.code, x.f.summary, then))
 	}
 	if provFail != nil {
 		f = w.providerFailure(f, provFail)
@@ -578,6 +603,9 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 		st += " (" + codes + ")"
 	}
 	f := &failure{ep: ep, step: layer, ev: ev}
+	if ep.role == report.RoleRegistry || ep.role == report.RoleMirror {
+		f.status = resp.StatusCode
+	}
 	f.evidence = []string{fmt.Sprintf("%s %s → %s", ev.HTTP.Method, ev.HTTP.URL, st)}
 	if ev.HTTP.Message != "" {
 		f.evidence = append(f.evidence, "message: "+ev.HTTP.Message)
@@ -597,7 +625,13 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 	switch resp.StatusCode {
 	case http.StatusUnauthorized:
 		f.code = report.CodeAuth401
-		if ch, err := registry.ParseChallenge(ev.HTTP.Challenge); err == nil && ch.Params["error"] == "insufficient_scope" {
+		ch, chErr := registry.ParseChallenge(ev.HTTP.Challenge)
+		if chErr == nil && ((ch.Scheme == "basic" && w.anonymous) || (ch.Scheme == "bearer" && ch.Params["error"] != "")) {
+			// containerd's authorizer turns these into an error, not a status: no basic auth
+			// credentials, or the token refused again ("server message: …")
+			f.status = 0
+		}
+		if chErr == nil && ch.Params["error"] == "insufficient_scope" {
 			f.code = report.CodeAuthInsufficientScope
 			f.summary = fmt.Sprintf("%s: the identity (%s) may not pull repository %s (insufficient_scope)", what, w.cred, w.ref.Repository)
 			break
@@ -672,6 +706,7 @@ func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
 		return nil, f
 	}
 	head.Body.Close()
+	w.resolved = head.StatusCode >= 200 && head.StatusCode < 300
 	digest := head.Header.Get("Docker-Content-Digest")
 	if w.ref.Digest != "" {
 		digest = w.ref.Digest

@@ -495,6 +495,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	// a mirror that is down, before a working upstream
 	writeFile(e.t, filepath.Join(etc, "certs.d", "mirrored.lab.test", "hosts.toml"),
 		"server = \"https://mirrored.lab.test\"\nca = \"/etc/containerd/ca.pem\"\n\n[host.\"https://mirror.lab.test\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/containerd/ca.pem\"\n")
+	// every host fails: a mirror whose certificate the lab CA did not sign, before an upstream not in DNS
+	writeFile(e.t, filepath.Join(etc, "certs.d", "allfail.lab.test", "hosts.toml"),
+		"server = \"https://allfail.lab.test\"\nca = \"/etc/containerd/ca.pem\"\n\n[host.\"https://registry.lab.test:5002\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/containerd/ca.pem\"\n")
 	// the second config_path directory: the only way to hidden.lab.test (not in DNS) is its mirror
 	writeFile(e.t, filepath.Join(etc, "certs2.d", "hidden.lab.test", "hosts.toml"),
 		"server = \"https://hidden.lab.test\"\n\n[host.\"https://registry.lab.test\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/containerd/ca.pem\"\n")

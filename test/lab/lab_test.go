@@ -146,6 +146,14 @@ var cases = []labCase{
 	{name: "localhost, untrusted certificate", image: "localhost:5007/%s:v1", hosts: true, explain: "tls", class: "tls", role: "registry",
 		v2: &labCase{wantPull: true, class: "ok"}},
 	{name: "mirror down, upstream works", image: "mirrored.lab.test/%s:v1", wantPull: true, class: "ok", warn: "mirror.lab.test:443"},
+	// every host fails, each its own way: the runtime names one host's error, and so must the probe.
+	// A mirror with an untrusted certificate before an upstream not in DNS: both containerds keep
+	// the first error (1.6.20 remotes/docker/resolver.go:286; 2.4.2 core/remotes/docker/resolver.go:338)
+	{name: "all hosts fail: untrusted mirror, upstream NXDOMAIN", image: "allfail.lab.test/%s:v1", explain: "tls", class: "tls", role: "mirror", warn: "allfail.lab.test:443"},
+	// the mirror refuses, the upstream lacks the tag: 1.6.20 skips a 404 and keeps the mirror's
+	// error (resolver.go:295); 2.4.2 ranks a 404 above a connection error (resolver.go:352)
+	{name: "all hosts fail: mirror refused, upstream tag missing", image: "mirrored.lab.test/%s:nope", explain: "endpoint", class: "endpoint", role: "mirror", warn: "mirrored.lab.test:443",
+		v2: &labCase{explain: "not_found", class: "not_found", role: "registry", warn: "mirror.lab.test:443"}},
 	{name: "HTTPS proxy without NO_PROXY for the registry", image: "registry.lab.test/%s:v1", proxied: true, explain: "proxy", class: "proxy", role: "proxy"},
 	{name: "VPN sidecar: the pod has a route the node lacks", image: "vpn.lab.test/%s:v1", explain: "route", class: "route", role: "registry", podClass: "ok"},
 	{name: "registry packets dropped", image: "dropped.lab.test/%s:v1", slow: true, explain: "route", class: "route", role: "registry"},

@@ -25,6 +25,7 @@ type crioCase struct {
 	code    string // the code explain and the probe must both give
 	first   string // the host `pullpath runtime` lists first ("" when none)
 	runtime string // a warning `pullpath runtime` must give
+	warn    string // a host the probe must warn about (a mirror that failed too)
 }
 
 var crioCases = []crioCase{
@@ -33,6 +34,10 @@ var crioCases = []crioCase{
 	{name: "insecure registry, plain HTTP", image: "registry.lab.test:5004/%s:v1", wantOK: true, class: "ok", first: "registry.lab.test:5004"},
 	{name: "digest-only mirror, tag pull", image: "digest.lab.test/%s:v1", class: "dns", role: "registry", first: "digest.lab.test", runtime: "MIRROR_SKIPPED"},
 	{name: "digest-only mirror, digest pull", image: "digest.lab.test/%s@%s", wantOK: true, class: "ok", first: "registry.lab.test"},
+	// every location fails: containers/image returns the primary's error, the mirrors' only prefix it
+	// (docker/docker_image_src.go:104-111 at v5.23.1)
+	{name: "all fail: untrusted mirror, primary NXDOMAIN", image: "crio-allfail.lab.test/%s:v1", class: "dns", role: "registry", first: "registry.lab.test:5002", warn: "registry.lab.test:5002"},
+	{name: "all fail: mirror refused, primary tag missing", image: "crio-nope.lab.test/%s:nope", class: "not_found", role: "registry", first: "mirror.lab.test", warn: "mirror.lab.test:443"},
 }
 
 // crioRegistries is the CRI-O node's registries.conf (containers-registries.conf(5), v2 format).
@@ -50,6 +55,22 @@ location = "registry.lab.test"
 prefix = "direct.lab.test:4443"
 location = "direct.lab.test:4443"
 blocked = true
+
+# every location fails: the mirror's certificate is not the lab CA's, the primary is not in DNS
+[[registry]]
+prefix = "crio-allfail.lab.test"
+location = "crio-allfail.lab.test"
+
+[[registry.mirror]]
+location = "registry.lab.test:5002"
+
+# every location fails: the mirror refuses, the primary lacks the tag
+[[registry]]
+prefix = "crio-nope.lab.test"
+location = "registry.lab.test"
+
+[[registry.mirror]]
+location = "mirror.lab.test"
 
 # plain HTTP
 [[registry]]
@@ -152,6 +173,15 @@ func (e *env) crioCase(root string, c crioCase) *crioResult {
 	}
 	if c.code != "" && r.probe.Code != c.code {
 		r.problems = append(r.problems, fmt.Sprintf("probe code %q, want %q", r.probe.Code, c.code))
+	}
+	if c.warn != "" {
+		found := false
+		for _, w := range r.probe.Warnings {
+			found = found || w.Host == c.warn
+		}
+		if !found {
+			r.problems = append(r.problems, fmt.Sprintf("probe should warn about %s: %+v", c.warn, r.probe.Warnings))
+		}
 	}
 	ro, _ := exec.Command(e.pullpath, "runtime", "-o", "json", "--host-root", root, c.image).Output()
 	r.runtimeOut = string(ro)
