@@ -85,7 +85,10 @@ Credentials, first found wins: --username with --password-stdin, --pull-secret
 --pull-secret-env (repeatable: every entry that covers the image is tried in
 turn, in the kubelet's order, until one pulls), the docker config
 ($DOCKER_CONFIG, ~/.docker/config.json, credential helpers); else anonymous.
---anonymous with any of these is a usage error.
+--anonymous with any of these is a usage error. Under a host root whose kubelet
+has credential providers for the image, the probe runs them as the kubelet
+does; with --pull-secret/--pull-secret-env it tries the secrets first, then
+what the providers gave, and, as the kubelet, never pulls anonymously after.
 
 --no-download stops after the manifest and the first byte of each layer: every
 blob host is still reached through its redirects, but nothing is verified and
@@ -265,26 +268,41 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 // the kubelet does — under --host-root /host that executes the node's binary from /host — and
 // presents the node's own identity; else the docker config; else nothing.
 func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (creds.Credential, []*credprovider.Plan, error) {
-	if o.anonymous || o.passwordStdin || o.pullSecret != "" || len(o.pullSecretEnv) > 0 {
+	if o.anonymous || o.passwordStdin {
 		c, err := o.explicitCredential(ref)
 		return c, nil, err
 	}
+	var plans []*credprovider.Plan
 	note := ""
 	if rt != nil && rt.HostRoot != "" {
 		root := runtimeconfig.Root{FS: os.DirFS(rt.HostRoot), Name: rt.HostRoot}
-		plans, n, err := credprovider.FindAll(root, ref.Registry+"/"+ref.Repository)
+		var err error
+		plans, note, err = credprovider.FindAll(root, ref.Registry+"/"+ref.Repository)
 		if err != nil {
 			return creds.Credential{}, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
 		}
-		if len(plans) > 0 {
-			if o.output == "text" {
-				for _, p := range plans {
-					fmt.Fprintf(o.streams.ErrOut, "pullpath: presenting the node's identity: running %s, as the kubelet does\n", p.Source())
-				}
+		if len(plans) > 0 && o.output == "text" {
+			for _, p := range plans {
+				fmt.Fprintf(o.streams.ErrOut, "pullpath: presenting the node's identity: running %s, as the kubelet does\n", p.Source())
 			}
-			return creds.Credential{Source: plans[0].Source()}, plans, nil
 		}
-		note = n
+	}
+	// pull secrets are the kubelet's too: it tries them first, then what its providers gave
+	if o.pullSecret != "" || len(o.pullSecretEnv) > 0 {
+		c, err := o.explicitCredential(ref)
+		var none *creds.NoEntryError
+		switch {
+		case errors.As(err, &none) && len(plans) > 0:
+			// the kubelet skips a secret without an entry for the image: its providers remain
+			fmt.Fprintf(o.streams.ErrOut, "pullpath: %v: the kubelet pulls with its credential providers only\n", err)
+			return creds.Credential{Source: plans[0].Source()}, plans, nil
+		case err != nil:
+			return c, nil, err
+		}
+		return c, plans, nil
+	}
+	if len(plans) > 0 {
+		return creds.Credential{Source: plans[0].Source()}, plans, nil
 	}
 	c, err := o.explicitCredential(ref)
 	if err == nil && c.Anonymous() && note != "" {
