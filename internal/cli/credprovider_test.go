@@ -123,6 +123,50 @@ func TestProbeUsesTheKubeletsCredentialProvider(t *testing.T) {
 	if p := rt2.Pulls(); len(p) != 2 || p[0].Auth.GetPassword() != "wrong-password" || p[1].Auth.GetPassword() != demo.Password {
 		t.Errorf("--cri with a pull secret and the provider: %d pulls, want the secret's then the provider's\n%.600s", len(p), r.out)
 	}
+	// the kubelet's own docker config (its node keyring) sits between the pod's secrets and the
+	// providers: refused, it is followed by the provider's answer; right, it pulls after a refused secret
+	nodeCfg := filepath.Join(root, "var/lib/kubelet/config.json")
+	for _, c := range []struct {
+		name, prov, node string
+		env              []string
+		source           string
+		order            []string // in the PULL_SECRET_MORE warning
+	}{
+		{"docker config refused, provider pulls", `ok, ` + demo.User + `, ` + demo.Password, secret("wrong-password"), nil,
+			"credential provider fake", []string{"the kubelet's docker config /var/lib/kubelet/config.json (entry " + e.Lab.RegistryAddr() + "): auth (AUTH_401)", "credential provider fake"}},
+		{"secret refused, docker config pulls", `fail`, secret(demo.Password), []string{"--pull-secret-env", "PULLPATH_TEST_SECRET"},
+			"the kubelet's docker config", []string{"pull secret s1 via $PULLPATH_TEST_SECRET", ": auth (AUTH_401)", "the kubelet's docker config /var/lib/kubelet/config.json", ": ok (OK)"}},
+	} {
+		tree(c.prov)
+		writeTree(t, root, map[string]string{"var/lib/kubelet/config.json": c.node})
+		t.Setenv("PULLPATH_TEST_SECRET", secret("wrong-password"))
+		r = probe("", c.env...)
+		full.Warnings = nil
+		if err := json.Unmarshal([]byte(r.out), &full); err != nil || full.Class != "ok" || !strings.HasPrefix(full.CredentialSource, c.source) {
+			t.Errorf("%s: exit %d class %s %s identity %q %v\n%s", c.name, r.code, full.Class, full.Code, full.CredentialSource, err, r.errOut)
+		}
+		turns := ""
+		for _, w := range full.Warnings {
+			if w.Code == "PULL_SECRET_MORE" {
+				turns = w.Message
+			}
+		}
+		at := 0
+		for _, part := range c.order {
+			i := strings.Index(turns[at:], part)
+			if i < 0 {
+				t.Errorf("%s: %q not in order in %q", c.name, part, turns)
+				break
+			}
+			at += i + len(part)
+		}
+		if strings.Contains(r.out+r.errOut, demo.Password) || strings.Contains(r.out+r.errOut, "wrong-password") {
+			t.Errorf("%s: a password reached the output", c.name)
+		}
+	}
+	if err := os.Remove(nodeCfg); err != nil {
+		t.Fatal(err)
+	}
 	// a broken provider config is a clear usage error naming the file
 	writeTree(t, root, map[string]string{"var/lib/kubelet/credential-provider-config.yaml": "kind: Nope\n"})
 	if r = probe(""); r.code != ExitUsage || !strings.Contains(r.errOut, "credential-provider-config.yaml") {

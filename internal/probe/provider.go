@@ -46,10 +46,11 @@ func (w *walk) useProviders(all *credprovider.Combined) *credprovider.Failure {
 	return nil
 }
 
-// providersAfter records the providers' runs when the walk presents the pod's pull secrets: the
+// providersAfter records the providers' runs when the walk presents a pull secret or the kubelet's
+// docker config: the
 // kubelet runs every provider for the image either way, and tries what they gave after the
-// secrets. A provider that failed is a warning: the kubelet pulls with the rest of its list, and
-// never anonymously once it has a credential.
+// secrets (and its own docker config). A provider that failed is a warning: the kubelet pulls with
+// the rest of its list, and never anonymously once it has a credential.
 func (w *walk) providersAfter(all *credprovider.Combined) {
 	w.secrets = append(w.secrets, all.Secrets...)
 	for _, o := range all.Outcomes {
@@ -68,8 +69,8 @@ type turns struct {
 
 var (
 	providerTurns = turns{report.CodeCredentialProviderMore, "its providers gave"}
-	secretTurns   = turns{report.CodePullSecretMore, "of the pod's pull secrets that covers the image"}
-	keyringTurns  = turns{report.CodePullSecretMore, "it has for the image (the pod's pull secrets, then what its credential providers gave)"}
+	// the pod's pull secrets, the kubelet's docker config, its providers' answers: whichever it has
+	keyringTurns = turns{report.CodePullSecretMore, "it has for the image, in its keyring's order (the pod's pull secrets, its own docker config, then what its credential providers gave)"}
 )
 
 // tryInTurn does what the kubelet does when the pull with the first credential it has for the image
