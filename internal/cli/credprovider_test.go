@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +16,8 @@ import (
 
 // On a node whose kubelet has a credential provider for the image, `probe --host-root` presents
 // the node's identity: it runs the node's provider (from under the root) as the kubelet does.
-// Explicit credentials win, and the provider is not run.
+// --username wins, and the provider is not run; pull secrets are tried first, then the provider's
+// answer, as the kubelet's keyring unions them.
 func TestProbeUsesTheKubeletsCredentialProvider(t *testing.T) {
 	e := lab(t)
 	root := t.TempDir()
@@ -70,6 +73,99 @@ func TestProbeUsesTheKubeletsCredentialProvider(t *testing.T) {
 	r = probe(demoPassword+"\n", "-u", demo.User, "--password-stdin")
 	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || r.code != ExitOK || !strings.HasPrefix(doc.CredentialSource, "flag") {
 		t.Fatalf("explicit credentials: exit %d %+v %v", r.code, doc, err)
+	}
+	// pull secrets and the provider, as the kubelet's keyring unions them: the secret first, then
+	// the provider's answer, no anonymous pull after
+	secret := func(pass string) string {
+		return fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, e.Lab.RegistryAddr(), base64.StdEncoding.EncodeToString([]byte(demo.User+":"+pass)))
+	}
+	var full struct {
+		Class, Code, CredentialSource string
+		Failing                       *struct{ Host, Role, Step string }
+		Warnings                      []struct{ Code, Message string }
+	}
+	for _, c := range []struct {
+		name, prov, secret, class, code, source string
+		warn                                    []string
+	}{
+		{"secret refused, provider pulls", `ok, ` + demo.User + `, ` + demo.Password, secret("wrong-password"), "ok", "OK", "credential provider fake", []string{"PULL_SECRET_MORE"}},
+		{"secret pulls, provider failed", `fail`, secret(demo.Password), "ok", "OK", "pull secret s1 via $PULLPATH_TEST_SECRET", []string{"CREDENTIAL_PROVIDER_FAILED"}},
+		{"secret refused, provider failed: the secret's finding", `fail`, secret("wrong-password"), "auth", "AUTH_401", "pull secret s1 via $PULLPATH_TEST_SECRET", []string{"CREDENTIAL_PROVIDER_FAILED"}},
+		{"secret for another registry: the provider alone", `ok, ` + demo.User + `, ` + demo.Password, `{"auths":{"elsewhere.test":{"auth":"eDp5"}}}`, "ok", "OK", "credential provider fake", nil},
+	} {
+		tree(c.prov)
+		t.Setenv("PULLPATH_TEST_SECRET", c.secret)
+		t.Setenv("PULLPATH_TEST_SECRET_NAME", "s1")
+		r = probe("", "--pull-secret-env", "PULLPATH_TEST_SECRET")
+		full.Warnings = nil
+		if err := json.Unmarshal([]byte(r.out), &full); err != nil || full.Class != c.class || full.Code != c.code || !strings.HasPrefix(full.CredentialSource, c.source) {
+			t.Errorf("%s: exit %d class %s %s identity %q %v\n%s", c.name, r.code, full.Class, full.Code, full.CredentialSource, err, r.errOut)
+		}
+		codes := map[string]bool{}
+		for _, w := range full.Warnings {
+			codes[w.Code] = true
+		}
+		for _, w := range c.warn {
+			if !codes[w] {
+				t.Errorf("%s: no %s warning: %+v", c.name, w, full.Warnings)
+			}
+		}
+		if strings.Contains(r.out+r.errOut, demo.Password) || strings.Contains(r.out+r.errOut, "wrong-password") {
+			t.Errorf("%s: a password reached the output", c.name)
+		}
+	}
+	// --cri hands the runtime the same list in the same order: the secret's, then the provider's
+	tree(`ok, ` + demo.User + `, ` + demo.Password)
+	t.Setenv("PULLPATH_TEST_SECRET", secret("wrong-password"))
+	rt2 := critest.Start(t)
+	rt2.FailPulls("failed to pull and unpack image: 401 Unauthorized")
+	r = probe("", "--cri="+rt2.Socket, "--pull-secret-env", "PULLPATH_TEST_SECRET")
+	if p := rt2.Pulls(); len(p) != 2 || p[0].Auth.GetPassword() != "wrong-password" || p[1].Auth.GetPassword() != demo.Password {
+		t.Errorf("--cri with a pull secret and the provider: %d pulls, want the secret's then the provider's\n%.600s", len(p), r.out)
+	}
+	// the kubelet's own docker config (its node keyring) sits between the pod's secrets and the
+	// providers: refused, it is followed by the provider's answer; right, it pulls after a refused secret
+	nodeCfg := filepath.Join(root, "var/lib/kubelet/config.json")
+	for _, c := range []struct {
+		name, prov, node string
+		env              []string
+		source           string
+		order            []string // in the PULL_SECRET_MORE warning
+	}{
+		{"docker config refused, provider pulls", `ok, ` + demo.User + `, ` + demo.Password, secret("wrong-password"), nil,
+			"credential provider fake", []string{"the kubelet's docker config /var/lib/kubelet/config.json (entry " + e.Lab.RegistryAddr() + "): auth (AUTH_401)", "credential provider fake"}},
+		{"secret refused, docker config pulls", `fail`, secret(demo.Password), []string{"--pull-secret-env", "PULLPATH_TEST_SECRET"},
+			"the kubelet's docker config", []string{"pull secret s1 via $PULLPATH_TEST_SECRET", ": auth (AUTH_401)", "the kubelet's docker config /var/lib/kubelet/config.json", ": ok (OK)"}},
+	} {
+		tree(c.prov)
+		writeTree(t, root, map[string]string{"var/lib/kubelet/config.json": c.node})
+		t.Setenv("PULLPATH_TEST_SECRET", secret("wrong-password"))
+		r = probe("", c.env...)
+		full.Warnings = nil
+		if err := json.Unmarshal([]byte(r.out), &full); err != nil || full.Class != "ok" || !strings.HasPrefix(full.CredentialSource, c.source) {
+			t.Errorf("%s: exit %d class %s %s identity %q %v\n%s", c.name, r.code, full.Class, full.Code, full.CredentialSource, err, r.errOut)
+		}
+		turns := ""
+		for _, w := range full.Warnings {
+			if w.Code == "PULL_SECRET_MORE" {
+				turns = w.Message
+			}
+		}
+		at := 0
+		for _, part := range c.order {
+			i := strings.Index(turns[at:], part)
+			if i < 0 {
+				t.Errorf("%s: %q not in order in %q", c.name, part, turns)
+				break
+			}
+			at += i + len(part)
+		}
+		if strings.Contains(r.out+r.errOut, demo.Password) || strings.Contains(r.out+r.errOut, "wrong-password") {
+			t.Errorf("%s: a password reached the output", c.name)
+		}
+	}
+	if err := os.Remove(nodeCfg); err != nil {
+		t.Fatal(err)
 	}
 	// a broken provider config is a clear usage error naming the file
 	writeTree(t, root, map[string]string{"var/lib/kubelet/credential-provider-config.yaml": "kind: Nope\n"})

@@ -85,7 +85,12 @@ Credentials, first found wins: --username with --password-stdin, --pull-secret
 --pull-secret-env (repeatable: every entry that covers the image is tried in
 turn, in the kubelet's order, until one pulls), the docker config
 ($DOCKER_CONFIG, ~/.docker/config.json, credential helpers); else anonymous.
---anonymous with any of these is a usage error.
+--anonymous with any of these is a usage error. Under a host root the probe
+takes the node's credentials as the kubelet does: its docker config
+(config.json in --root-dir, /, /.docker) and its credential providers, run as
+the kubelet runs them. It tries --pull-secret/--pull-secret-env first, then the
+kubelet's docker config, then what the providers gave, and, as the kubelet,
+never pulls anonymously after a credential was refused.
 
 --no-download stops after the manifest and the first byte of each layer: every
 blob host is still reached through its redirects, but nothing is verified and
@@ -265,26 +270,60 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 // the kubelet does — under --host-root /host that executes the node's binary from /host — and
 // presents the node's own identity; else the docker config; else nothing.
 func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (creds.Credential, []*credprovider.Plan, error) {
-	if o.anonymous || o.passwordStdin || o.pullSecret != "" || len(o.pullSecretEnv) > 0 {
+	if o.anonymous || o.passwordStdin {
 		c, err := o.explicitCredential(ref)
 		return c, nil, err
 	}
+	var plans []*credprovider.Plan
+	var node []creds.Credential // the node keyring's: the kubelet's own docker config
 	note := ""
 	if rt != nil && rt.HostRoot != "" {
 		root := runtimeconfig.Root{FS: os.DirFS(rt.HostRoot), Name: rt.HostRoot}
-		plans, n, err := credprovider.FindAll(root, ref.Registry+"/"+ref.Repository)
+		var err error
+		plans, note, err = credprovider.FindAll(root, ref.Registry+"/"+ref.Repository)
 		if err != nil {
 			return creds.Credential{}, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
 		}
-		if len(plans) > 0 {
-			if o.output == "text" {
-				for _, p := range plans {
-					fmt.Fprintf(o.streams.ErrOut, "pullpath: presenting the node's identity: running %s, as the kubelet does\n", p.Source())
-				}
+		if len(plans) > 0 && o.output == "text" {
+			for _, p := range plans {
+				fmt.Fprintf(o.streams.ErrOut, "pullpath: presenting the node's identity: running %s, as the kubelet does\n", p.Source())
 			}
-			return creds.Credential{Source: plans[0].Source()}, plans, nil
 		}
-		note = n
+		if f, b := credprovider.NodeDockerConfig(root); f != "" {
+			all, err := creds.FromPullSecrets([]creds.NamedSecret{{Label: f, Data: b}}, ref.Registry+"/"+ref.Repository)
+			var none *creds.NoEntryError
+			switch {
+			case err == nil:
+				for i := range all {
+					all[i].Source = "the kubelet's docker config " + strings.TrimPrefix(all[i].Source, "pull secret ")
+				}
+				node = all
+			case !errors.As(err, &none) && o.output == "text":
+				fmt.Fprintf(o.streams.ErrOut, "pullpath: the kubelet's docker config: %v; the kubelet skips it too\n", err)
+			}
+		}
+	}
+	// the kubelet's list: the pod's pull secrets, its docker config, then what its providers gave
+	var list []creds.Credential
+	if o.pullSecret != "" || len(o.pullSecretEnv) > 0 {
+		c, err := o.explicitCredential(ref)
+		var none *creds.NoEntryError
+		switch {
+		case errors.As(err, &none) && len(node)+len(plans) > 0:
+			// the kubelet skips a secret without an entry for the image: the node's own remain
+			fmt.Fprintf(o.streams.ErrOut, "pullpath: %v: the kubelet pulls with the node's own credentials only\n", err)
+		case err != nil:
+			return c, nil, err
+		default:
+			list = append([]creds.Credential{c}, o.probe.More...)
+		}
+	}
+	if list = append(list, node...); len(list) > 0 {
+		o.probe.More = list[1:]
+		return list[0], plans, nil
+	}
+	if len(plans) > 0 {
+		return creds.Credential{Source: plans[0].Source()}, plans, nil
 	}
 	c, err := o.explicitCredential(ref)
 	if err == nil && c.Anonymous() && note != "" {

@@ -53,16 +53,21 @@ func (o *probeOptions) prepareCRI(ctx context.Context) (func(context.Context, *r
 }
 
 // runtimePull asks the runtime to pull the image with the credentials the walk presented: the
-// flag's, the pull secret's, the docker config's, or the kubelet's credential provider's (run
-// again, as the kubelet runs it before each pull; each credential they give in turn until one
-// pulls, as the kubelet hands them). With none, the runtime uses its own configuration, as it
+// flag's, the pull secrets', the docker config's, and the kubelet's credential providers' (run
+// again, as the kubelet runs them before each pull), each in turn until one pulls, as the kubelet
+// hands them. With none, the runtime uses its own configuration, as it
 // would for the kubelet.
 func (o *probeOptions) runtimePull(ctx context.Context, c *cri.Client, rep *report.Probe) *report.CRIResult {
-	cands := append([]creds.Credential{o.probe.Credential}, o.probe.More...) // the pod's further pull secrets
-	if ps := o.probe.Providers; len(ps) > 0 && o.probe.Credential.Anonymous() {
-		if all := credprovider.RunAll(ctx, ps); len(all.Creds) > 0 {
-			cands = all.Creds // the kubelet hands the runtime each in turn until one pulls
-		}
+	// the kubelet's list: the pod's pull secrets, then what its providers gave, each in turn
+	var cands []creds.Credential
+	if !o.probe.Credential.Anonymous() {
+		cands = append([]creds.Credential{o.probe.Credential}, o.probe.More...)
+	}
+	if ps := o.probe.Providers; len(ps) > 0 {
+		cands = append(cands, credprovider.RunAll(ctx, ps).Creds...)
+	}
+	if len(cands) == 0 {
+		cands = []creds.Credential{o.probe.Credential} // none: the runtime's own configuration
 	}
 	var res *report.CRIResult
 	for _, cred := range cands {

@@ -465,6 +465,16 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
+// junitVerdict is a pool's broken path as a JUnit failure: its class as the type, and the class,
+// code and failing host in the message.
+func junitVerdict(v report.ProbeSummary, text string) *junitFailure {
+	msg := fmt.Sprintf("class %s %s", v.Class, v.Code)
+	if v.Host != "" {
+		msg += fmt.Sprintf(" on %s (%s) at %s", v.Host, v.Role, v.Step)
+	}
+	return &junitFailure{Message: msg, Type: string(v.Class), Text: text}
+}
+
 func writeJUnit(path string, v *report.Verification) error {
 	s := junitSuite{Name: "pullpath verify " + v.Image, Time: fmt.Sprintf("%.3f", v.Duration.Std().Seconds())}
 	for _, p := range v.Pools {
@@ -473,14 +483,19 @@ func writeJUnit(path string, v *report.Verification) error {
 		case p.Probe != nil:
 			c.Time = fmt.Sprintf("%.3f", p.Probe.Duration.Std().Seconds())
 			if p.Probe.Class != report.ClassOK {
-				msg := fmt.Sprintf("class %s %s", p.Probe.Class, p.Probe.Code)
-				if f := p.Probe.Failing; f != nil {
-					msg += fmt.Sprintf(" on %s (%s) at %s", f.Host, f.Role, f.Step)
-				}
-				c.Failure = &junitFailure{Message: msg, Type: string(p.Probe.Class), Text: p.Probe.Summary + "\n" + p.Probe.WhereToLook}
+				c.Failure = junitVerdict(report.Summarize(p.Probe), p.Probe.Summary+"\n"+p.Probe.WhereToLook)
 				s.Failures++
 			} else {
 				c.SystemOut = p.Probe.Summary
+			}
+		case p.Summary != nil:
+			// the probe ran and gave its verdict; only its full report (the log) is missing
+			const from = " (from the probe's termination message: its log could not be read)"
+			if p.Summary.Class != report.ClassOK {
+				c.Failure = junitVerdict(*p.Summary, p.Summary.Summary+from)
+				s.Failures++
+			} else {
+				c.SystemOut = p.Summary.Summary + from
 			}
 		default:
 			c.Error = &junitFailure{Message: p.Error, Type: "no-probe", Text: p.Error}

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"encoding/xml"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -96,5 +99,59 @@ func TestVerifyTextPodSecrets(t *testing.T) {
 	_ = writeVerifyText(&b, v)
 	if !strings.Contains(b.String(), "pull secrets  none presented: they pull with the node's own configuration") {
 		t.Errorf("no secret presented:\n%s", b.String())
+	}
+}
+
+// A pool whose probe left only its termination-message verdict (its log unreadable) is judged by
+// that verdict: a failure with its class, code and host, not an error as if no probe had run.
+func TestJUnitReportsEveryVerdict(t *testing.T) {
+	v := &report.Verification{Image: "registry.cluster.test/app:1", Pools: []report.PoolResult{
+		{Pool: "a", Node: "a-1", Class: report.ClassOK, Probe: &report.Probe{Class: report.ClassOK, Summary: "the whole path holds"}},
+		{Pool: "b", Node: "b-1", Class: report.ClassAuth, Probe: &report.Probe{Class: report.ClassAuth, Code: report.CodeAuth401, Summary: "refused",
+			Failing: &report.Failing{Host: "registry.cluster.test:5001", Role: report.RoleRegistry, Step: report.StepManifest}}},
+		{Pool: "c", Node: "c-1", Class: report.ClassRoute, Error: "the probe's log could not be read",
+			Summary: &report.ProbeSummary{Class: report.ClassRoute, Code: report.CodeTCPTimeout, Host: "registry.cluster.test:443", Role: report.RoleRegistry, Step: report.StepTCP, Summary: "no answer"}},
+		{Pool: "d", Node: "d-1", Class: report.ClassOK, Error: "the probe's log could not be read",
+			Summary: &report.ProbeSummary{Class: report.ClassOK, Code: report.CodeOK, Summary: "the whole path holds"}},
+		{Pool: "e", Class: report.ClassOther, Error: "no eligible node"},
+	}}
+	path := filepath.Join(t.TempDir(), "verify.xml")
+	if err := writeJUnit(path, v); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc junitSuites
+	if err := xml.Unmarshal(b, &doc); err != nil || len(doc.Suites) != 1 {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	s := doc.Suites[0]
+	if s.Tests != 5 || s.Failures != 2 || s.Errors != 1 {
+		t.Errorf("tests %d failures %d errors %d, want 5 2 1\n%s", s.Tests, s.Failures, s.Errors, b)
+	}
+	type want struct{ kind, typ, msg string }
+	for i, w := range []want{
+		{"pass", "", ""},
+		{"failure", "auth", "class auth AUTH_401 on registry.cluster.test:5001 (registry) at manifest"},
+		{"failure", "route", "class route TCP_TIMEOUT on registry.cluster.test:443 (registry) at tcp"},
+		{"pass", "", ""},
+		{"error", "no-probe", "no eligible node"},
+	} {
+		c := s.Cases[i]
+		kind, f := "pass", (*junitFailure)(nil)
+		switch {
+		case c.Failure != nil:
+			kind, f = "failure", c.Failure
+		case c.Error != nil:
+			kind, f = "error", c.Error
+		}
+		if kind != w.kind || f != nil && (f.Type != w.typ || f.Message != w.msg) {
+			t.Errorf("pool %s: %s %+v, want %s type %q message %q", v.Pools[i].Pool, kind, f, w.kind, w.typ, w.msg)
+		}
+	}
+	if f := s.Cases[2].Failure; f == nil || !strings.Contains(f.Text, "termination message") || !strings.Contains(s.Cases[3].SystemOut, "termination message") {
+		t.Errorf("a verdict from the termination message should say so: %+v / %q", f, s.Cases[3].SystemOut)
 	}
 }

@@ -102,8 +102,8 @@ func ParseConfig(b []byte, file string) (*Config, error) {
 }
 
 // MatchAll returns every provider, in the config's order, whose matchImages cover image, as the
-// kubelet's isImageAllowed decides: the kubelet calls each and combines their answers, the earlier
-// provider winning a key both return.
+// kubelet's isImageAllowed decides: the kubelet calls each and combines their answers (a key two
+// providers return gives both, the earlier provider's first).
 func (c *Config) MatchAll(image string) []*Provider {
 	var out []*Provider
 	for i := range c.Providers {

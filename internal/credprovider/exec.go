@@ -213,9 +213,12 @@ type Outcome struct {
 type Combined struct {
 	Outcomes []Outcome
 	// Creds are the credentials the kubelet tries, in its order: the combined answers' auth keys
-	// that match the image, most specific key first (the keyring's reverse order), a key two
-	// providers returned taken from the earlier one (the kubelet's documented rule). From names
-	// the plan each came from.
+	// that match the image, most specific key first (the keyring's reverse order); a key several
+	// providers returned gives each one's credential, the earlier provider's first. (The
+	// CredentialProviderConfig docs say the earlier provider's value is used; the v1.37 keyring
+	// keeps both: plugin/plugins.go:91 adds every answer to one BasicDockerKeyring, whose Add
+	// appends per key, and plugins_test.go "multiple providers" expects two.) From names the plan
+	// each came from.
 	Creds   []creds.Credential
 	From    []*Plan
 	Secrets []string // every credential value any provider returned, for scrubbing
@@ -225,8 +228,12 @@ type Combined struct {
 // combines their answers.
 func RunAll(ctx context.Context, plans []*Plan) Combined {
 	var c Combined
-	auth := map[string]authEntry{}
-	owner := map[string]int{} // the outcome whose answer holds the key
+	type answer struct {
+		key   string
+		entry authEntry
+		from  int // the outcome that gave it
+	}
+	var all []answer
 	for i, p := range plans {
 		a, secrets, took, f := p.exchange(ctx)
 		c.Secrets = append(c.Secrets, secrets...)
@@ -234,19 +241,22 @@ func RunAll(ctx context.Context, plans []*Plan) Combined {
 		if f == nil {
 			o.Cred, o.Failure = p.pick(a, took)
 			for k, v := range a {
-				if _, seen := auth[k]; !seen {
-					auth[k], owner[k] = v, i
-				}
+				all = append(all, answer{k, v, i})
 			}
 		}
 		c.Outcomes = append(c.Outcomes, o)
 	}
-	keys := slices.Collect(maps.Keys(auth))
-	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
-	for _, k := range keys {
-		if ok, _ := URLsMatch(k, plans[0].Image); ok {
-			o := c.Outcomes[owner[k]]
-			c.Creds = append(c.Creds, o.Plan.credential(k, auth[k], o.Took))
+	// reverse key order; for a shared key the providers' order (a map gave each one's keys)
+	sort.SliceStable(all, func(i, j int) bool {
+		if all[i].key != all[j].key {
+			return all[i].key > all[j].key
+		}
+		return all[i].from < all[j].from
+	})
+	for _, a := range all {
+		if ok, _ := URLsMatch(a.key, plans[0].Image); ok {
+			o := c.Outcomes[a.from]
+			c.Creds = append(c.Creds, o.Plan.credential(a.key, a.entry, o.Took))
 			c.From = append(c.From, o.Plan)
 		}
 	}

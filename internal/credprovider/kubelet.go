@@ -23,6 +23,9 @@ type Kubelet struct {
 	// ImageEndpoint is the CRI endpoint the kubelet pulls through: --image-service-endpoint, else
 	// --container-runtime-endpoint (or their KubeletConfiguration fields); "" when not set.
 	ImageEndpoint, ImageEndpointOrigin string
+	// RootDir is --root-dir ("" when not set: the kubelet's default /var/lib/kubelet), where the
+	// node keyring looks for a docker config first.
+	RootDir, RootDirOrigin string
 }
 
 // argVars are the variables distributions hand kubelet flags in (kubeadm, AKS, EKS, k8s packages).
@@ -48,7 +51,7 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 			continue
 		}
 		switch name {
-		case "image-credential-provider-config", "image-credential-provider-bin-dir", "config", "container-runtime-endpoint", "image-service-endpoint":
+		case "image-credential-provider-config", "image-credential-provider-bin-dir", "config", "container-runtime-endpoint", "image-service-endpoint", "root-dir":
 		default:
 			continue
 		}
@@ -71,6 +74,8 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 			eps.runtime = [2]string{val, origin}
 		case "image-service-endpoint":
 			eps.image = [2]string{val, origin}
+		case "root-dir":
+			k.RootDir, k.RootDirOrigin = val, origin
 		}
 	}
 	if configFile != "" {

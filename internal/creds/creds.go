@@ -83,7 +83,7 @@ func FromPullSecret(b []byte, file, registry string) (Credential, error) {
 		for k := range auths {
 			keys = append(keys, k)
 		}
-		return Credential{}, fmt.Errorf("pull secret %s has no entry for %s (it has: %s)", file, registry, strings.Join(keys, ", "))
+		return Credential{}, &NoEntryError{Secrets: file, Image: registry, Keys: keys}
 	}
 	c, err := e.credential()
 	if err != nil {
@@ -316,6 +316,16 @@ func splitImage(image string) (host, repo string) {
 	return strings.ToLower(host), ref.Context().RepositoryStr()
 }
 
+// NoEntryError is a pull secret without an entry for the image: the kubelet skips it.
+type NoEntryError struct {
+	Secrets, Image string
+	Keys           []string
+}
+
+func (e *NoEntryError) Error() string {
+	return fmt.Sprintf("pull secret %s has no entry for %s (it has: %s)", e.Secrets, e.Image, strings.Join(e.Keys, ", "))
+}
+
 // NamedSecret is one pull secret's content (a Secret, a config.json or a bare .dockercfg) and the
 // label that names it in errors and in a credential's Source.
 type NamedSecret struct {
@@ -367,7 +377,7 @@ func FromPullSecrets(secrets []NamedSecret, image string) ([]Credential, error) 
 		for _, s := range secrets {
 			labels = append(labels, s.Label)
 		}
-		return nil, fmt.Errorf("pull secret %s has no entry for %s (it has: %s)", strings.Join(labels, ", "), image, strings.Join(keys, ", "))
+		return nil, &NoEntryError{Secrets: strings.Join(labels, ", "), Image: image, Keys: keys}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return hits[i].sortKey > hits[j].sortKey })
 	out := make([]Credential, len(hits))

@@ -3,6 +3,8 @@ package probe_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -287,8 +289,11 @@ func TestCredentialProvidersCombined(t *testing.T) {
 			"credential provider second (", string(report.CodeCredentialProviderFailed), ""},
 		{"both answer: the more specific key first", `ok ` + demo.User + ` wrong-password ` + reg, `ok ` + demo.User + ` ` + demo.Password + ` ` + reg + `/team`, report.ClassOK,
 			"credential provider second (", string(report.CodeCredentialProviderMore), ""},
-		{"both answer the same key: the earlier provider's", `ok ` + demo.User + ` ` + demo.Password, `ok ` + demo.User + ` wrong-password`, report.ClassOK,
-			"credential provider first (", "", string(report.CodeCredentialProviderMore)},
+		// the v1.37 keyring keeps both answers for a key (plugins_test.go "multiple providers")
+		{"both answer the same key: the earlier provider's first", `ok ` + demo.User + ` ` + demo.Password, `ok ` + demo.User + ` wrong-password`, report.ClassOK,
+			"credential provider first (", string(report.CodeCredentialProviderMore), ""},
+		{"both answer the same key, the earlier is refused: the later one's pulls", `ok ` + demo.User + ` wrong-password`, `ok ` + demo.User + ` ` + demo.Password, report.ClassOK,
+			"credential provider second (", string(report.CodeCredentialProviderMore), ""},
 		{"both fail: the first failure stands", "fail", "noauth", report.ClassAuth,
 			"credential provider first (", "", ""},
 		{"the first credential is refused: the next one pulls, as the kubelet tries them in turn", `ok ` + demo.User + ` wrong-password ` + reg + `/team`, `ok ` + demo.User + ` ` + demo.Password + ` ` + reg, report.ClassOK,
@@ -357,6 +362,81 @@ func TestCredentialProvidersCombined(t *testing.T) {
 					t.Errorf("every credential refused, but the warning does not say so: %s", w.Message)
 				}
 			}
+		})
+	}
+}
+
+// The kubelet unions the pod's pull secrets with the node's credential providers (v1.37
+// secrets.go:39): the secrets' credentials first, then the providers' answers, each tried in turn,
+// and no anonymous pull once there was a credential (kuberuntime_image.go:50-70).
+func TestPullSecretsThenProviders(t *testing.T) {
+	e := lab(t)
+	reg := e.Lab.RegistryAddr()
+	for _, c := range []struct {
+		name     string
+		secret   string   // the pull secret's password
+		prov     []string // the provider's args
+		class    report.Class
+		code     report.Code
+		source   string
+		warnings []report.Code
+		tried    string // in the PULL_SECRET_MORE warning, in order
+	}{
+		{"the secret is refused: the provider's answer pulls", "wrong-password", []string{"ok", demo.User, demo.Password}, report.ClassOK, report.CodeOK,
+			"credential provider fake (", []report.Code{report.CodePullSecretMore}, "pull secret s1 (entry " + reg + "): auth (AUTH_401); credential provider fake ("},
+		{"the secret pulls: the provider still ran, its answer not needed", demo.Password, []string{"ok", demo.User, "wrong-too"}, report.ClassOK, report.CodeOK,
+			"pull secret s1", nil, ""},
+		{"the secret pulls although the provider failed", demo.Password, []string{"fail"}, report.ClassOK, report.CodeOK,
+			"pull secret s1", []report.Code{report.CodeCredentialProviderFailed}, ""},
+		{"both refused: the secret's finding, both listed", "wrong-password", []string{"ok", demo.User, "wrong-too"}, report.ClassAuth, report.CodeAuth401,
+			"pull secret s1", []report.Code{report.CodePullSecretMore}, "pull secret s1 (entry " + reg + "): auth (AUTH_401); credential provider fake ("},
+		{"the secret refused, the provider failed: no anonymous pull", "wrong-password", []string{"fail"}, report.ClassAuth, report.CodeAuth401,
+			"pull secret s1", []report.Code{report.CodeCredentialProviderFailed}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			plan, _ := nodeWithProvider(t, e, reg, c.prov...)
+			secret := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg, base64.StdEncoding.EncodeToString([]byte(demo.User+":"+c.secret)))
+			all, err := creds.FromPullSecrets([]creds.NamedSecret{{Label: "s1", Data: []byte(secret)}}, reg+"/team/app")
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := providerOpts(e, plan)
+			o.Credential, o.More = all[0], all[1:]
+			rep, err := probe.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Class != c.class || rep.Code != c.code || !strings.HasPrefix(rep.CredentialSource, c.source) {
+				t.Errorf("class %s %s, identity %q; want %s %s from %s…: %s", rep.Class, rep.Code, rep.CredentialSource, c.class, c.code, c.source, rep.Summary)
+			}
+			if c.class == report.ClassAuth && (rep.Failing == nil || rep.Failing.Host != e.Lab.AuthAddr() || rep.Failing.Role != report.RoleToken) {
+				t.Errorf("the secret's refusal must stand, not an anonymous pull: %+v %q", rep.Failing, rep.CredentialSource)
+			}
+			steps := 0
+			for _, s := range rep.Steps {
+				if s.Endpoint == "credential provider fake" {
+					steps++
+				}
+			}
+			if steps != 1 {
+				t.Errorf("%d provider steps: the kubelet runs the provider beside the pull secrets, once", steps)
+			}
+			got := map[report.Code]string{}
+			for _, w := range rep.Warnings {
+				got[w.Code] = w.Message
+			}
+			for _, want := range c.warnings {
+				if _, ok := got[want]; !ok {
+					t.Errorf("no %s warning: %+v", want, rep.Warnings)
+				}
+			}
+			if m, ok := got[report.CodePullSecretMore]; ok != (c.tried != "") || !strings.Contains(m, c.tried) {
+				t.Errorf("PULL_SECRET_MORE %q, want it listing %q", m, c.tried)
+			}
+			if c.class == report.ClassAuth && c.tried != "" && !strings.Contains(got[report.CodePullSecretMore], "none did") {
+				t.Errorf("every credential refused, but the warning does not say so: %s", got[report.CodePullSecretMore])
+			}
+			assertNoSecret(t, rep, demo.Password, "wrong-password", "wrong-too", "leaked-provider-token-42")
 		})
 	}
 }

@@ -22,14 +22,15 @@ type Options struct {
 
 	Credential creds.Credential // anonymous when empty
 	// More are further credentials the kubelet tries in turn, in order, when the pull with
-	// Credential fails (every entry of the pod's pull secrets that covers the image); the probe
-	// does the same and reports what each got. Default none.
+	// Credential fails (every entry of the pod's pull secrets that covers the image, then of the
+	// kubelet's own docker config); the probe does the same and reports what each got, then tries
+	// what Providers gave. Default none.
 	More []creds.Credential
-	// Providers, when set and Credential is anonymous, are the kubelet's credential providers for
-	// the image, in its config's order: the probe runs each as the kubelet does, combines their
-	// answers as the kubelet does and walks with the credential the kubelet tries first. Providers
-	// that all fail are a finding (class auth) when the anonymous pull the kubelet then makes is
-	// refused.
+	// Providers are the kubelet's credential providers for the image, in its config's order: the
+	// probe runs each as the kubelet does and combines their answers as the kubelet does. With an
+	// anonymous Credential it walks with the answer the kubelet tries first, and providers that all
+	// fail are a finding (class auth) when the anonymous pull the kubelet then makes is refused;
+	// else their answers are tried after Credential and More, as the kubelet's keyring orders them.
 	Providers []*credprovider.Plan
 
 	ConnectTimeout time.Duration // per address; default 5s (containerd: 30s)

@@ -46,6 +46,21 @@ func (w *walk) useProviders(all *credprovider.Combined) *credprovider.Failure {
 	return nil
 }
 
+// providersAfter records the providers' runs when the walk presents a pull secret or the kubelet's
+// docker config: the
+// kubelet runs every provider for the image either way, and tries what they gave after the
+// secrets (and its own docker config). A provider that failed is a warning: the kubelet pulls with
+// the rest of its list, and never anonymously once it has a credential.
+func (w *walk) providersAfter(all *credprovider.Combined) {
+	w.secrets = append(w.secrets, all.Secrets...)
+	for _, o := range all.Outcomes {
+		w.steps = append(w.steps, *providerStep(o.Plan, o.Cred, o.Failure, report.Duration(o.Took)))
+		if o.Failure != nil {
+			w.warn(o.Failure.Code, w.ref.Registry, o.Failure.Summary+"; the kubelet tries the pod's pull secrets and any other provider's answer, and makes no anonymous pull")
+		}
+	}
+}
+
 // turns names whose credentials the kubelet tries in turn, and the warning code that says so.
 type turns struct {
 	code  report.Code
@@ -54,12 +69,13 @@ type turns struct {
 
 var (
 	providerTurns = turns{report.CodeCredentialProviderMore, "its providers gave"}
-	secretTurns   = turns{report.CodePullSecretMore, "of the pod's pull secrets that covers the image"}
+	// the pod's pull secrets, the kubelet's docker config, its providers' answers: whichever it has
+	keyringTurns = turns{report.CodePullSecretMore, "it has for the image, in its keyring's order (the pod's pull secrets, its own docker config, then what its credential providers gave)"}
 )
 
 // tryInTurn does what the kubelet does when the pull with the first credential it has for the image
-// fails (from its providers, or the pod's pull secrets): it pulls again with each further
-// credential, in order, until one pulls. The report of the pull that held keeps the providers'
+// fails (the pod's pull secrets, then its providers' answers): it pulls again with each further
+// credential, in order, until one pulls; when none does, there is no anonymous pull. The report of the pull that held keeps the providers'
 // steps and lists what each credential got; when none held, the first credential's report stands,
 // with that list. secrets are scrubbed from the report as the walk's are.
 func tryInTurn(parent context.Context, opts Options, by turns, all []creds.Credential, secrets []string, first *report.Probe) *report.Probe {
@@ -92,6 +108,11 @@ func tryInTurn(parent context.Context, opts Options, by turns, all []creds.Crede
 			continue
 		}
 		rep.Steps = append(provSteps, rep.Steps...)
+		for _, x := range first.Warnings { // a provider that failed still failed
+			if x.Code == report.CodeCredentialProviderFailed || x.Code == report.CodeCredentialProviderNoAuth {
+				rep.Warnings = append(rep.Warnings, x)
+			}
+		}
 		rep.Warnings = append(rep.Warnings, report.Warning{Code: by.code, Host: first.Reference.Registry,
 			Message: fmt.Sprintf("the kubelet tries each credential %s until one pulls, and so did the probe: %s", by.whose, strings.Join(tried, "; "))})
 		rep.Duration += first.Duration

@@ -88,14 +88,19 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	// is never output (its secrets join the scrub list even when unused).
 	var provFail *credprovider.Failure
 	var provs *credprovider.Combined
-	if len(opts.Providers) > 0 && opts.Credential.Anonymous() {
+	// With pull secrets (or the kubelet's docker config) the providers still run: the kubelet looks
+	// the image up in one keyring that unions them with its providers, whose answers come last.
+	if len(opts.Providers) > 0 {
 		all := credprovider.RunAll(ctx, opts.Providers)
 		provs = &all
 	}
 	w := &walk{opts: opts, ctx: ctx, ref: ref, platform: plat, rec: &hoptrace.Recorder{},
 		endpoints: map[string]*endpoint{}}
-	if provs != nil {
+	switch {
+	case provs != nil && opts.Credential.Anonymous():
 		provFail = w.useProviders(provs)
+	case provs != nil:
+		w.providersAfter(provs)
 	}
 	targets, err := w.targets(roots)
 	if err != nil {
@@ -181,11 +186,16 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 			rep.Runtime.Hosts = append(rep.Runtime.Hosts, h)
 		}
 	}
-	switch {
-	case provs != nil:
+	// the kubelet's list: the pod's pull secrets, its docker config, then its providers' answers
+	// (kubelet v1.37 secrets.go:39, keyring.go:348), tried in turn with no anonymous pull after
+	// (kuberuntime_image.go:50)
+	switch secrets := append([]creds.Credential{opts.Credential}, opts.More...); {
+	case provs != nil && opts.Credential.Anonymous():
 		rep = tryInTurn(parent, opts, providerTurns, provs.Creds, provs.Secrets, rep)
+	case provs != nil:
+		rep = tryInTurn(parent, opts, keyringTurns, append(secrets, provs.Creds...), provs.Secrets, rep)
 	case len(opts.More) > 0:
-		rep = tryInTurn(parent, opts, secretTurns, append([]creds.Credential{opts.Credential}, opts.More...), nil, rep)
+		rep = tryInTurn(parent, opts, keyringTurns, secrets, nil, rep)
 	}
 	return rep, nil
 }

@@ -198,7 +198,8 @@ const (
 	CodeCredentialProviderNoAuth Code = "CREDENTIAL_PROVIDER_NO_AUTH"
 	// a warning: several credentials from the kubelet's providers match; the kubelet tries each in turn
 	CodeCredentialProviderMore Code = "CREDENTIAL_PROVIDER_MORE"
-	// a warning: several entries of the pod's pull secrets cover the image; the kubelet tries each in turn
+	// a warning: the pod's pull secrets (several covering entries, or one and then the node's
+	// credential providers' answers) give several credentials; the kubelet tries each in turn
 	CodePullSecretMore      Code = "PULL_SECRET_MORE"
 	CodeRealmUnreachable    Code = "REALM_UNREACHABLE"
 	CodeRateLimited         Code = "RATE_LIMITED"

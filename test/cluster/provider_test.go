@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -21,7 +24,9 @@ import (
 // (--host-root /host) — run the same provider, present the same identity and agree: the provider
 // that answers with the registry's credentials pulls; the one whose credentials the registry
 // rejects fails with auth on the registry, and the report names that provider. poola-1, in the same
-// pool and without a provider, fails for want of any identity.
+// pool and without a provider, fails for want of any identity. A pod with a pull secret the registry
+// rejects is pulled on poola-2 with the provider's credential after the secret's, and verify --pod
+// tries them in the same order.
 func TestCredentialProvider(t *testing.T) {
 	c := sharedCluster(t)
 	c.Run(t, "version") // builds pullpath
@@ -142,6 +147,65 @@ func TestCredentialProvider(t *testing.T) {
 	}
 	if code != 1 {
 		t.Errorf("verify exit %d, want 1 (poola-1 has no identity)", code)
+	}
+
+	// 4. a pull secret the registry rejects, on poola-2: the kubelet's keyring puts the pod's secrets
+	// first and the providers' answers after (kubelet v1.37 secrets.go:39), so the secret is refused
+	// and the provider's credential pulls. verify --pod hands the node probes the same secret; on
+	// poola-2 the probe runs the node's provider after it, as the kubelet does, and agrees with the
+	// canary; on poola-1 (no provider) the secret's refusal stands, with no anonymous pull after.
+	wrongAuth := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + podWrongPass))
+	if _, err := c.Client.CoreV1().Secrets(ns).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "wrong"}, Type: corev1.SecretTypeDockerConfigJson,
+		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, authRegistry, wrongAuth))}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := PodOn(ns, "secret-then-provider", "poola-2", refs[providerGood], corev1.PullAlways)
+	pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "wrong"}}
+	c.CreatePod(t, pod)
+	c.WaitEvent(t, ns, pod.Name, "Pulled", time.Minute, "Successfully pulled image", refs[providerGood])
+	out, errOut, code = c.Run(t, "verify", refs[providerGood], "--pool", "poola", "--all-nodes", "--pod", ns+"/"+pod.Name, "--runtime-pull",
+		"--run-namespace", runNS, "--probe-timeout", "90s", "-o", "json")
+	v = report.Verification{}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("verify --pod: not JSON (exit %d): %v\n%s\n%s", code, err, out, errOut)
+	}
+	for _, secret := range []string{registryPass, podWrongPass, wrongAuth, "rejected-by-the-registry"} {
+		if strings.Contains(out+errOut, secret) {
+			t.Errorf("verify --pod: a password or its Authorization value reached the output")
+		}
+	}
+	for _, p := range v.Pools {
+		if p.Probe == nil {
+			t.Errorf("verify --pod: no probe of %s: %+v", p.Node, p)
+			continue
+		}
+		turns := ""
+		for _, w := range p.Probe.Warnings {
+			if w.Code == report.CodePullSecretMore {
+				turns = w.Message
+			}
+		}
+		switch p.Node {
+		case "poola-2":
+			if p.Class != report.ClassOK || !strings.HasPrefix(p.Probe.CredentialSource, "credential provider pullpath-good") || !hasStep(*p.Probe, "credential provider pullpath-good") {
+				t.Errorf("verify --pod on poola-2: class %s identity %q, want ok with pullpath-good after the secret: %s", p.Class, p.Probe.CredentialSource, p.Probe.Summary)
+			}
+			i, j := strings.Index(turns, ns+"/wrong"), strings.Index(turns, "credential provider pullpath-good")
+			if i < 0 || j < i || !strings.Contains(turns, ": auth (AUTH_401)") || !strings.Contains(turns, ": ok (OK)") {
+				t.Errorf("verify --pod on poola-2: what each credential got, in the kubelet's order: %q", turns)
+			}
+			t.Logf("poola-2, in turn: %s", turns)
+		case "poola-1":
+			if p.Class != report.ClassAuth || p.Probe.Code != report.CodeAuth401 || !strings.Contains(p.Probe.CredentialSource, ns+"/wrong") {
+				t.Errorf("verify --pod on poola-1: class %s %s identity %q, want the secret's AUTH_401", p.Class, p.Probe.Code, p.Probe.CredentialSource)
+			}
+		}
+		if rp := p.RuntimePull; rp == nil || rp.Agrees == nil || !*rp.Agrees {
+			t.Errorf("verify --pod on %s: the kubelet's canary pull with the run's copy of the secret must agree with the probe: %+v", p.Node, rp)
+		}
+	}
+	if code != 1 {
+		t.Errorf("verify --pod exit %d, want 1 (poola-1: the secret refused, no provider)", code)
 	}
 	assertNothingLeft(t, c)
 	t.Logf("provider calls:\n%s", readCalls(t, calls))
