@@ -41,6 +41,8 @@ var (
 		mustLit(`(?i)(?:trying to pull|pulling) ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s"]+?)\.\.\.`),
 		// docker-compose v1: "Pulling web (registry.example.com/team/web:1)..."
 		mustLit(`Pulling [\w.-]+ \(([^()\s]+)\)\.\.\.`),
+		// docker run: "Unable to find image 'REF' locally", then the pull's error
+		mustLit(`Unable to find image '([^'\s]+)' locally`),
 		// Azure Container Instances: "The image 'REF' in container group …"
 		mustLit(`(?i)\bthe image '([^'\s]+)' in container group`),
 		// last: "image REF" wherever REF names its registry host

@@ -33,6 +33,7 @@ type denialRow struct {
 const (
 	srcMoby        = "https://github.com/moby/moby/blob/master/distribution/errors.go"
 	srcGHCR        = "https://docs.github.com/en/packages/working-with-a-github-packages-registry/working-with-the-container-registry#authenticating-to-the-container-registry"
+	srcGHCRActions = "https://docs.github.com/en/packages/learn-github-packages/configuring-a-packages-access-control-and-visibility#ensuring-workflow-access-to-your-package"
 	srcGitLab      = "https://docs.gitlab.com/user/packages/container_registry/troubleshoot_container_registry/"
 	srcQuay        = "https://github.com/quay/quay/pull/1054"
 	srcQuayExpiry  = "https://docs.projectquay.io/use_quay.html#tag-expiration"
@@ -62,6 +63,8 @@ var denialRows = []denialRow{
 		[]report.Class{nf, au}, srcMoby,
 		"Docker Hub answers a repository that does not exist like a private one, and the daemon words both \"repository does not exist or may require 'docker login'\""},
 
+	{"ghcr", "not allowed to read", regexp.MustCompile(`(?i)installation not allowed to Read|not allowed to read (?:organization )?package`), true, []report.Class{fb}, srcGHCRActions,
+		"GitHub says the workflow's token (the Actions installation) may not read the package: the package's access settings must grant the repository read access"},
 	{"ghcr", "", regexp.MustCompile(`(?i)\bdenied\b|\b403\b`), false, []report.Class{au, nf, fb}, srcGHCR,
 		"ghcr.io refuses every request that carries an invalid or expired token, even for a public package, and answers a package that does not exist like a private one"},
 
@@ -91,8 +94,8 @@ var denialRows = []denialRow{
 
 	{"ecr", "", regexp.MustCompile(`(?i)authorization token has expired|security token included in the request is invalid`), true, []report.Class{au}, srcECRDocker,
 		"ECR says the login token (valid 12 hours) has expired"},
-	{"ecr", "not authorized to perform", regexp.MustCompile(`is not authorized to perform: ecr:`), true, []report.Class{fb}, srcECRIAM,
-		"ECR names the IAM action the identity may not perform"},
+	{"ecr", "not authorized to perform", regexp.MustCompile(`is not authorized to perform: ecr:`), true, []report.Class{fb, nf}, srcECRIAM,
+		"ECR names the IAM action the identity may not perform; IAM is evaluated before the repository is looked up, so a policy scoped to existing repositories refuses a mistyped one the same way"},
 	{"ecr", "", regexp.MustCompile(`pull access denied|repository does not exist or may require|does not exist or no pull access`), false, []report.Class{au, nf, fb}, srcECRDocker,
 		"ECR is private: a pull with missing or expired credentials fails like one of a repository that does not exist"},
 	{"ecr", "", regexp.MustCompile(`(?i)403 forbidden|\bdenied\b`), false, []report.Class{fb, au}, srcECRDocker,
