@@ -619,6 +619,16 @@ func reason(fd report.Finding, f facts) string {
 			}
 			return "the HTTP proxy in the runtime's environment refused to open a tunnel to " + target + " (a bare status after \"failed to do request\" is the proxy's CONNECT answer, not the registry's)"
 		}
+		if m := reBareStatus.FindStringSubmatch(f.text); m != nil {
+			target := "the registry"
+			if f.url != nil {
+				target = f.url.Host
+			}
+			return fmt.Sprintf("the answer to %s is a bare %q: Go's client words a proxy's refused CONNECT so, and some clients a body-less refusal of the registry itself", target, m[1])
+		}
+		if fd.Host == "" {
+			return "the runtime sends the pull through an HTTP proxy that it cannot use"
+		}
 		return fmt.Sprintf("the runtime sends the pull through an HTTP proxy (%s) that it cannot use", h)
 	case report.CodeRegistryBlocked:
 		return fmt.Sprintf("the runtime's registries.conf blocks %s (blocked = true) and no mirror served the pull: it refuses the pull without contacting anything", h)
@@ -848,7 +858,11 @@ func nextSteps(fd report.Finding, f facts) []string {
 	case report.ClassPlatform:
 		return []string{"publish a manifest for the node's platform (multi-arch build), or schedule the pod on matching nodes"}
 	case report.ClassProxy:
-		return []string{fmt.Sprintf("check the runtime's proxy environment (HTTP(S)_PROXY in its systemd unit): the proxy %s must resolve and accept connections", h),
+		proxy := "the proxy"
+		if fd.Host != "" {
+			proxy += " " + fd.Host
+		}
+		return []string{fmt.Sprintf("check the runtime's proxy environment (HTTP(S)_PROXY in its systemd unit): %s must resolve, accept connections and allow CONNECT to the registry", proxy),
 			"add private registries to NO_PROXY"}
 	}
 	return nil
