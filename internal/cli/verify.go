@@ -327,7 +327,7 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 				fmt.Fprintf(b, "          %s %s: %s\n", f.Class, f.Code, f.Reason)
 			}
 		}
-		if len(v.PullSecrets) > 0 {
+		if len(v.PullSecrets) > 0 || triedInTurn(p.Probe) {
 			writeIdentity(b, p.Probe)
 		}
 		if rp := p.RuntimePull; rp != nil && rp.Result != "skipped" {
@@ -420,7 +420,22 @@ func writeSecrets(b *strings.Builder, secrets []report.PodPullSecret, none strin
 	}
 }
 
-// writeIdentity says what a probe pulled with, and what each pull secret got when it tried them in turn.
+// triedInTurn reports whether a probe had several credentials for the image (the kubelet tries each).
+func triedInTurn(p *report.Probe) bool {
+	if p == nil {
+		return false
+	}
+	for _, w := range p.Warnings {
+		if w.Code == report.CodePullSecretMore || w.Code == report.CodeCredentialProviderMore {
+			return true
+		}
+	}
+	return false
+}
+
+// writeIdentity says what a probe pulled with, and what each credential got when it tried several
+// in turn: the pod's pull secrets, the kubelet's docker config and its providers' answers
+// (PULL_SECRET_MORE), or several answers of its providers alone (CREDENTIAL_PROVIDER_MORE).
 func writeIdentity(b *strings.Builder, p *report.Probe) {
 	if p == nil {
 		return
@@ -429,7 +444,7 @@ func writeIdentity(b *strings.Builder, p *report.Probe) {
 		fmt.Fprintf(b, "  identity  %s\n", p.CredentialSource)
 	}
 	for _, w := range p.Warnings {
-		if w.Code == report.CodePullSecretMore {
+		if w.Code == report.CodePullSecretMore || w.Code == report.CodeCredentialProviderMore {
 			fmt.Fprintf(b, "  in turn   %s\n", w.Message)
 		}
 	}

@@ -102,6 +102,23 @@ func TestVerifyTextPodSecrets(t *testing.T) {
 	}
 }
 
+// Several answers of the kubelet's credential providers are tried in turn as pull secrets are: the
+// text says what each got in both cases, per pool.
+func TestVerifyTextProvidersInTurn(t *testing.T) {
+	msg := "the kubelet tries each credential its providers gave until one pulls, and so did the probe: credential provider acr (first): auth (AUTH_401); credential provider acr (second): ok (OK)"
+	v := &report.Verification{Image: "corp.azurecr.io/shop/web:1", Class: report.ClassOK, Run: "r1", Namespace: "pullpath",
+		Pools: []report.PoolResult{{Pool: "poola", Node: "a1", Class: report.ClassOK,
+			Probe: &report.Probe{Class: report.ClassOK, Summary: "pulled", CredentialSource: "credential provider acr (second)",
+				Warnings: []report.Warning{{Code: report.CodeCredentialProviderMore, Message: msg}}}}}}
+	var b bytes.Buffer
+	if err := writeVerifyText(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  identity  credential provider acr (second)\n  in turn   " + msg + "\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, b.String())
+	}
+}
+
 // A pool whose probe left only its termination-message verdict (its log unreadable) is judged by
 // that verdict: a failure with its class, code and host, not an error as if no probe had run.
 func TestJUnitReportsEveryVerdict(t *testing.T) {
