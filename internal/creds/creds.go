@@ -249,6 +249,14 @@ func MatchImage(keys []string, image string) (string, bool) {
 	return "", false
 }
 
+// KeyringKey is the form of a docker config key the kubelet's keyring sorts on: it tries the
+// entries that cover an image in reverse order of it (the more specific key first), and entries
+// of one key in the order they were added.
+func KeyringKey(k string) string {
+	h, p := splitKey(k)
+	return strings.TrimSuffix(h+"/"+p, "/")
+}
+
 // splitKey turns a docker config key into host[:port] and a repository path prefix.
 func splitKey(k string) (host, path string) {
 	k = strings.TrimSpace(strings.ToLower(k))
@@ -332,8 +340,7 @@ func FromPullSecrets(secrets []NamedSecret, image string) ([]Credential, error) 
 				return nil, fmt.Errorf("pull secret %s, entry %s: %w", s.Label, k, err)
 			}
 			c.Source = fmt.Sprintf("pull secret %s (entry %s)", s.Label, k)
-			h, p := splitKey(k)
-			hits = append(hits, hit{key: k, sortKey: strings.TrimSuffix(h+"/"+p, "/"), c: c})
+			hits = append(hits, hit{key: k, sortKey: KeyringKey(k), c: c})
 		}
 	}
 	if len(hits) == 0 {
