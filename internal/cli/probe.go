@@ -130,7 +130,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.BoolVar(&o.insecure, "insecure", false, "do not verify certificates (the verdict then says loudly that TLS was not checked)")
 	f.StringVarP(&o.username, "username", "u", "", "registry user name; the password is read from stdin with --password-stdin")
 	f.BoolVar(&o.passwordStdin, "password-stdin", false, "read the password (or token) from stdin")
-	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json; - reads it from stdin")
+	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json; - reads it from stdin; every entry that covers the image is tried in turn, in the kubelet's order, until one pulls")
 	f.StringArrayVar(&o.pullSecretEnv, "pull-secret-env", nil, "a pull secret's docker config (config.json or a legacy .dockercfg) in this environment variable (how verify --from-pod hands the pod's pull secrets to its probe); VAR_NAME, when set, names the secret in the report; repeatable: every entry that covers the image is tried in turn, in the kubelet's order, until one pulls")
 	f.BoolVar(&o.anonymous, "anonymous", false, "present no credentials, not even the docker config's")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
