@@ -150,6 +150,48 @@ func TestPullSecretsFromEnvInTurn(t *testing.T) {
 	}
 }
 
+// --pull-secret FILE is read as --pull-secret-env is: every entry of the file that covers the
+// image is tried in the kubelet's order (the repository's key before the host's) until one pulls,
+// with the same account of what each got.
+func TestPullSecretFileInTurn(t *testing.T) {
+	e := lab(t)
+	reg := e.Lab.RegistryAddr()
+	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":%q},%q:{"auth":%q}}}`,
+		reg+"/team", base64.StdEncoding.EncodeToString([]byte(demo.User+":not-the-password")),
+		reg, base64.StdEncoding.EncodeToString([]byte(demo.User+":"+demo.Password)))
+	file := filepath.Join(t.TempDir(), "secret.json")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, input := range []struct{ name, stdin, arg, label string }{{"file", "", file, file}, {"stdin", cfg, "-", "from stdin"}} {
+		r := run(t, input.stdin, labArgs(e, "--pull-secret", input.arg, "-o", "json", e.Lab.Ref("team/app:1.4"))...)
+		var doc struct {
+			Class            string
+			CredentialSource string
+			Warnings         []struct{ Code, Message string }
+		}
+		if err := json.Unmarshal([]byte(r.out), &doc); err != nil {
+			t.Fatalf("%s: not JSON (exit %d): %v\n%s", input.name, r.code, err, r.errOut)
+		}
+		if r.code != ExitOK || doc.Class != "ok" || doc.CredentialSource != "pull secret "+input.label+" (entry "+reg+")" {
+			t.Errorf("%s: exit %d class %s identity %q, want ok with the host's entry", input.name, r.code, doc.Class, doc.CredentialSource)
+		}
+		var turns string
+		for _, w := range doc.Warnings {
+			if w.Code == "PULL_SECRET_MORE" {
+				turns = w.Message
+			}
+		}
+		want := "pull secret " + input.label + " (entry " + reg + "/team): auth (AUTH_401); pull secret " + input.label + " (entry " + reg + "): ok (OK)"
+		if !strings.Contains(turns, want) {
+			t.Errorf("%s: what each entry got: %q, want %q", input.name, turns, want)
+		}
+		if strings.Contains(r.out+r.errOut, demo.Password) || strings.Contains(r.out+r.errOut, "not-the-password") {
+			t.Errorf("%s: a password leaked", input.name)
+		}
+	}
+}
+
 // --no-download: exit 0 on a reachable path, and the JSON and text say it was not a full pull.
 func TestNoDownloadFlag(t *testing.T) {
 	e := lab(t)

@@ -82,8 +82,8 @@ network namespace and the resolver are the node's.
 
 Credentials, first found wins: --username with --password-stdin, --pull-secret
 (a kubernetes.io/dockerconfigjson Secret as YAML or JSON; - reads it from stdin),
---pull-secret-env (repeatable: every entry that covers the image is tried in
-turn, in the kubelet's order, until one pulls), the docker config
+--pull-secret-env (repeatable); of either, every entry that covers the image is
+tried in turn, in the kubelet's order, until one pulls; the docker config
 ($DOCKER_CONFIG, ~/.docker/config.json, credential helpers); else anonymous.
 --anonymous with any of these is a usage error. Under a host root the probe
 takes the node's credentials as the kubelet does: its docker config
@@ -130,7 +130,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.BoolVar(&o.insecure, "insecure", false, "do not verify certificates (the verdict then says loudly that TLS was not checked)")
 	f.StringVarP(&o.username, "username", "u", "", "registry user name; the password is read from stdin with --password-stdin")
 	f.BoolVar(&o.passwordStdin, "password-stdin", false, "read the password (or token) from stdin")
-	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json; - reads it from stdin")
+	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json; - reads it from stdin; every entry that covers the image is tried in turn, in the kubelet's order, until one pulls")
 	f.StringArrayVar(&o.pullSecretEnv, "pull-secret-env", nil, "a pull secret's docker config (config.json or a legacy .dockercfg) in this environment variable (how verify --from-pod hands the pod's pull secrets to its probe); VAR_NAME, when set, names the secret in the report; repeatable: every entry that covers the image is tried in turn, in the kubelet's order, until one pulls")
 	f.BoolVar(&o.anonymous, "anonymous", false, "present no credentials, not even the docker config's")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
@@ -346,34 +346,13 @@ func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credent
 			return creds.Credential{}, errors.New("--password-stdin needs --username")
 		}
 		return creds.Credential{Username: o.username, Password: pw, Source: "--username/--password-stdin"}, nil
-	case o.pullSecret == "-":
-		if o.streams.In == nil {
-			return creds.Credential{}, errors.New("--pull-secret -: no stdin")
-		}
-		b, err := io.ReadAll(io.LimitReader(o.streams.In, 4<<20+1))
+	case o.pullSecret != "" || len(o.pullSecretEnv) > 0:
+		secrets, err := o.namedSecrets()
 		if err != nil {
-			return creds.Credential{}, fmt.Errorf("--pull-secret -: %w", err)
+			return creds.Credential{}, err
 		}
-		return creds.FromPullSecret(b, "from stdin", reg)
-	case o.pullSecret != "":
-		return creds.FromPullSecretFile(o.pullSecret, reg)
-	case len(o.pullSecretEnv) > 0:
-		var secrets []creds.NamedSecret
-		for _, name := range o.pullSecretEnv {
-			v, ok := os.LookupEnv(name)
-			if !ok {
-				return creds.Credential{}, fmt.Errorf("--pull-secret-env %s: the variable is not set", name)
-			}
-			// $VAR_NAME says which secret that is (verify --from-pod sets it: NAMESPACE/NAME key KEY);
-			// a variable, not a flag, so that a probe image from before it still runs
-			label := "from $" + name
-			if n := os.Getenv(name + "_NAME"); n != "" {
-				label = n + " via $" + name
-			}
-			secrets = append(secrets, creds.NamedSecret{Label: label, Data: []byte(v)})
-		}
-		// every covering entry, as the kubelet's keyring orders them: the first is presented, the
-		// walk tries the others in turn when it fails
+		// every covering entry, as the kubelet's keyring orders them, however the secrets came: the
+		// first is presented, the walk tries the others in turn when it fails
 		all, err := creds.FromPullSecrets(secrets, ref.Registry+"/"+ref.Repository)
 		if err != nil {
 			return creds.Credential{}, err
@@ -388,6 +367,40 @@ func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credent
 		return creds.Credential{Source: "anonymous (docker config unreadable)"}, nil
 	}
 	return c, nil
+}
+
+// namedSecrets reads the pull secrets named by --pull-secret (a file, or - for stdin) or
+// --pull-secret-env, in the order given.
+func (o *probeOptions) namedSecrets() ([]creds.NamedSecret, error) {
+	switch {
+	case o.pullSecret == "-":
+		if o.streams.In == nil {
+			return nil, errors.New("--pull-secret -: no stdin")
+		}
+		b, err := io.ReadAll(io.LimitReader(o.streams.In, 4<<20+1))
+		if err != nil {
+			return nil, fmt.Errorf("--pull-secret -: %w", err)
+		}
+		return []creds.NamedSecret{{Label: "from stdin", Data: b}}, nil
+	case o.pullSecret != "":
+		s, err := creds.ReadPullSecretFile(o.pullSecret)
+		return []creds.NamedSecret{s}, err
+	}
+	var secrets []creds.NamedSecret
+	for _, name := range o.pullSecretEnv {
+		v, ok := os.LookupEnv(name)
+		if !ok {
+			return nil, fmt.Errorf("--pull-secret-env %s: the variable is not set", name)
+		}
+		// $VAR_NAME says which secret that is (verify --from-pod sets it: NAMESPACE/NAME key KEY);
+		// a variable, not a flag, so that a probe image from before it still runs
+		label := "from $" + name
+		if n := os.Getenv(name + "_NAME"); n != "" {
+			label = n + " via $" + name
+		}
+		secrets = append(secrets, creds.NamedSecret{Label: label, Data: []byte(v)})
+	}
+	return secrets, nil
 }
 
 func readSecretLine(r io.Reader) (string, error) {

@@ -327,7 +327,7 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 				fmt.Fprintf(b, "          %s %s: %s\n", f.Class, f.Code, f.Reason)
 			}
 		}
-		if len(v.PullSecrets) > 0 {
+		if len(v.PullSecrets) > 0 || triedInTurn(p.Probe) {
 			writeIdentity(b, p.Probe)
 		}
 		if rp := p.RuntimePull; rp != nil && rp.Result != "skipped" {
@@ -420,7 +420,22 @@ func writeSecrets(b *strings.Builder, secrets []report.PodPullSecret, none strin
 	}
 }
 
-// writeIdentity says what a probe pulled with, and what each pull secret got when it tried them in turn.
+// triedInTurn reports whether a probe had several credentials for the image (the kubelet tries each).
+func triedInTurn(p *report.Probe) bool {
+	if p == nil {
+		return false
+	}
+	for _, w := range p.Warnings {
+		if w.Code == report.CodePullSecretMore || w.Code == report.CodeCredentialProviderMore {
+			return true
+		}
+	}
+	return false
+}
+
+// writeIdentity says what a probe pulled with, and what each credential got when it tried several
+// in turn: the pod's pull secrets, the kubelet's docker config and its providers' answers
+// (PULL_SECRET_MORE), or several answers of its providers alone (CREDENTIAL_PROVIDER_MORE).
 func writeIdentity(b *strings.Builder, p *report.Probe) {
 	if p == nil {
 		return
@@ -429,7 +444,7 @@ func writeIdentity(b *strings.Builder, p *report.Probe) {
 		fmt.Fprintf(b, "  identity  %s\n", p.CredentialSource)
 	}
 	for _, w := range p.Warnings {
-		if w.Code == report.CodePullSecretMore {
+		if w.Code == report.CodePullSecretMore || w.Code == report.CodeCredentialProviderMore {
 			fmt.Fprintf(b, "  in turn   %s\n", w.Message)
 		}
 	}
@@ -475,6 +490,27 @@ func junitVerdict(v report.ProbeSummary, text string) *junitFailure {
 	return &junitFailure{Message: msg, Type: string(v.Class), Text: text}
 }
 
+// classified is the first of a probe pod's findings that explain classified: not the stand-in
+// (class other, code UNKNOWN) for events that name no pull failure.
+func classified(fs []report.Finding) *report.Finding {
+	for i := range fs {
+		if fs[i].Class != report.ClassOther || fs[i].Code != report.CodeUnknown {
+			return &fs[i]
+		}
+	}
+	return nil
+}
+
+// junitFinding is a pool whose probe pod never ran, judged by explain's reading of its events:
+// the class as the type, the class, code and host in the message, as junitVerdict.
+func junitFinding(f *report.Finding, why string) *junitFailure {
+	msg := fmt.Sprintf("class %s %s", f.Class, f.Code)
+	if f.Host != "" {
+		msg += fmt.Sprintf(" on %s (%s)", f.Host, f.Role)
+	}
+	return &junitFailure{Message: msg, Type: string(f.Class), Text: why + " (the probe pod's events, as explain reads them)\n" + f.Reason + "\n" + f.Message}
+}
+
 func writeJUnit(path string, v *report.Verification) error {
 	s := junitSuite{Name: "pullpath verify " + v.Image, Time: fmt.Sprintf("%.3f", v.Duration.Std().Seconds())}
 	for _, p := range v.Pools {
@@ -497,8 +533,17 @@ func writeJUnit(path string, v *report.Verification) error {
 			} else {
 				c.SystemOut = p.Summary.Summary + from
 			}
+		case classified(p.Findings) != nil:
+			// the probe pod never ran, and its own events say why as explain reads them (it could
+			// not pull its image, say): that is the pool's verdict, as in the text
+			c.Failure = junitFinding(classified(p.Findings), p.Error)
+			s.Failures++
 		default:
-			c.Error = &junitFailure{Message: p.Error, Type: "no-probe", Text: p.Error}
+			text := p.Error
+			for _, f := range p.Findings {
+				text += "\n" + f.Message
+			}
+			c.Error = &junitFailure{Message: p.Error, Type: "no-probe", Text: text}
 			s.Errors++
 		}
 		s.Cases = append(s.Cases, c)

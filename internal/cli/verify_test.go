@@ -102,8 +102,26 @@ func TestVerifyTextPodSecrets(t *testing.T) {
 	}
 }
 
+// Several answers of the kubelet's credential providers are tried in turn as pull secrets are: the
+// text says what each got in both cases, per pool.
+func TestVerifyTextProvidersInTurn(t *testing.T) {
+	msg := "the kubelet tries each credential its providers gave until one pulls, and so did the probe: credential provider acr (first): auth (AUTH_401); credential provider acr (second): ok (OK)"
+	v := &report.Verification{Image: "corp.azurecr.io/shop/web:1", Class: report.ClassOK, Run: "r1", Namespace: "pullpath",
+		Pools: []report.PoolResult{{Pool: "poola", Node: "a1", Class: report.ClassOK,
+			Probe: &report.Probe{Class: report.ClassOK, Summary: "pulled", CredentialSource: "credential provider acr (second)",
+				Warnings: []report.Warning{{Code: report.CodeCredentialProviderMore, Message: msg}}}}}}
+	var b bytes.Buffer
+	if err := writeVerifyText(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if want := "  identity  credential provider acr (second)\n  in turn   " + msg + "\n"; !strings.Contains(b.String(), want) {
+		t.Errorf("text lacks %q:\n%s", want, b.String())
+	}
+}
+
 // A pool whose probe left only its termination-message verdict (its log unreadable) is judged by
-// that verdict: a failure with its class, code and host, not an error as if no probe had run.
+// that verdict: a failure with its class, code and host, not an error as if no probe had run; so is
+// a pool whose probe pod never started, by explain's reading of its events when they name a cause.
 func TestJUnitReportsEveryVerdict(t *testing.T) {
 	v := &report.Verification{Image: "registry.cluster.test/app:1", Pools: []report.PoolResult{
 		{Pool: "a", Node: "a-1", Class: report.ClassOK, Probe: &report.Probe{Class: report.ClassOK, Summary: "the whole path holds"}},
@@ -114,6 +132,10 @@ func TestJUnitReportsEveryVerdict(t *testing.T) {
 		{Pool: "d", Node: "d-1", Class: report.ClassOK, Error: "the probe's log could not be read",
 			Summary: &report.ProbeSummary{Class: report.ClassOK, Code: report.CodeOK, Summary: "the whole path holds"}},
 		{Pool: "e", Class: report.ClassOther, Error: "no eligible node"},
+		{Pool: "f", Node: "f-1", Class: report.ClassOther, Error: "the probe pod on f-1 could not start: ErrImagePull: …",
+			Findings: []report.Finding{{Class: report.ClassAuth, Code: report.CodeAuth401, Host: "probe.registry.example", Role: report.RoleRegistry, Message: "failed to authorize: 401 Unauthorized", Reason: "the registry refused the credentials"}}},
+		{Pool: "g", Node: "g-1", Class: report.ClassOther, Error: "the probe pod on g-1 could not start: CreateContainerConfigError: …",
+			Findings: []report.Finding{{Class: report.ClassOther, Code: report.CodeUnknown, Message: "Failed: configmap not found", Reason: "the probe pod's own events"}}},
 	}}
 	path := filepath.Join(t.TempDir(), "verify.xml")
 	if err := writeJUnit(path, v); err != nil {
@@ -128,8 +150,8 @@ func TestJUnitReportsEveryVerdict(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	s := doc.Suites[0]
-	if s.Tests != 5 || s.Failures != 2 || s.Errors != 1 {
-		t.Errorf("tests %d failures %d errors %d, want 5 2 1\n%s", s.Tests, s.Failures, s.Errors, b)
+	if s.Tests != 7 || s.Failures != 3 || s.Errors != 2 {
+		t.Errorf("tests %d failures %d errors %d, want 7 3 2\n%s", s.Tests, s.Failures, s.Errors, b)
 	}
 	type want struct{ kind, typ, msg string }
 	for i, w := range []want{
@@ -138,6 +160,10 @@ func TestJUnitReportsEveryVerdict(t *testing.T) {
 		{"failure", "route", "class route TCP_TIMEOUT on registry.cluster.test:443 (registry) at tcp"},
 		{"pass", "", ""},
 		{"error", "no-probe", "no eligible node"},
+		// the probe pod never started, and its events were classified: that class, code and host
+		{"failure", "auth", "class auth AUTH_401 on probe.registry.example (registry)"},
+		// events that name no pull failure leave it an error
+		{"error", "no-probe", "the probe pod on g-1 could not start: CreateContainerConfigError: …"},
 	} {
 		c := s.Cases[i]
 		kind, f := "pass", (*junitFailure)(nil)

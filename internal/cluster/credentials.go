@@ -47,23 +47,64 @@ func credentials(ctx context.Context, cs *Client, p *corev1.Pod, image string, n
 	default:
 		*notes = append(*notes, fmt.Sprintf("service account %s/%s not read (%s)", p.Namespace, pc.ServiceAccount, shortErr(apiError(err, "get", "serviceaccounts", p.Namespace, pc.ServiceAccount))))
 	}
-	covering := ""
-	for _, s := range pc.PullSecrets {
-		if s.CoversRegistry != nil && *s.CoversRegistry && s.From == "pod" && covering == "" {
-			covering = s.Name
+	pc.NodeIdentity = nodeIdentity(node)
+	pc.Order = kubeletOrder(pc, p, image)
+	var covering, unknown []string
+	for _, t := range pc.Order {
+		switch {
+		case t.Source != "pull-secret":
+		case t.Known:
+			covering = append(covering, t.Name)
+		default:
+			unknown = append(unknown, t.Name)
 		}
 	}
+	// the node's part of the list is the same whatever the secrets hold (kubelet v1.37
+	// secrets.go:39, keyring.go:348; no anonymous pull once the list has any credential,
+	// kuberuntime_image.go:50)
+	nodeSide := "the node's docker config and its credential providers, which pod cannot read from the API (verify --pod, or probe --host-root / on the node, tries them in this order)"
 	switch {
-	case covering != "":
-		pc.Summary = fmt.Sprintf("the kubelet presents pull secret %s (it covers %s)", covering, pc.Registry)
+	case len(covering) == 1:
+		pc.Summary = fmt.Sprintf("the kubelet presents pull secret %s (it covers %s); if it is refused, then %s; no anonymous pull follows", covering[0], pc.Registry, nodeSide)
+	case len(covering) > 1:
+		pc.Summary = fmt.Sprintf("the kubelet presents pull secrets %s in turn (they cover %s); if all are refused, then %s; no anonymous pull follows", strings.Join(covering, ", "), pc.Registry, nodeSide)
+	case len(unknown) > 0:
+		pc.Summary = fmt.Sprintf("pull secret %s could not be read: the kubelet presents it first if it covers %s; then %s", strings.Join(unknown, ", "), pc.Registry, nodeSide)
 	case len(pc.PullSecrets) == 0:
-		pc.NodeIdentity = nodeIdentity(node)
-		pc.Summary = fmt.Sprintf("the pod has no imagePullSecrets: the pull uses %s", pc.NodeIdentity)
+		pc.Summary = fmt.Sprintf("the pod has no imagePullSecrets: the pull uses %s; anonymous only when neither has a credential for the image", nodeSide)
 	default:
-		pc.NodeIdentity = nodeIdentity(node)
-		pc.Summary = fmt.Sprintf("no pull secret of the pod covers %s: the kubelet falls back to %s", pc.Registry, pc.NodeIdentity)
+		pc.Summary = fmt.Sprintf("no pull secret of the pod covers %s: the kubelet falls back to %s; anonymous only when neither has a credential for the image", pc.Registry, nodeSide)
 	}
 	return pc
+}
+
+// kubeletOrder is the kubelet's credential list for the image as far as the API shows it: the
+// pod's pull secrets that cover the image in the kubelet keyring's order (the more specific key
+// first, the pod's order for a key they share), then those that could not be read (where they
+// fall depends on keys nobody could read), then the node's docker config, then its credential
+// providers. A secret is one turn here, under the key that covers the image.
+func kubeletOrder(pc *report.PullCredentials, p *corev1.Pod, image string) []report.CredentialTurn {
+	var order, unread []report.CredentialTurn
+	for _, s := range pc.PullSecrets {
+		switch {
+		case s.From != "pod":
+			// a service account's secret added after the pod was created is not the pod's
+		case s.CoversRegistry != nil && *s.CoversRegistry:
+			order = append(order, report.CredentialTurn{Source: "pull-secret", Name: s.Name, Entry: s.Entry, Known: true,
+				Detail: fmt.Sprintf("the pod's pull secret %s, entry %s", s.Name, s.Entry)})
+		case s.CoversRegistry == nil && s.Exists == nil:
+			unread = append(unread, report.CredentialTurn{Source: "pull-secret", Name: s.Name,
+				Detail: fmt.Sprintf("the pod's pull secret %s: %s", s.Name, s.Problem)})
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return creds.KeyringKey(order[i].Entry) > creds.KeyringKey(order[j].Entry) })
+	order = append(order, unread...)
+	check := fmt.Sprintf("pullpath verify %s --pod %s/%s (or pullpath probe %s --host-root / on the node)", image, p.Namespace, p.Name, image)
+	return append(order,
+		report.CredentialTurn{Source: "node-docker-config", Check: check,
+			Detail: "the kubelet's own docker config.json on the node (in its --root-dir, default /var/lib/kubelet, then /, $HOME/.docker, /.docker, else a legacy .dockercfg), if it has an entry for the image"},
+		report.CredentialTurn{Source: "credential-providers", Check: check,
+			Detail: providerTurn(pc.NodeIdentity)})
 }
 
 func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) report.PullSecret {
@@ -105,6 +146,15 @@ func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) r
 	ps.Entry = strings.Join(keys, ", ")
 	ps.Problem = "has no entry for this registry (it has: " + report.JoinCut(keys, 5) + ")"
 	return ps
+}
+
+// providerTurn says what the kubelet's credential providers present, from the node's cloud when
+// its provider ID names one.
+func providerTurn(identity string) string {
+	if strings.HasPrefix(identity, "the node's own identity") {
+		return "what the kubelet's credential providers whose matchImages cover the image return (its --image-credential-provider-config; none on many self-managed nodes)"
+	}
+	return "what the kubelet's credential providers whose matchImages cover the image return: " + identity
 }
 
 // nodeIdentity names what pulls when no pull secret does, from the node's cloud provider.

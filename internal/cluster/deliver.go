@@ -91,7 +91,11 @@ func (r *run) copySecrets(ctx context.Context) error {
 			// coverage unknown: not "no secret covers the image"
 			r.note("--pod %s: no pull secret of the pod that could be read covers the image; the probe pulls with the node's own configuration", r.o.FromPod)
 		case len(refs) == 0:
-			r.note("--pod %s: %s; the probe pulls with the node's own configuration", r.o.FromPod, credentials(ctx, r.cs, p, r.o.Image, nil, new([]string)).Summary)
+			why := "no pull secret of the pod covers the image"
+			if len(p.Spec.ImagePullSecrets) == 0 {
+				why = "the pod has no imagePullSecrets"
+			}
+			r.note("--pod %s: %s; the probe pulls with the node's own configuration, as the kubelet does: its docker config, then its credential providers", r.o.FromPod, why)
 		default:
 			r.note("--pod %s: the node probes present the pod's %s (copied for the run into namespace %s)", r.o.FromPod, presented(handedNames(r.pullSecrets)), r.o.Namespace)
 		}

@@ -124,6 +124,69 @@ func TestDiagnosePodCachedImageLie(t *testing.T) {
 	}
 }
 
+// A pod whose pull secrets cover the image is diagnosed with the kubelet's whole order: its
+// covering secrets in its keyring's order (the more specific key first), then the node's docker config and credential providers
+// (which pod cannot read; the check that reads them is named), with no anonymous pull after; a
+// secret for another registry or one on the service account only is not in the order.
+func TestDiagnosePodKubeletCredentialOrder(t *testing.T) {
+	objs := scenario()
+	for i, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && p.Name == "web-new" {
+			p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}, {Name: "corp-a"}, {Name: "hidden"}, {Name: "corp-b"}}
+			objs[i] = p
+		}
+	}
+	objs = append(objs, dockerSecret("shop", "corp-a", "registry.corp.example"), dockerSecret("shop", "corp-b", "registry.corp.example/shop"))
+	fc := fake.NewClientset(objs...)
+	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() == "hidden" {
+			return true, nil, &forbidden{}
+		}
+		return false, nil, nil
+	})
+	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	d, err := DiagnosePod(context.Background(), cs, "shop", "web-new", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := d.Credentials
+	var got []string
+	for _, o := range c.Order {
+		got = append(got, fmt.Sprintf("%s %s %s %t", o.Source, o.Name, o.Entry, o.Known))
+	}
+	want := []string{"pull-secret corp-b registry.corp.example/shop true", "pull-secret corp-a registry.corp.example true", "pull-secret hidden  false",
+		"node-docker-config   false", "credential-providers   false"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("order\n got %q\nwant %q", got, want)
+	}
+	for _, o := range c.Order[3:] {
+		if !strings.Contains(o.Check, "pullpath verify "+img+" --pod shop/web-new") {
+			t.Errorf("%s: check %q", o.Source, o.Check)
+		}
+	}
+	if !strings.Contains(c.Order[4].Detail, "acr-credential-provider") {
+		t.Errorf("providers: %q", c.Order[4].Detail)
+	}
+	for _, w := range []string{"the kubelet presents pull secrets corp-b, corp-a in turn", "then the node's docker config and its credential providers", "no anonymous pull follows"} {
+		if !strings.Contains(c.Summary, w) {
+			t.Errorf("summary lacks %q: %s", w, c.Summary)
+		}
+	}
+	var sb strings.Builder
+	if err := report.WritePodText(&sb, d); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"the kubelet's order, each tried in turn until one pulls:\n    1. the pod's pull secret corp-b, entry registry.corp.example/shop\n    2. the pod's pull secret corp-a, entry registry.corp.example\n",
+		"    4. the kubelet's own docker config.json on the node", "    5. what the kubelet's credential providers", "  on the node: pullpath verify " + img + " --pod shop/web-new"} {
+		if !strings.Contains(sb.String(), w) {
+			t.Errorf("text lacks %q:\n%s", w, sb.String())
+		}
+	}
+	if strings.Contains(sb.String(), "s3cret") {
+		t.Error("a secret value leaked")
+	}
+}
+
 func TestDiagnosePodHealthyAndErrors(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
 	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}

@@ -35,6 +35,7 @@ var fieldValues = map[string]any{
 	"report.PodRef.Phase":             "Pending",
 	"report.ContainerRef.State":       "waiting",
 	"report.PullSecret.From":          "serviceaccount",
+	"report.CredentialTurn.Source":    "node-docker-config",
 	"report.TimelineEntry.Kind":       "scale-up",
 	"report.NextStep.Command":         "pullpath verify registry.corp.example/shop/web:1.4 --fresh --pool poolb",
 	"report.PullFailureGroup.Command": "pullpath pod web-new -n shop",

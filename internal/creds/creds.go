@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path"
@@ -56,41 +57,20 @@ type dockerEntry struct {
 // maxSecretFile caps a pull secret file.
 const maxSecretFile = 4 << 20
 
-// FromPullSecretFile reads a kubernetes.io/dockerconfigjson Secret (YAML or JSON; data or stringData)
-// or a bare config.json, and returns the entry that matches registry as the kubelet matches it
-// (exact host[:port], then wildcards like *.azurecr.io). No match is an error naming the keys.
-func FromPullSecretFile(file, registry string) (Credential, error) {
-	b, err := os.ReadFile(file)
+// ReadPullSecretFile reads a kubernetes.io/dockerconfigjson Secret (YAML or JSON; data or
+// stringData), a legacy .dockercfg or a bare config.json from file, for FromPullSecrets; the file
+// names it.
+func ReadPullSecretFile(file string) (NamedSecret, error) {
+	f, err := os.Open(file)
 	if err != nil {
-		return Credential{}, fmt.Errorf("pull secret: %w", err)
+		return NamedSecret{}, fmt.Errorf("pull secret: %w", err)
 	}
-	return FromPullSecret(b, file, registry)
-}
-
-// FromPullSecret is FromPullSecretFile for a secret already read (from stdin: --pull-secret -);
-// name says where it came from in errors and in the credential's Source.
-func FromPullSecret(b []byte, file, registry string) (Credential, error) {
-	if len(b) > maxSecretFile {
-		return Credential{}, fmt.Errorf("pull secret %s: larger than %d bytes", file, maxSecretFile)
-	}
-	auths, err := parsePullSecret(b)
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
 	if err != nil {
-		return Credential{}, fmt.Errorf("pull secret %s: %w", file, err)
+		return NamedSecret{}, fmt.Errorf("pull secret %s: %w", file, err)
 	}
-	key, e, ok := match(auths, registry)
-	if !ok {
-		keys := make([]string, 0, len(auths))
-		for k := range auths {
-			keys = append(keys, k)
-		}
-		return Credential{}, &NoEntryError{Secrets: file, Image: registry, Keys: keys}
-	}
-	c, err := e.credential()
-	if err != nil {
-		return Credential{}, fmt.Errorf("pull secret %s, entry %s: %w", file, key, err)
-	}
-	c.Source = fmt.Sprintf("pull secret %s (entry %s)", file, key)
-	return c, nil
+	return NamedSecret{Label: file, Data: b}, nil
 }
 
 func parsePullSecret(b []byte) (map[string]dockerEntry, error) {
@@ -192,22 +172,6 @@ func normalizeKey(k string) string {
 	return k
 }
 
-// match finds the entry for registry: exact key first, then kubelet-style globs.
-func match(auths map[string]dockerEntry, registry string) (string, dockerEntry, bool) {
-	reg := normalizeKey(registry)
-	for k, e := range auths {
-		if normalizeKey(k) == reg {
-			return k, e, true
-		}
-	}
-	for k, e := range auths {
-		if globMatch(normalizeKey(k), reg) {
-			return k, e, true
-		}
-	}
-	return "", dockerEntry{}, false
-}
-
 // globMatch matches label by label, as the kubelet's credential keyring does.
 func globMatch(pattern, host string) bool {
 	if !strings.Contains(pattern, "*") {
@@ -283,6 +247,14 @@ func MatchImage(keys []string, image string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// KeyringKey is the form of a docker config key the kubelet's keyring sorts on: it tries the
+// entries that cover an image in reverse order of it (the more specific key first), and entries
+// of one key in the order they were added.
+func KeyringKey(k string) string {
+	h, p := splitKey(k)
+	return strings.TrimSuffix(h+"/"+p, "/")
 }
 
 // splitKey turns a docker config key into host[:port] and a repository path prefix.
@@ -368,8 +340,7 @@ func FromPullSecrets(secrets []NamedSecret, image string) ([]Credential, error) 
 				return nil, fmt.Errorf("pull secret %s, entry %s: %w", s.Label, k, err)
 			}
 			c.Source = fmt.Sprintf("pull secret %s (entry %s)", s.Label, k)
-			h, p := splitKey(k)
-			hits = append(hits, hit{key: k, sortKey: strings.TrimSuffix(h+"/"+p, "/"), c: c})
+			hits = append(hits, hit{key: k, sortKey: KeyringKey(k), c: c})
 		}
 	}
 	if len(hits) == 0 {

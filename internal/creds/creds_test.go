@@ -20,14 +20,28 @@ func write(t *testing.T, body string) string {
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
+// fromFile is what probe --pull-secret FILE does: the file read, every covering entry in the
+// kubelet's order; the first is presented.
+func fromFile(file, image string) (Credential, error) {
+	s, err := ReadPullSecretFile(file)
+	if err != nil {
+		return Credential{}, err
+	}
+	all, err := FromPullSecrets([]NamedSecret{s}, image)
+	if err != nil {
+		return Credential{}, err
+	}
+	return all[0], nil
+}
+
 func TestFromPullSecretFile(t *testing.T) {
 	cfg := fmt.Sprintf(`{"auths":{"https://index.docker.io/v1/":{"auth":%q},"*.azurecr.io":{"username":"sp","password":"pw2"},"reg.example:5000":{"identitytoken":"idt"}}}`, b64("hub:pw1"))
 	yamlSecret := "apiVersion: v1\nkind: Secret\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: " + b64(cfg) + "\n"
 	jsonSecret := fmt.Sprintf(`{"apiVersion":"v1","kind":"Secret","stringData":{".dockerconfigjson":%q}}`, cfg)
 	for name, body := range map[string]string{"yaml": yamlSecret, "json": jsonSecret, "config.json": cfg} {
 		p := write(t, body)
-		for reg, want := range map[string]string{"docker.io": "hub:pw1", "myreg.azurecr.io": "sp:pw2", "reg.example:5000": ":"} {
-			c, err := FromPullSecretFile(p, reg)
+		for reg, want := range map[string]string{"docker.io/library/nginx": "hub:pw1", "myreg.azurecr.io/app": "sp:pw2", "reg.example:5000/app": ":"} {
+			c, err := fromFile(p, reg)
 			if err != nil {
 				t.Errorf("%s %s: %v", name, reg, err)
 				continue
@@ -39,12 +53,12 @@ func TestFromPullSecretFile(t *testing.T) {
 				t.Errorf("String() leaks the password: %v", c)
 			}
 		}
-		if _, err := FromPullSecretFile(p, "other.example"); err == nil || !strings.Contains(err.Error(), "no entry for other.example") {
+		if _, err := fromFile(p, "other.example/app"); err == nil || !strings.Contains(err.Error(), "no entry for other.example/app") {
 			t.Errorf("%s: unmatched registry error = %v", name, err)
 		}
 	}
 	// a wildcard matches one label, not several (kubelet semantics)
-	if _, err := FromPullSecretFile(write(t, cfg), "a.b.azurecr.io"); err == nil {
+	if _, err := fromFile(write(t, cfg), "a.b.azurecr.io/app"); err == nil {
 		t.Error("*.azurecr.io matched a.b.azurecr.io")
 	}
 }
@@ -60,11 +74,11 @@ func TestFromPullSecretFileErrors(t *testing.T) {
 		"auth not base64": `{"auths":{"r.example":{"auth":"%%"}}}`,
 		"auth no colon":   fmt.Sprintf(`{"auths":{"r.example":{"auth":%q}}}`, b64("nocolon")),
 	} {
-		if _, err := FromPullSecretFile(write(t, body), "r.example"); err == nil {
+		if _, err := fromFile(write(t, body), "r.example/app"); err == nil {
 			t.Errorf("%s: want an error", name)
 		}
 	}
-	if _, err := FromPullSecretFile("/nonexistent/x", "r.example"); err == nil || !strings.Contains(err.Error(), "/nonexistent/x") {
+	if _, err := fromFile("/nonexistent/x", "r.example/app"); err == nil || !strings.Contains(err.Error(), "/nonexistent/x") {
 		t.Errorf("missing file error = %v", err)
 	}
 }
@@ -140,15 +154,11 @@ func FuzzMatchImage(f *testing.F) {
 // over: the auths map without its wrapper. The kubelet reads it; so must the probe.
 func TestBareDockercfg(t *testing.T) {
 	cfg := fmt.Sprintf(`{"reg.example:5000":{"auth":%q,"email":"x@example.com"}}`, b64("legacy:pw9"))
-	c, err := FromPullSecret([]byte(cfg), "shop/old key .dockercfg", "reg.example:5000")
-	if err != nil || c.Username != "legacy" || c.Password != "pw9" {
-		t.Fatalf("FromPullSecret(.dockercfg) = %v, %v", c, err)
-	}
 	cs, err := FromPullSecrets([]NamedSecret{{Label: "shop/old key .dockercfg", Data: []byte(cfg)}}, "reg.example:5000/team/app")
-	if err != nil || len(cs) != 1 || cs[0].Password != "pw9" || cs[0].Source != "pull secret shop/old key .dockercfg (entry reg.example:5000)" {
+	if err != nil || len(cs) != 1 || cs[0].Username != "legacy" || cs[0].Password != "pw9" || cs[0].Source != "pull secret shop/old key .dockercfg (entry reg.example:5000)" {
 		t.Fatalf("FromPullSecrets(.dockercfg) = %v, %v", cs, err)
 	}
-	if _, err := FromPullSecret([]byte(`{}`), "empty", "reg.example:5000"); err == nil {
+	if _, err := FromPullSecrets([]NamedSecret{{Label: "empty", Data: []byte(`{}`)}}, "reg.example:5000/team/app"); err == nil {
 		t.Error("an empty document parsed as a .dockercfg")
 	}
 }

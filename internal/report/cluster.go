@@ -91,8 +91,23 @@ type PullCredentials struct {
 	Registry       string       `json:"registry"`
 	ServiceAccount string       `json:"serviceAccount"`
 	PullSecrets    []PullSecret `json:"pullSecrets"`
-	NodeIdentity   string       `json:"nodeIdentity,omitempty"` // when no pull secret covers the registry
-	Summary        string       `json:"summary"`
+	NodeIdentity   string       `json:"nodeIdentity,omitempty"` // what the node's credential providers present, after the pull secrets
+	// Order is the kubelet's list of credentials for the image, tried in turn until one pulls: the
+	// pod's covering pull secrets, then the node's docker config, then its credential providers.
+	Order   []CredentialTurn `json:"order"`
+	Summary string           `json:"summary"`
+}
+
+// CredentialTurn is one place in the kubelet's credential order. Only a pull secret can be read
+// through the API; the node's docker config and providers are on the node, and Check says what
+// reads them there.
+type CredentialTurn struct {
+	Source string `json:"source"`          // "pull-secret", "node-docker-config" or "credential-providers"
+	Name   string `json:"name,omitempty"`  // the pull secret
+	Entry  string `json:"entry,omitempty"` // the secret's key that covers the image
+	Known  bool   `json:"known"`           // whether pod could read what it holds for the image
+	Detail string `json:"detail"`
+	Check  string `json:"check,omitempty"` // the command that tries it on the node, in this order
 }
 
 // PullSecret is one imagePullSecrets entry as the kubelet sees it.

@@ -82,6 +82,19 @@ func WritePodText(w io.Writer, d *PodDiagnosis) error {
 	}
 	if c := d.Credentials; c != nil {
 		fmt.Fprintf(b, "\ncredentials  %s\n", c.Summary)
+		if len(c.Order) > 0 {
+			b.WriteString("  the kubelet's order, each tried in turn until one pulls:\n")
+			check := ""
+			for i, t := range c.Order {
+				fmt.Fprintf(b, "    %d. %s\n", i+1, t.Detail)
+				if t.Check != "" {
+					check = t.Check
+				}
+			}
+			if check != "" {
+				fmt.Fprintf(b, "  on the node: %s\n", check)
+			}
+		}
 		for _, s := range c.PullSecrets {
 			state := "existence unknown"
 			if s.Exists != nil {

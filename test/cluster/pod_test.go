@@ -100,6 +100,11 @@ func TestPodCachedImageLie(t *testing.T) {
 	if cr == nil || len(cr.PullSecrets) != 1 || cr.PullSecrets[0].Name != "ghcr-cred" || cr.PullSecrets[0].CoversRegistry == nil || *cr.PullSecrets[0].CoversRegistry || cr.NodeIdentity == "" {
 		t.Errorf("credentials %+v", cr)
 	}
+	// the secret covers another registry: the kubelet's order is the node's docker config, then its providers
+	if cr == nil || len(cr.Order) != 2 || cr.Order[0].Source != "node-docker-config" || cr.Order[1].Source != "credential-providers" ||
+		!strings.Contains(cr.Order[0].Check, "--pod "+ns+"/app-new") {
+		t.Errorf("the kubelet's order %+v", cr)
+	}
 	kinds := map[string]int{}
 	for _, e := range d.Timeline {
 		kinds[e.Kind]++
