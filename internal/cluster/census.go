@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pullpath/pullpath/internal/registry"
@@ -192,6 +193,10 @@ func (c *census) readCaps(ctx context.Context, names []string) {
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
+				if apierrors.IsForbidden(err) {
+					// DoRaw's error drops the server's message ("unknown (get nodes NAME)"): name the right
+					err = apiError(err, "get", "nodes/proxy", "", "")
+				}
 				refused = err
 				return
 			}

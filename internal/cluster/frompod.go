@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pullpath/pullpath/internal/report"
@@ -39,15 +40,26 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 	// added to an ephemeral container, an environment variable from the secret can
 	env := r.fromPodSecrets(ctx, pod, pp)
 	args = append(args, secretArgs(env)...)
-	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+	probe := corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
 		Name: ec, Image: r.o.ProbeImage, ImagePullPolicy: corev1.PullIfNotPresent, Env: env,
 		Command:                  append([]string{"/pullpath"}, args...),
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 		// the pod's namespace may enforce Pod Security "restricted": the probe needs nothing more
 		SecurityContext: &corev1.SecurityContext{Privileged: &f, AllowPrivilegeEscalation: &f, ReadOnlyRootFilesystem: &t, RunAsNonRoot: &t, RunAsUser: &nobody,
 			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
-	}})
-	if _, err := r.cs.Core.Pods(ns).UpdateEphemeralContainers(ctx, name, pod, metav1.UpdateOptions{}); err != nil {
+	}}
+	pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, probe)
+	_, err = r.cs.Core.Pods(ns).UpdateEphemeralContainers(ctx, name, pod, metav1.UpdateOptions{})
+	for try := 0; apierrors.IsConflict(err) && try < 5; try++ {
+		// the pod changed since it was read (the kubelet's status, another run's ephemeral
+		// container): the update carries its resourceVersion, so read it again
+		if pod, err = r.cs.Core.Pods(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			break
+		}
+		pod.Spec.EphemeralContainers = append(pod.Spec.EphemeralContainers, probe)
+		_, err = r.cs.Core.Pods(ns).UpdateEphemeralContainers(ctx, name, pod, metav1.UpdateOptions{})
+	}
+	if err != nil {
 		pp.Error = "cannot add the probe as an ephemeral container: " + apiError(err, "update", "pods/ephemeralcontainers", ns, name).Error()
 		return pp
 	}

@@ -9,6 +9,7 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -624,5 +625,36 @@ func TestVerifyPodWithoutSecretRights(t *testing.T) {
 	o.FromPod, o.SecretNamespace, o.Secret = "", "shop", "regcred"
 	if _, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o); err == nil || !strings.Contains(err.Error(), "get secrets in namespace shop (read the pull secret)") {
 		t.Errorf("--secret without the right: %v", err)
+	}
+}
+
+// The API server refuses an ephemeral container added to a pod that changed since it was read (the
+// cluster tier: two runs --from-pod on one pod, "the object has been modified"); the kubelet's
+// status updates do the same. The probe reads the pod again and is added once.
+func TestVerifyFromPodRetriesAConflict(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc)
+	tries := 0
+	var added []corev1.EphemeralContainer
+	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "ephemeralcontainers" {
+			return false, nil, nil
+		}
+		if tries++; tries == 1 {
+			return true, nil, apierrors.NewConflict(corev1.Resource("pods"), "web-new", fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again"))
+		}
+		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		added = p.Spec.EphemeralContainers
+		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: added[len(added)-1].Name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			Message: `{"class":"ok","code":"OK","summary":"pulled completely from the pod"}`}}}}
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 2 * time.Second}
+	v, _ := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	if v == nil || v.FromPod == nil {
+		t.Fatal("no result from the pod")
+	}
+	if fp := v.FromPod; fp.Error != "" || fp.Class != report.ClassOK || tries != 2 || len(added) != 1 {
+		t.Errorf("after one conflict: error %q class %s, %d updates, containers %d; want the probe added on the second try", fp.Error, fp.Class, tries, len(added))
 	}
 }

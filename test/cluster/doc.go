@@ -22,9 +22,11 @@
 // source addresses also lets them reach the registry the node itself cannot (the VPN-sidecar case).
 // No namespace has a default route, a bridge to a real interface or NAT; the bridge lives inside
 // the hub. The test process reaches the apiserver by dialing inside the hub (client-go's Dial);
-// Run executes the pullpath binary inside the hub with the admin kubeconfig. There is no scheduler:
-// pods are pinned with nodeName; the harness creates each namespace's default ServiceAccount and
-// kube-root-ca.crt, and removes the not-ready taint of Ready nodes.
+// Run executes the pullpath binary inside the hub with the admin kubeconfig; restrictedIdentity
+// mints a ServiceAccount holding deploy/rbac.yaml's roles (less what a test takes away) and a
+// kubeconfig with its TokenRequest token, for --kubeconfig. There is no scheduler: pods are pinned
+// with nodeName; the harness creates each namespace's default ServiceAccount and kube-root-ca.crt,
+// and removes the not-ready taint of Ready nodes.
 //
 // Each node gets a cgroupRoot of its own in every cgroup v1 hierarchy, a client certificate
 // (O=system:nodes, CN=system:node:<name>) and a pool label (kubernetes.azure.com/agentpool). The

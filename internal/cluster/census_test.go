@@ -1,0 +1,45 @@
+package cluster
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"k8s.io/client-go/rest"
+)
+
+// A kube-apiserver (v1.37.2, the cluster tier) refuses nodes/proxy with a Status body that the raw
+// request's error drops: client-go says "unknown (get nodes NAME)". The note must still name the
+// right the identity lacks.
+func TestReadCapsForbiddenNamesTheRight(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/api/v1/nodes/poolb-2/proxy/configz" {
+			http.NotFound(w, r)
+			return
+		}
+		// the body the real apiserver sends
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"poolb-2\" is forbidden: User \"system:serviceaccount:rbac-96lzp:noproxy\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"name":"poolb-2","kind":"nodes"},"code":403}`))
+	}))
+	defer srv.Close()
+	cs, err := NewClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	c := &census{cs: cs, o: Options{KubeletConfig: true, MaxImages: DefaultMaxImages}, notes: &notes}
+	c.readCaps(context.Background(), []string{"poolb-2"})
+	want := "the kubelet configuration (/configz through nodes/proxy) of some nodes could not be read (no RBAC get on nodes/proxy): their image lists are taken as capped at 50"
+	if len(notes) != 1 || notes[0] != want {
+		t.Errorf("notes %q, want %q", notes, want)
+	}
+	if len(c.caps) != 0 {
+		t.Errorf("caps %v, want none read", c.caps)
+	}
+	if strings.Contains(strings.Join(notes, " "), "unknown") {
+		t.Errorf("the note passes on client-go's empty message: %q", notes)
+	}
+}
