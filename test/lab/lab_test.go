@@ -200,6 +200,16 @@ type probeResult struct {
 	raw string
 }
 
+// warnsAbout says the probe gave a warning about host.
+func (p probeResult) warnsAbout(host string) bool {
+	for _, w := range p.Warnings {
+		if w.Host == host {
+			return true
+		}
+	}
+	return false
+}
+
 func TestLab(t *testing.T) {
 	if skipReason != "" {
 		t.Skip("lab tier skipped: " + skipReason)
@@ -353,14 +363,8 @@ func (e *env) runOn(c labCase, rt *ctrd) *run {
 	if c.role != "" && (r.probe.Failing == nil || r.probe.Failing.Role != c.role) {
 		r.problems = append(r.problems, fmt.Sprintf("probe failing %+v, want role %s", r.probe.Failing, c.role))
 	}
-	if c.warn != "" {
-		found := false
-		for _, w := range r.probe.Warnings {
-			found = found || w.Host == c.warn
-		}
-		if !found {
-			r.problems = append(r.problems, fmt.Sprintf("probe should warn about %s: %+v", c.warn, r.probe.Warnings))
-		}
+	if c.warn != "" && !r.probe.warnsAbout(c.warn) {
+		r.problems = append(r.problems, fmt.Sprintf("probe should warn about %s: %+v", c.warn, r.probe.Warnings))
 	}
 	if c.runtime != "" || c.noWarn != "" || c.says != "" {
 		ro, _ := exec.Command(e.pullpath, "runtime", "--host-root", root, c.image).CombinedOutput()

@@ -174,14 +174,8 @@ func (e *env) crioCase(root string, c crioCase) *crioResult {
 	if c.code != "" && r.probe.Code != c.code {
 		r.problems = append(r.problems, fmt.Sprintf("probe code %q, want %q", r.probe.Code, c.code))
 	}
-	if c.warn != "" {
-		found := false
-		for _, w := range r.probe.Warnings {
-			found = found || w.Host == c.warn
-		}
-		if !found {
-			r.problems = append(r.problems, fmt.Sprintf("probe should warn about %s: %+v", c.warn, r.probe.Warnings))
-		}
+	if c.warn != "" && !r.probe.warnsAbout(c.warn) {
+		r.problems = append(r.problems, fmt.Sprintf("probe should warn about %s: %+v", c.warn, r.probe.Warnings))
 	}
 	ro, _ := exec.Command(e.pullpath, "runtime", "-o", "json", "--host-root", root, c.image).Output()
 	r.runtimeOut = string(ro)
