@@ -166,6 +166,8 @@ current-context: restricted
 //   - pod without get pods, list events or list nodes: exit 2 naming the verb and the resource
 //   - pod without nodes/proxy: the diagnosis stands, the image-list cap is the default, a note says
 //     why
+//   - verify with the runner role cluster-wide (no get on namespaces) in a run namespace that does
+//     not exist: exit 2 naming the namespace and the fix
 func TestRBACRestrictedIdentity(t *testing.T) {
 	c := sharedCluster(t)
 	start := time.Now()
@@ -191,6 +193,8 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 	reader := func(drop ...string) grant { return grant{role: "pullpath-reader", drop: drop} }
 	verifier := c.restrictedIdentity(t, roles, ns, "verifier", reader(), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
 	noProxy := c.restrictedIdentity(t, roles, ns, "noproxy", reader("nodes/proxy"))
+	// the runner role cluster-wide: its rights hold in any namespace, but it may not read namespaces
+	anyNS := c.restrictedIdentity(t, roles, ns, "anyns", reader(), grant{role: "pullpath-runner"})
 	lacking := []struct {
 		drop, verb, resource, scope string
 	}{
@@ -203,7 +207,7 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 		without[l.drop] = c.restrictedIdentity(t, roles, ns, "no"+l.drop, reader(l.drop))
 	}
 	t.Logf("identities ready in %s", time.Since(begin).Round(100*time.Millisecond))
-	secrets := []string{secretPass, auth, verifier.token, noProxy.token}
+	secrets := []string{secretPass, auth, verifier.token, noProxy.token, anyNS.token}
 	for _, id := range without {
 		secrets = append(secrets, id.token)
 	}
@@ -275,6 +279,15 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 	noLeak("pod without nodes/proxy, text", text+errOut)
 	if !strings.Contains(text, "no RBAC get on nodes/proxy") {
 		t.Errorf("pod without nodes/proxy, text: no note naming the right:\n%s", text)
+	}
+
+	// 4. verify in a run namespace that does not exist, as an identity that may not read namespaces
+	gone := ns + "-gone"
+	out, errOut, code = c.Run(t, "verify", c.Images[cachedImage].Ref, "--kubeconfig", anyNS.kubeconfig, "--pool", "poola", "--probe-image", probe, "--run-namespace", gone)
+	noLeak("verify in a missing namespace", out+errOut)
+	wantNS := fmt.Sprintf("namespace %s does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", gone)
+	if code != 2 || !strings.Contains(errOut, wantNS) || strings.Contains(errOut, "configmaps") {
+		t.Errorf("verify in a missing namespace: exit %d, want 2 with %q on stderr\nstdout: %s\nstderr: %s", code, wantNS, out, errOut)
 	}
 
 	wg.Wait()
