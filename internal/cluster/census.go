@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -10,7 +11,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pullpath/pullpath/internal/registry"
@@ -53,7 +53,7 @@ func (c *census) read(ctx context.Context, ns string) error {
 	pl, err := c.cs.Core.Pods("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		// without cluster-wide rights, the pod's namespace still tells a lot
-		*c.notes = append(*c.notes, fmt.Sprintf("pods of other namespaces not read (%v): pods running or failing on the image elsewhere are not counted", shortErr(err)))
+		*c.notes = append(*c.notes, fmt.Sprintf("pods of other namespaces not read (%v): pods running or failing on the image elsewhere are not counted", shortErr(apiError(err, "list", "pods", "", ""))))
 		if pl, err = c.cs.Core.Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
 			return apiError(err, "list", "pods", ns, "")
 		}
@@ -77,8 +77,9 @@ func (c *census) read(ctx context.Context, ns string) error {
 }
 
 func shortErr(err error) string {
-	if e, ok := err.(*RBACError); ok {
-		return "no RBAC " + e.Verb + " on " + e.Resource
+	var e *RBACError
+	if errors.As(err, &e) {
+		return e.Short()
 	}
 	s := err.Error()
 	if len(s) > 120 {
@@ -189,14 +190,10 @@ func (c *census) readCaps(ctx context.Context, names []string) {
 			defer func() { <-sem }()
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			raw, err := c.cs.Core.RESTClient().Get().Resource("nodes").Name(n).SubResource("proxy").Suffix("configz").DoRaw(cctx)
+			raw, err := rawRead(cctx, c.cs.Core.RESTClient().Get().Resource("nodes").Name(n).SubResource("proxy").Suffix("configz"), "get", "nodes/proxy", "", n)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				if apierrors.IsForbidden(err) {
-					// DoRaw's error drops the server's message ("unknown (get nodes NAME)"): name the right
-					err = apiError(err, "get", "nodes/proxy", "", "")
-				}
 				refused = err
 				return
 			}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -26,22 +27,42 @@ func (r *run) prepare(ctx context.Context) error {
 		})
 		_, err = r.cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
 	}
-	if apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsForbidden(err):
+		// deploy/rbac.yaml grants no get on namespaces: its run namespace exists, made by the
+		// admin who bound the roles. Whether it does shows when the owner ConfigMap is created.
+	case apierrors.IsNotFound(err):
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{LabelManaged: "pullpath",
 			"pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/warn": "privileged"}}}
 		if _, err := r.cs.Core.Namespaces().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("namespace %s does not exist and cannot be created (%v): apply deploy/rbac.yaml, or give --namespace", ns, shortErr(apiError(err, "create", "namespaces", "", ns)))
+			return fmt.Errorf("namespace %s does not exist and cannot be created (%v): create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", ns, shortErr(apiError(err, "create", "namespaces", "", ns)))
 		}
 		r.madeNS = true
+	case err != nil:
+		return apiError(err, "get", "namespaces", "", ns)
 	}
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-" + r.id, Namespace: ns, Labels: r.labels("owner")},
 		Data: map[string]string{"image": r.o.Image, "started": time.Now().UTC().Format(time.RFC3339)}}
 	o, err := r.cs.Core.ConfigMaps(ns).Create(ctx, owner, metav1.CreateOptions{})
 	if err != nil {
+		if missingNamespace(err) {
+			return fmt.Errorf("namespace %s does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", ns)
+		}
 		return apiError(err, "create", "configmaps", ns, owner.Name)
 	}
 	r.owner = o
 	return r.copySecrets(ctx)
+}
+
+// missingNamespace reports whether a create failed because its namespace does not exist (the
+// NamespaceLifecycle admission plugin's NotFound names the namespace, not the object).
+func missingNamespace(err error) bool {
+	var se apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &se) {
+		return false
+	}
+	d := se.Status().Details
+	return d != nil && d.Kind == "namespaces"
 }
 
 // copySecrets copies the pull secrets the node probes present into the run's namespace (a pod

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -29,6 +30,11 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 	pp.Node = pod.Spec.NodeName
 	if n, err := r.cs.Core.Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{}); err == nil {
 		pp.Pool, _ = Pool(n)
+	} else if pod.Spec.NodeName != "" {
+		// optional, as the other reads beside the run: the probe in the pod runs all the same, and
+		// the comparison falls back to a probe on that same node
+		r.note("--from-pod: node %s of pod %s was not read (%s): its pool is unknown, so the probe in the pod is compared only with a probe on that node; grant get on nodes to compare it with its pool",
+			pod.Spec.NodeName, r.o.ProbeFromPod, shortErr(apiError(err, "get", "nodes", "", pod.Spec.NodeName)))
 	}
 	if pod.Spec.HostNetwork {
 		r.note("--from-pod %s uses hostNetwork: its network namespace is the node's, so the comparison shows nothing new", r.o.ProbeFromPod)
@@ -92,7 +98,11 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 		pp.Error = fmt.Sprintf("the ephemeral container could not start: %s: %s", st.State.Waiting.Reason, st.State.Waiting.Message)
 		return pp
 	}
-	raw, err := r.cs.Core.Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: ec, LimitBytes: int64p(32 << 20)}).DoRaw(ctx)
+	raw, err := rawRead(ctx, r.cs.Core.Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: ec, LimitBytes: int64p(32 << 20)}), "get", "pods/log", ns, name)
+	var re *RBACError
+	if errors.As(err, &re) {
+		r.note("--from-pod: the log of the probe in pod %s was not read (%s): only its compact verdict is known", r.o.ProbeFromPod, shortErr(err))
+	}
 	var rep report.Probe
 	if err == nil && json.Unmarshal(raw, &rep) == nil && rep.Kind == "ProbeReport" {
 		pp.Probe, pp.Class = &rep, rep.Class
@@ -128,7 +138,11 @@ func (r *run) fromPodSecrets(ctx context.Context, pod *corev1.Pod, pp *report.Po
 func compareFromPod(pp *report.PodProbe, pools []report.PoolResult) {
 	var node *report.PoolResult
 	for i := range pools {
-		if pools[i].Pool == pp.Pool && (pools[i].Probe != nil || pools[i].Summary != nil) {
+		same := pools[i].Pool == pp.Pool
+		if pp.Pool == "" {
+			same = pp.Node != "" && pools[i].Node == pp.Node // the pod's node was not read: its pool is unknown
+		}
+		if same && (pools[i].Probe != nil || pools[i].Summary != nil) {
 			node = &pools[i]
 			if pools[i].Node == pp.Node {
 				break
@@ -138,6 +152,8 @@ func compareFromPod(pp *report.PodProbe, pools []report.PoolResult) {
 	switch {
 	case pp.Probe == nil && pp.Summary == nil:
 		pp.Comparison = "the probe could not run in the pod: nothing to compare"
+	case node == nil && pp.Pool == "":
+		pp.Comparison = fmt.Sprintf("the pool of the pod's node %s is unknown (the node was not read) and that node was not probed: nothing to compare", pp.Node)
 	case node == nil:
 		pp.Comparison = fmt.Sprintf("pool %s of the pod's node %s was not probed: nothing to compare (verify that pool too)", pp.Pool, pp.Node)
 	default:

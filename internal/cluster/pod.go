@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 
 	"github.com/pullpath/pullpath/internal/events"
 	"github.com/pullpath/pullpath/internal/report"
@@ -237,6 +238,18 @@ func apiError(err error, verb, resource, ns, name string) error {
 	return fmt.Errorf("cannot reach the cluster to %s %s: %w", verb, what, err)
 }
 
+// rawRead does a raw request (a pod's log, a kubelet's endpoint through nodes/proxy) and returns
+// its body. DoRaw's error drops the Status the API server sent ("unknown (get pods NAME)"); the
+// Result still holds it, so a refusal is named as every other one is.
+func rawRead(ctx context.Context, req *rest.Request, verb, resource, ns, name string) ([]byte, error) {
+	res := req.Do(ctx)
+	raw, err := res.Raw()
+	if err != nil {
+		return nil, apiError(res.Error(), verb, resource, ns, name)
+	}
+	return raw, nil
+}
+
 // RBACError is a request the API server refused for lack of rights.
 type RBACError struct {
 	Verb, Resource, Namespace string
@@ -248,15 +261,34 @@ func (e *RBACError) Error() string {
 	if e.Namespace != "" {
 		scope = "in namespace " + e.Namespace
 	}
-	msg := fmt.Sprintf("not allowed to %s %s %s: the identity needs RBAC verb %q on %q %s (see deploy/rbac.yaml)", e.Verb, e.Resource, scope, e.Verb, e.Resource, scope)
-	var se apierrors.APIStatus
-	if errors.As(e.Err, &se) {
-		if m := se.Status().Message; m != "" && !strings.Contains(m, "cannot "+e.Verb+" resource") {
-			// refused by admission, not by RBAC: the server's words say why
-			return fmt.Sprintf("the API server refused to %s %s %s: %s", e.Verb, e.Resource, scope, m)
-		}
+	if m := e.admission(); m != "" {
+		return fmt.Sprintf("the API server refused to %s %s %s: %s", e.Verb, e.Resource, scope, m)
 	}
-	return msg
+	return fmt.Sprintf("not allowed to %s %s %s: the identity needs RBAC verb %q on %q %s (see deploy/rbac.yaml)", e.Verb, e.Resource, scope, e.Verb, e.Resource, scope)
+}
+
+// Short is the refusal in the words every note and problem uses: "no RBAC get on pods/log", or
+// the server's own message when admission, not RBAC, refused.
+func (e *RBACError) Short() string {
+	if m := e.admission(); m != "" {
+		return m
+	}
+	return "no RBAC " + e.Verb + " on " + e.Resource
+}
+
+// admission is the server's message when something other than RBAC refused (an admission plugin,
+// a terminating namespace), "" for an RBAC refusal. A raw read (DoRaw) whose Status body was not
+// decoded carries only client-go's "unknown (get pods NAME)": the server said nothing else, and a
+// 403 without a reason is RBAC's.
+func (e *RBACError) admission() string {
+	var se apierrors.APIStatus
+	if !errors.As(e.Err, &se) || apierrors.IsUnexpectedServerError(e.Err) {
+		return ""
+	}
+	if m := se.Status().Message; m != "" && !strings.Contains(m, "cannot "+e.Verb+" resource") {
+		return m
+	}
+	return ""
 }
 
 func (e *RBACError) Unwrap() error { return e.Err }

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -285,8 +286,12 @@ func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
 
 // fullReport reads the probe's JSON report from its log.
 func (r *run) fullReport(ctx context.Context, name string) *report.Probe {
-	raw, err := r.cs.Core.Pods(r.o.Namespace).GetLogs(name, &corev1.PodLogOptions{Container: "probe", LimitBytes: int64p(32 << 20)}).DoRaw(ctx)
+	raw, err := rawRead(ctx, r.cs.Core.Pods(r.o.Namespace).GetLogs(name, &corev1.PodLogOptions{Container: "probe", LimitBytes: int64p(32 << 20)}), "get", "pods/log", r.o.Namespace, name)
 	if err != nil {
+		var re *RBACError
+		if errors.As(err, &re) {
+			r.note("the probes' logs in namespace %s were not read (%s): only their compact verdicts are known", r.o.Namespace, shortErr(err))
+		}
 		return nil
 	}
 	var p report.Probe

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -169,7 +170,11 @@ func (r *run) progress(s string) {
 func (r *run) note(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+	n := fmt.Sprintf(format, args...)
+	if slices.Contains(r.notes, n) {
+		return // the same refusal met by several pools' reads
+	}
+	r.notes = append(r.notes, n)
 }
 
 func (r *run) labels(role string) map[string]string {

@@ -24,8 +24,8 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 )
 
-// grant binds one role of deploy/rbac.yaml to an identity, less the rules on drop's resources:
-// cluster-wide when ns is "", else in ns.
+// grant binds one role of deploy/rbac.yaml to an identity, less the rules on drop's resources
+// ("nodes") or one verb of them ("get nodes"): cluster-wide when ns is "", else in ns.
 type grant struct {
 	role string
 	ns   string
@@ -83,10 +83,22 @@ func (c *cluster) restrictedIdentity(t *testing.T, roles map[string][]rbacv1.Pol
 		}
 		var kept []rbacv1.PolicyRule
 		for _, r := range rules {
-			r.Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(res string) bool { return slices.Contains(g.drop, res) })
+			var rest []rbacv1.PolicyRule // a resource less one verb, in a rule of its own
+			r.Resources = slices.DeleteFunc(slices.Clone(r.Resources), func(res string) bool {
+				for _, d := range g.drop {
+					if verb, dres, ok := strings.Cut(d, " "); ok && dres == res {
+						if verbs := slices.DeleteFunc(slices.Clone(r.Verbs), func(v string) bool { return v == verb }); len(verbs) > 0 {
+							rest = append(rest, rbacv1.PolicyRule{APIGroups: r.APIGroups, Resources: []string{res}, Verbs: verbs})
+						}
+						return true
+					}
+				}
+				return slices.Contains(g.drop, res)
+			})
 			if len(r.Resources) > 0 {
 				kept = append(kept, r)
 			}
+			kept = append(kept, rest...)
 		}
 		// a ClusterRole of its own per identity (cluster-scoped names are shared by every test)
 		crName := fmt.Sprintf("%s-%s-%s", ns, name, g.role)
@@ -166,6 +178,10 @@ current-context: restricted
 //   - pod without get pods, list events or list nodes: exit 2 naming the verb and the resource
 //   - pod without nodes/proxy: the diagnosis stands, the image-list cap is the default, a note says
 //     why
+//   - verify --from-pod without get on nodes: a note names the right, the pod is compared with the
+//     probe on its own node
+//   - verify with the runner role cluster-wide (no get on namespaces) in a run namespace that does
+//     not exist: exit 2 naming the namespace and the fix
 func TestRBACRestrictedIdentity(t *testing.T) {
 	c := sharedCluster(t)
 	start := time.Now()
@@ -191,6 +207,9 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 	reader := func(drop ...string) grant { return grant{role: "pullpath-reader", drop: drop} }
 	verifier := c.restrictedIdentity(t, roles, ns, "verifier", reader(), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
 	noProxy := c.restrictedIdentity(t, roles, ns, "noproxy", reader("nodes/proxy"))
+	// the runner role cluster-wide: its rights hold in any namespace, but it may not read namespaces
+	anyNS := c.restrictedIdentity(t, roles, ns, "anyns", reader(), grant{role: "pullpath-runner"})
+	noGetNodes := c.restrictedIdentity(t, roles, ns, "nogetnodes", reader("get nodes"), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
 	lacking := []struct {
 		drop, verb, resource, scope string
 	}{
@@ -203,7 +222,7 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 		without[l.drop] = c.restrictedIdentity(t, roles, ns, "no"+l.drop, reader(l.drop))
 	}
 	t.Logf("identities ready in %s", time.Since(begin).Round(100*time.Millisecond))
-	secrets := []string{secretPass, auth, verifier.token, noProxy.token}
+	secrets := []string{secretPass, auth, verifier.token, noProxy.token, anyNS.token, noGetNodes.token}
 	for _, id := range without {
 		secrets = append(secrets, id.token)
 	}
@@ -277,6 +296,15 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 		t.Errorf("pod without nodes/proxy, text: no note naming the right:\n%s", text)
 	}
 
+	// 4. verify in a run namespace that does not exist, as an identity that may not read namespaces
+	gone := ns + "-gone"
+	out, errOut, code = c.Run(t, "verify", c.Images[cachedImage].Ref, "--kubeconfig", anyNS.kubeconfig, "--pool", "poola", "--probe-image", probe, "--run-namespace", gone)
+	noLeak("verify in a missing namespace", out+errOut)
+	wantNS := fmt.Sprintf("namespace %s does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", gone)
+	if code != 2 || !strings.Contains(errOut, wantNS) || strings.Contains(errOut, "configmaps") {
+		t.Errorf("verify in a missing namespace: exit %d, want 2 with %q on stderr\nstdout: %s\nstderr: %s", code, wantNS, out, errOut)
+	}
+
 	wg.Wait()
 	verifyTook := time.Since(verifyStart)
 	noLeak("verify without get secrets", jsonRun.out+jsonRun.errOut)
@@ -322,6 +350,21 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 		t.Errorf("verify without get secrets, text: exit %d, want 0 and the note:\n%s\n%s", textRun.code, textRun.out, textRun.errOut)
 	}
 	t.Logf("verify --from-pod without get secrets:\n%s", textRun.out)
+
+	// 5. verify --from-pod without get on nodes (list stays): the pod's pool is unknown, a note
+	// names the right, and the pod is compared with the probe on its own node
+	out, errOut, code = c.Run(t, "verify", c.Images[cachedImage].Ref, "--kubeconfig", noGetNodes.kubeconfig, "--pool", "poola", "--all-nodes", "--probe-image", probe,
+		"--from-pod", ns+"/app", "--run-namespace", runNS, "--probe-timeout", "60s", "-o", "json")
+	noLeak("verify without get nodes", out+errOut)
+	var vn report.Verification
+	if err := json.Unmarshal([]byte(out), &vn); err != nil {
+		t.Fatalf("verify without get nodes: not JSON (exit %d): %v\n%s\n%s", code, err, out, errOut)
+	}
+	nodeNote := fmt.Sprintf("--from-pod: node poola-1 of pod %s/app was not read (no RBAC get on nodes): its pool is unknown, so the probe in the pod is compared only with a probe on that node; grant get on nodes to compare it with its pool", ns)
+	if fp := vn.FromPod; code != 0 || fp == nil || fp.Pool != "" || fp.Class != report.ClassOK || fp.NodeClass != report.ClassOK ||
+		fp.Comparison != "the pod and the node poola-1 both reach the registry" || !slices.Contains(vn.Notes, nodeNote) || len(vn.LeftBehind) != 0 {
+		t.Errorf("verify without get nodes: exit %d, fromPod %+v, notes %q, left %q; want 0, the note %q and the comparison with poola-1\n%s", code, fp, vn.Notes, vn.LeftBehind, nodeNote, errOut)
+	}
 	assertNothingLeft(t, c)
 	took := fmt.Sprintf("RBAC with restricted identities: %s past bring-up, %s of it the probe image's build and push; the two verify runs side by side %s",
 		time.Since(start).Round(100*time.Millisecond), begin.Sub(start).Round(100*time.Millisecond), verifyTook.Round(100*time.Millisecond))
