@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"strings"
 
@@ -90,10 +89,7 @@ func tryInTurn(parent context.Context, opts Options, by turns, all []creds.Crede
 		}
 	}
 	for _, c := range all { // the report that held must not echo an earlier credential either
-		secrets = append(secrets, c.Password, c.IdentityToken, c.RegistryToken)
-		if c.Username != "" || c.Password != "" {
-			secrets = append(secrets, base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password)))
-		}
+		secrets = append(secrets, credentialSecrets(c)...)
 	}
 	scrub := (&walk{secrets: secrets}).scrub
 	for i := 1; i < len(all); i++ {

@@ -27,10 +27,7 @@ func (w *walk) scrub(r *report.Probe) {
 	secrets := append([]string(nil), w.secrets...)
 	w.mu.Unlock()
 	for _, c := range []creds.Credential{w.opts.Credential, w.cred} {
-		secrets = append(secrets, c.Password, c.IdentityToken, c.RegistryToken)
-		if c.Username != "" || c.Password != "" {
-			secrets = append(secrets, base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password)))
-		}
+		secrets = append(secrets, credentialSecrets(c)...)
 	}
 	var rep []string
 	for _, s := range secrets {
@@ -72,6 +69,16 @@ func (w *walk) scrub(r *report.Probe) {
 		fix(&r.Hops[i].URL)
 		fix(&r.Hops[i].Error)
 	}
+}
+
+// credentialSecrets are the values of c that must not appear in a report: its secrets and the
+// basic auth header value made of them.
+func credentialSecrets(c creds.Credential) []string {
+	out := []string{c.Password, c.IdentityToken, c.RegistryToken}
+	if c.Username != "" || c.Password != "" {
+		out = append(out, base64.StdEncoding.EncodeToString([]byte(c.Username+":"+c.Password)))
+	}
+	return out
 }
 
 // assemble builds the report from what the walk recorded.
