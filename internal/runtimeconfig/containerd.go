@@ -309,13 +309,6 @@ func (l *loader) configPathView(c *ctrdConfig) *ConfigPath {
 	return cp
 }
 
-func (l *loader) versionOr(s string) string {
-	if l.cfg.Version != "" {
-		return l.cfg.Version
-	}
-	return s
-}
-
 // transferPull reports whether containerd pulls through its transfer service: 2.1 and later, unless
 // use_local_image_pull or a setting the transfer service does not support forces the CRI's own
 // pull (internal/cri/config CheckLocalImagePullConfigs, the same list in 2.1.0 and 2.4.0-beta).
