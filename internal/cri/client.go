@@ -40,19 +40,24 @@ func FindSocket(root, endpoint, origin string) (string, error) {
 			p = endpoint
 		}
 		full := filepath.Join(root, p)
-		if fi, err := os.Stat(full); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		if isSocket(full) {
 			return full, nil
 		}
 		tried = append(tried, full+" (the kubelet's endpoint, "+origin+")")
 	}
 	for _, s := range Sockets {
 		p := filepath.Join(root, s)
-		if fi, err := os.Stat(p); err == nil && fi.Mode()&fs.ModeSocket != 0 {
+		if isSocket(p) {
 			return p, nil
 		}
 		tried = append(tried, p)
 	}
 	return "", fmt.Errorf("no CRI socket found (tried %s): is the runtime running, and is its socket mounted? give it with --cri=SOCKET", strings.Join(tried, ", "))
+}
+
+func isSocket(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode()&fs.ModeSocket != 0
 }
 
 // Client talks to one runtime's ImageService and RuntimeService.
