@@ -26,8 +26,10 @@ func Detect(root Root) (rt Runtime, evidence string, ok bool) {
 				// docker-ce's containerd.io ships a config.toml with the CRI disabled: dockerd pulls
 				return Docker, p + " (CRI disabled; dockerd pulls)", true
 			}
-			if f := l.configFile(); c.rt == Containerd && root.Exists(f) {
-				p = f // the config the CRI runs with (Talos: not the system containerd's config.toml)
+			if c.rt == Containerd {
+				if f := l.configFile(); root.Exists(f) {
+					p = f // the config the CRI runs with (Talos: not the system containerd's config.toml)
+				}
 			}
 			return c.rt, p, true
 		}
