@@ -15,25 +15,18 @@ import (
 // further credentials the kubelet would try, are warnings. The failure that stands, when no
 // provider gave a credential for the image, is returned.
 func (w *walk) useProviders(all *credprovider.Combined) *credprovider.Failure {
-	w.secrets = append(w.secrets, all.Secrets...)
-	var first *credprovider.Outcome
-	var failed []string
-	for i, o := range all.Outcomes {
-		w.steps = append(w.steps, *providerStep(o.Plan, o.Cred, o.Failure, report.Duration(o.Took)))
-		if o.Failure != nil {
-			failed = append(failed, o.Failure.Summary)
-			if first == nil {
-				first = &all.Outcomes[i]
-			}
-		}
-	}
+	failed := w.recordProviders(all)
 	if len(all.Creds) == 0 {
-		w.provider = first.Plan
-		return first.Failure
+		w.provider = failed[0].Plan
+		return failed[0].Failure
 	}
 	w.opts.Credential, w.provider = all.Creds[0], all.From[0]
 	if len(failed) > 0 {
-		w.warn(first.Failure.Code, w.ref.Registry, fmt.Sprintf("%s; the kubelet pulls with what %s returned, and so does the walk", strings.Join(failed, "; "), all.From[0].Provider.Name))
+		var sums []string
+		for _, o := range failed {
+			sums = append(sums, o.Failure.Summary)
+		}
+		w.warn(failed[0].Failure.Code, w.ref.Registry, fmt.Sprintf("%s; the kubelet pulls with what %s returned, and so does the walk", strings.Join(sums, "; "), all.From[0].Provider.Name))
 	}
 	if len(all.Creds) > 1 {
 		var srcs []string
@@ -46,18 +39,26 @@ func (w *walk) useProviders(all *credprovider.Combined) *credprovider.Failure {
 }
 
 // providersAfter records the providers' runs when the walk presents a pull secret or the kubelet's
-// docker config: the
-// kubelet runs every provider for the image either way, and tries what they gave after the
-// secrets (and its own docker config). A provider that failed is a warning: the kubelet pulls with
-// the rest of its list, and never anonymously once it has a credential.
+// docker config: the kubelet runs every provider for the image either way, and tries what they
+// gave after the secrets (and its own docker config). A provider that failed is a warning: the
+// kubelet pulls with the rest of its list, and never anonymously once it has a credential.
 func (w *walk) providersAfter(all *credprovider.Combined) {
+	for _, o := range w.recordProviders(all) {
+		w.warn(o.Failure.Code, w.ref.Registry, o.Failure.Summary+"; the kubelet tries the pod's pull secrets and any other provider's answer, and makes no anonymous pull")
+	}
+}
+
+// recordProviders makes each provider run a step and its secrets the walk's, and returns the runs
+// that failed, in order.
+func (w *walk) recordProviders(all *credprovider.Combined) (failed []credprovider.Outcome) {
 	w.secrets = append(w.secrets, all.Secrets...)
 	for _, o := range all.Outcomes {
 		w.steps = append(w.steps, *providerStep(o.Plan, o.Cred, o.Failure, report.Duration(o.Took)))
 		if o.Failure != nil {
-			w.warn(o.Failure.Code, w.ref.Registry, o.Failure.Summary+"; the kubelet tries the pod's pull secrets and any other provider's answer, and makes no anonymous pull")
+			failed = append(failed, o)
 		}
 	}
+	return failed
 }
 
 // turns names whose credentials the kubelet tries in turn, and the warning code that says so.
