@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -96,25 +94,12 @@ func TestVerifyFromPodWithoutGetNodes(t *testing.T) {
 // A raw read the API server refuses (a pod's log) answers with a Status body that DoRaw's error
 // drops: the refusal must still read "no RBAC get on pods/log", not as an admission refusal.
 func TestRawReadRefusalNamesTheRight(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/v1/namespaces/pullpath/pods/pp-1/log" {
-			http.NotFound(w, r)
-			return
-		}
-		// the body a kube-apiserver (v1.37.2) sends
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"pp-1\" is forbidden: User \"system:serviceaccount:rbac-96lzp:nolog\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"pullpath\"","reason":"Forbidden","details":{"name":"pp-1","kind":"pods"},"code":403}`))
-	}))
-	defer srv.Close()
-	cs, err := NewClient(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// the body a kube-apiserver (v1.37.2) sends
+	cs := refusingAPI(t, "/api/v1/namespaces/pullpath/pods/pp-1/log", `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"pp-1\" is forbidden: User \"system:serviceaccount:rbac-96lzp:nolog\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"pullpath\"","reason":"Forbidden","details":{"name":"pp-1","kind":"pods"},"code":403}`)
 	logs := func() *rest.Request {
 		return cs.Core.Pods("pullpath").GetLogs("pp-1", &corev1.PodLogOptions{Container: "probe"})
 	}
-	_, err = rawRead(context.Background(), logs(), "get", "pods/log", "pullpath", "pp-1")
+	_, err := rawRead(context.Background(), logs(), "get", "pods/log", "pullpath", "pp-1")
 	var re *RBACError
 	if !asRBAC(err, &re) || shortErr(err) != "no RBAC get on pods/log" ||
 		err.Error() != `not allowed to get pods/log in namespace pullpath: the identity needs RBAC verb "get" on "pods/log" in namespace pullpath (see deploy/rbac.yaml)` {
