@@ -53,23 +53,7 @@ func TestVerifyFromPodWithoutGetNodes(t *testing.T) {
 	fc.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, &forbidden{}
 	})
-	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "ephemeralcontainers" {
-			return false, nil, nil
-		}
-		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
-		ec := p.Spec.EphemeralContainers[len(p.Spec.EphemeralContainers)-1].Name
-		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: ec, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			Message: `{"class":"ok","code":"OK","summary":"pulled completely from the pod"}`}}}}
-		return false, nil, nil
-	})
-	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-		p.Status.Phase = corev1.PodSucceeded
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 1, Message: `{"class":"route","code":"TCP_TIMEOUT","host":"registry.corp.example:443","role":"registry","step":"tcp","summary":"no route"}`}}}}
-		return false, nil, nil
-	})
+	podReachesNodeDoesNot(fc, new([]corev1.EphemeralContainer))
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, AllNodes: true, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
 	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
 	if err != nil {
