@@ -185,7 +185,7 @@ func (o *probeOptions) Complete(args []string) error {
 	}
 	rc.HostsFile = o.hostsFile
 
-	cred, plans, err := o.credential(ref, rt)
+	cands, plans, err := o.credential(ref, rt)
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (o *probeOptions) Complete(args []string) error {
 	}
 	o.probe = probe.Options{
 		Image: o.image, Platform: o.platform, Resolver: rc, CAFiles: o.caFiles, Insecure: o.insecure,
-		Credential: cred, More: o.probe.More, Providers: plans, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
+		Credential: cands[0], More: cands[1:], Providers: plans, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
 		StallTimeout: o.stallTimeout, Timeout: o.timeout, Concurrency: o.concurrency, ExpectPrivate: o.expectPrivate,
 		Node: o.node, Progress: progress, Runtime: rt, HostFile: hostFile,
 		Logger: slog.New(slog.NewTextHandler(o.streams.ErrOut, &slog.HandlerOptions{Level: level})),
@@ -268,11 +268,12 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 // credential picks what the probe presents. Explicit flags win; else, when the node's kubelet
 // (under the host root) has a credential provider for the image, the probe runs that provider as
 // the kubelet does — under --host-root /host that executes the node's binary from /host — and
-// presents the node's own identity; else the docker config; else nothing.
-func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (creds.Credential, []*credprovider.Plan, error) {
+// presents the node's own identity; else the docker config; else nothing. The first credential
+// is presented, the walk tries the others in turn when it fails.
+func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) ([]creds.Credential, []*credprovider.Plan, error) {
 	if o.anonymous || o.passwordStdin {
 		c, err := o.explicitCredential(ref)
-		return c, nil, err
+		return []creds.Credential{c}, nil, err
 	}
 	var plans []*credprovider.Plan
 	var node []creds.Credential // the node keyring's: the kubelet's own docker config
@@ -282,7 +283,7 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 		var err error
 		plans, note, err = credprovider.FindAll(root, ref.Registry+"/"+ref.Repository)
 		if err != nil {
-			return creds.Credential{}, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
+			return nil, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
 		}
 		if len(plans) > 0 && o.output == "text" {
 			for _, p := range plans {
@@ -306,30 +307,29 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 	// the kubelet's list: the pod's pull secrets, its docker config, then what its providers gave
 	var list []creds.Credential
 	if o.pullSecret != "" || len(o.pullSecretEnv) > 0 {
-		c, err := o.explicitCredential(ref)
+		all, err := o.pullSecretCredentials(ref)
 		var none *creds.NoEntryError
 		switch {
 		case errors.As(err, &none) && len(node)+len(plans) > 0:
 			// the kubelet skips a secret without an entry for the image: the node's own remain
 			fmt.Fprintf(o.streams.ErrOut, "pullpath: %v: the kubelet pulls with the node's own credentials only\n", err)
 		case err != nil:
-			return c, nil, err
+			return nil, nil, err
 		default:
-			list = append([]creds.Credential{c}, o.probe.More...)
+			list = all
 		}
 	}
 	if list = append(list, node...); len(list) > 0 {
-		o.probe.More = list[1:]
-		return list[0], plans, nil
+		return list, plans, nil
 	}
 	if len(plans) > 0 {
-		return creds.Credential{Source: plans[0].Source()}, plans, nil
+		return []creds.Credential{{Source: plans[0].Source()}}, plans, nil
 	}
 	c, err := o.explicitCredential(ref)
 	if err == nil && c.Anonymous() && note != "" {
 		c.Source = "anonymous (" + note + ")"
 	}
-	return c, nil, err
+	return []creds.Credential{c}, nil, err
 }
 
 func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credential, error) {
@@ -346,19 +346,6 @@ func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credent
 			return creds.Credential{}, errors.New("--password-stdin needs --username")
 		}
 		return creds.Credential{Username: o.username, Password: pw, Source: "--username/--password-stdin"}, nil
-	case o.pullSecret != "" || len(o.pullSecretEnv) > 0:
-		secrets, err := o.namedSecrets()
-		if err != nil {
-			return creds.Credential{}, err
-		}
-		// every covering entry, as the kubelet's keyring orders them, however the secrets came: the
-		// first is presented, the walk tries the others in turn when it fails
-		all, err := creds.FromPullSecrets(secrets, ref.Registry+"/"+ref.Repository)
-		if err != nil {
-			return creds.Credential{}, err
-		}
-		o.probe.More = all[1:]
-		return all[0], nil
 	}
 	c, err := creds.FromKeychain(reg)
 	if err != nil {
@@ -367,6 +354,16 @@ func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credent
 		return creds.Credential{Source: "anonymous (docker config unreadable)"}, nil
 	}
 	return c, nil
+}
+
+// pullSecretCredentials are every entry of the --pull-secret or --pull-secret-env secrets that
+// covers the image, as the kubelet's keyring orders them, however the secrets came.
+func (o *probeOptions) pullSecretCredentials(ref registry.Reference) ([]creds.Credential, error) {
+	secrets, err := o.namedSecrets()
+	if err != nil {
+		return nil, err
+	}
+	return creds.FromPullSecrets(secrets, ref.Registry+"/"+ref.Repository)
 }
 
 // namedSecrets reads the pull secrets named by --pull-secret (a file, or - for stdin) or

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -425,12 +426,12 @@ func triedInTurn(p *report.Probe) bool {
 	if p == nil {
 		return false
 	}
-	for _, w := range p.Warnings {
-		if w.Code == report.CodePullSecretMore || w.Code == report.CodeCredentialProviderMore {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(p.Warnings, inTurn)
+}
+
+// inTurn reports whether w tells what each of several credentials got.
+func inTurn(w report.Warning) bool {
+	return w.Code == report.CodePullSecretMore || w.Code == report.CodeCredentialProviderMore
 }
 
 // writeIdentity says what a probe pulled with, and what each credential got when it tried several
@@ -444,7 +445,7 @@ func writeIdentity(b *strings.Builder, p *report.Probe) {
 		fmt.Fprintf(b, "  identity  %s\n", p.CredentialSource)
 	}
 	for _, w := range p.Warnings {
-		if w.Code == report.CodePullSecretMore || w.Code == report.CodeCredentialProviderMore {
+		if inTurn(w) {
 			fmt.Fprintf(b, "  in turn   %s\n", w.Message)
 		}
 	}

@@ -14,21 +14,8 @@ import (
 // request's error drops: client-go says "unknown (get nodes NAME)". The note must still name the
 // right the identity lacks.
 func TestReadCapsForbiddenNamesTheRight(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/v1/nodes/poolb-2/proxy/configz" {
-			http.NotFound(w, r)
-			return
-		}
-		// the body the real apiserver sends
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"poolb-2\" is forbidden: User \"system:serviceaccount:rbac-96lzp:noproxy\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"name":"poolb-2","kind":"nodes"},"code":403}`))
-	}))
-	defer srv.Close()
-	cs, err := NewClient(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// the body the real apiserver sends
+	cs := refusingAPI(t, "/api/v1/nodes/poolb-2/proxy/configz", `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes \"poolb-2\" is forbidden: User \"system:serviceaccount:rbac-96lzp:noproxy\" cannot get resource \"nodes/proxy\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"name":"poolb-2","kind":"nodes"},"code":403}`)
 	var notes []string
 	c := &census{cs: cs, o: Options{KubeletConfig: true, MaxImages: DefaultMaxImages}, notes: &notes}
 	c.readCaps(context.Background(), []string{"poolb-2"})
@@ -42,4 +29,24 @@ func TestReadCapsForbiddenNamesTheRight(t *testing.T) {
 	if strings.Contains(strings.Join(notes, " "), "unknown") {
 		t.Errorf("the note passes on client-go's empty message: %q", notes)
 	}
+}
+
+// refusingAPI is an API server that refuses path with a 403 and status, the Status body a
+// kube-apiserver sends, and finds nothing else; the client talks to it.
+func refusingAPI(t *testing.T, path, status string) *Client {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(status))
+	}))
+	t.Cleanup(srv.Close)
+	cs, err := NewClient(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }

@@ -71,12 +71,14 @@ func missingNamespace(err error) bool {
 // in the pod's order, as its kubelet tries them; with --secret that one secret.
 func (r *run) copySecrets(ctx context.Context) error {
 	var refs []secretRef
-	add := func(ns, name, key string) error {
+	// add copies one secret; want is the key --pod found in it, "" for whichever its type has
+	add := func(ns, name, want string) error {
 		s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return apiError(err, "get", "secrets", ns, name)
 		}
-		if k := secretKey(s.Type); k != key || k == "" {
+		key := secretKey(s.Type)
+		if key == "" || want != "" && key != want {
 			return fmt.Errorf("secret %s/%s has type %s: the kubelet only pulls with kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg secrets", ns, name, s.Type)
 		}
 		cp := &corev1.Secret{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-pull-%d", r.id, len(refs)+1), "secret"), Type: s.Type,
@@ -122,14 +124,10 @@ func (r *run) copySecrets(ctx context.Context) error {
 		}
 	case r.o.Secret != "":
 		ns, name := r.o.SecretNamespace, r.o.Secret
-		s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return apiError(err, "get", "secrets", ns, name)
-		}
-		if err := add(ns, name, secretKey(s.Type)); err != nil {
+		if err := add(ns, name, ""); err != nil {
 			return err
 		}
-		r.pullSecrets = []report.PodPullSecret{{Name: name, Key: secretKey(s.Type), HandedOver: true}}
+		r.pullSecrets = []report.PodPullSecret{{Name: name, Key: refs[0].key, HandedOver: true}}
 		r.note("pulling with secret %s/%s (copied for the run into namespace %s)", ns, name, r.o.Namespace)
 	}
 	r.secretEnv = secretEnv(refs)

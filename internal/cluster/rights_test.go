@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -55,23 +53,7 @@ func TestVerifyFromPodWithoutGetNodes(t *testing.T) {
 	fc.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, &forbidden{}
 	})
-	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "ephemeralcontainers" {
-			return false, nil, nil
-		}
-		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
-		ec := p.Spec.EphemeralContainers[len(p.Spec.EphemeralContainers)-1].Name
-		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: ec, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			Message: `{"class":"ok","code":"OK","summary":"pulled completely from the pod"}`}}}}
-		return false, nil, nil
-	})
-	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-		p.Status.Phase = corev1.PodSucceeded
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 1, Message: `{"class":"route","code":"TCP_TIMEOUT","host":"registry.corp.example:443","role":"registry","step":"tcp","summary":"no route"}`}}}}
-		return false, nil, nil
-	})
+	podReachesNodeDoesNot(fc, new([]corev1.EphemeralContainer))
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, AllNodes: true, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
 	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
 	if err != nil {
@@ -96,25 +78,12 @@ func TestVerifyFromPodWithoutGetNodes(t *testing.T) {
 // A raw read the API server refuses (a pod's log) answers with a Status body that DoRaw's error
 // drops: the refusal must still read "no RBAC get on pods/log", not as an admission refusal.
 func TestRawReadRefusalNamesTheRight(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/api/v1/namespaces/pullpath/pods/pp-1/log" {
-			http.NotFound(w, r)
-			return
-		}
-		// the body a kube-apiserver (v1.37.2) sends
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		_, _ = w.Write([]byte(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"pp-1\" is forbidden: User \"system:serviceaccount:rbac-96lzp:nolog\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"pullpath\"","reason":"Forbidden","details":{"name":"pp-1","kind":"pods"},"code":403}`))
-	}))
-	defer srv.Close()
-	cs, err := NewClient(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// the body a kube-apiserver (v1.37.2) sends
+	cs := refusingAPI(t, "/api/v1/namespaces/pullpath/pods/pp-1/log", `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"pods \"pp-1\" is forbidden: User \"system:serviceaccount:rbac-96lzp:nolog\" cannot get resource \"pods/log\" in API group \"\" in the namespace \"pullpath\"","reason":"Forbidden","details":{"name":"pp-1","kind":"pods"},"code":403}`)
 	logs := func() *rest.Request {
 		return cs.Core.Pods("pullpath").GetLogs("pp-1", &corev1.PodLogOptions{Container: "probe"})
 	}
-	_, err = rawRead(context.Background(), logs(), "get", "pods/log", "pullpath", "pp-1")
+	_, err := rawRead(context.Background(), logs(), "get", "pods/log", "pullpath", "pp-1")
 	var re *RBACError
 	if !asRBAC(err, &re) || shortErr(err) != "no RBAC get on pods/log" ||
 		err.Error() != `not allowed to get pods/log in namespace pullpath: the identity needs RBAC verb "get" on "pods/log" in namespace pullpath (see deploy/rbac.yaml)` {

@@ -62,10 +62,10 @@ func secretKey(t corev1.SecretType) string {
 // probes) then presents less than the kubelet.
 func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string) []report.PodPullSecret {
 	var out []report.PodPullSecret
-	for _, s := range credentials(ctx, r.cs, pod, r.o.Image, nil, new([]string)).PullSecrets {
-		if s.From != "pod" {
-			continue // on the service account only: the kubelet does not use it for this pod
-		}
+	// the pod's own only, as credentials reads them: a service account's secret that is not in the
+	// pod is not the kubelet's for this pod, so neither the account nor its secrets are read
+	for _, ref := range pod.Spec.ImagePullSecrets {
+		s := readSecret(ctx, r.cs, pod.Namespace, ref.Name, "pod", r.o.Image)
 		ps := report.PodPullSecret{Name: s.Name, Problem: s.Problem, Key: secretKey(corev1.SecretType(s.Type))}
 		switch {
 		case s.Exists == nil:

@@ -213,24 +213,7 @@ func TestVerifyFromPod(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
 	allowing(fc)
 	var added []corev1.EphemeralContainer
-	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "ephemeralcontainers" {
-			return false, nil, nil
-		}
-		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
-		added = p.Spec.EphemeralContainers
-		ec := added[len(added)-1].Name
-		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: ec, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			Message: `{"class":"ok","code":"OK","summary":"pulled completely from the pod"}`}}}}
-		return false, nil, nil
-	})
-	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
-		p.Status.Phase = corev1.PodSucceeded
-		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: 1, Message: `{"class":"route","code":"TCP_TIMEOUT","host":"registry.corp.example:443","role":"registry","step":"tcp","summary":"no route"}`}}}}
-		return false, nil, nil
-	})
+	podReachesNodeDoesNot(fc, &added)
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
 	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
 	v, err := Verify(context.Background(), cs, o)
@@ -299,6 +282,29 @@ func TestVerifyFromPod(t *testing.T) {
 	if _, err := Verify(context.Background(), &Client{Core: fc2.CoreV1(), Authz: fc2.AuthorizationV1()}, o); err != nil {
 		t.Errorf("without --from-pod the right is not needed: %v", err)
 	}
+}
+
+// podReachesNodeDoesNot makes the fake's probes end as in TestVerifyFromPod: the probe added to a
+// pod pulls, every probe pod times out in tcp; added gets the ephemeral containers of the update.
+func podReachesNodeDoesNot(fc *fake.Clientset, added *[]corev1.EphemeralContainer) {
+	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "ephemeralcontainers" {
+			return false, nil, nil
+		}
+		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		*added = p.Spec.EphemeralContainers
+		ec := p.Spec.EphemeralContainers[len(p.Spec.EphemeralContainers)-1].Name
+		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: ec, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			Message: `{"class":"ok","code":"OK","summary":"pulled completely from the pod"}`}}}}
+		return false, nil, nil
+	})
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: 1, Message: `{"class":"route","code":"TCP_TIMEOUT","host":"registry.corp.example:443","role":"registry","step":"tcp","summary":"no route"}`}}}}
+		return false, nil, nil
+	})
 }
 
 // A run that cannot start its probes (its namespace cannot be made) says why and leaves nothing.
