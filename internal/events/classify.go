@@ -531,11 +531,11 @@ func pullThroughCache(f facts) string {
 		tok, _, _ = strings.Cut(tok, "/manifests/")
 		tok, _, _ = strings.Cut(tok, "/blobs/")
 		segs := strings.Split(tok, "/")
-		if strings.ContainsAny(segs[0], ".:") || segs[0] == "localhost" {
+		if hasRegistryHost(tok) {
 			// the registry host: a host named for a mirror or cache is one (mirror.gcr.io,
 			// docker.mirrors.example.edu, dockerproxy.example)
 			host, _, _ := strings.Cut(segs[0], ":")
-			if labels := strings.Split(host, "."); len(labels) > 1 && len(segs) > 1 {
+			if labels := strings.Split(host, "."); len(labels) > 1 {
 				for _, l := range labels[:len(labels)-1] {
 					if reCacheSegment.MatchString(l) || reCacheHost.MatchString(l) {
 						return fmt.Sprintf("the registry %s is named for a mirror or cache", host)
