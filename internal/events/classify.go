@@ -39,7 +39,7 @@ var rules = []rule{
 	// a resolver that answers 0.0.0.0 or :: for a registry name is a DNS blocklist or sinkhole
 	{regexp.MustCompile(`dial tcp (?:0\.0\.0\.0|\[::\]):\d+: `), report.CodeDNSPublicForPrivate, report.StepDNS},
 	// containers/image (CRI-O, podman, skopeo) refusing a registry its registries.conf blocks
-	{regexp.MustCompile(`registry \S+ is blocked in `), report.CodeRegistryBlocked, report.StepConfig},
+	{reBlocked, report.CodeRegistryBlocked, report.StepConfig},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided|Failed to lookup host: |Could not resolve host|[Nn]ame does not resolve|getaddrinfo ENOTFOUND|No address associated with hostname`), report.CodeDNSNXDomain, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: \w[^"]*|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.StepDNS},
@@ -109,7 +109,8 @@ var rules = []rule{
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
 
-var reBlocked = regexp.MustCompile(`^registry (\S+) is blocked in `)
+// reBlocked names the registry a registries.conf blocks: a rule, and where the host is read from.
+var reBlocked = regexp.MustCompile(`registry (\S+) is blocked in `)
 
 // rulePrefilters hold each rule's literal precondition, in the order of rules.
 var rulePrefilters = func() []prefilter {
@@ -321,8 +322,8 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			host = ""
 		}
 	}
-	if m := reBlocked.FindStringSubmatch(matched); m != nil && host == "" {
-		host, role = m[1], report.RoleRegistry
+	if code == report.CodeRegistryBlocked && host == "" {
+		host, role = reBlocked.FindStringSubmatch(matched)[1], report.RoleRegistry
 	}
 	host = f.withPort(host, role)
 	fd := report.Finding{Code: code, Host: host, Role: role, Message: redactText(msg), Image: f.image, Resolver: f.resolver,
