@@ -113,13 +113,7 @@ var rules = []rule{
 var reBlocked = regexp.MustCompile(`registry (\S+) is blocked in `)
 
 // rulePrefilters hold each rule's literal precondition, in the order of rules.
-var rulePrefilters = func() []prefilter {
-	out := make([]prefilter, len(rules))
-	for i, r := range rules {
-		out[i] = newPrefilter(r.re)
-	}
-	return out
-}()
+var rulePrefilters = prefiltersOf(rules, func(r rule) *regexp.Regexp { return r.re })
 
 // maxMessage bounds the text one finding is read from.
 const maxMessage = 64 << 10

@@ -124,13 +124,7 @@ func findPhrase(code report.Code, matched, text string) string {
 }
 
 // phrasePrefilters hold each phrase's literal precondition, in the order of phrases.
-var phrasePrefilters = func() []prefilter {
-	out := make([]prefilter, len(phrases))
-	for i, p := range phrases {
-		out[i] = newPrefilter(p.re)
-	}
-	return out
-}()
+var phrasePrefilters = prefiltersOf(phrases, func(p phrase) *regexp.Regexp { return p.re })
 
 // learnedFor says whether the table speaks for a finding on this role: wordings of the
 // registry's answer (denials, statuses) on any host but a blob host, transport wordings only on

@@ -121,13 +121,7 @@ var denialRows = []denialRow{
 }
 
 // denialPrefilters hold each row's literal precondition.
-var denialPrefilters = func() []prefilter {
-	out := make([]prefilter, len(denialRows))
-	for i, r := range denialRows {
-		out[i] = newPrefilter(r.wording)
-	}
-	return out
-}()
+var denialPrefilters = prefiltersOf(denialRows, func(r denialRow) *regexp.Regexp { return r.wording })
 
 // useRegistrySemantics turns the table off for TestRegistrySemanticsOnDev.
 var useRegistrySemantics = true
