@@ -467,13 +467,16 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// a phrase all its dev messages agreed on is more specific than the reading's confusions
 		addConfused(&fd)
 	}
-	if cache := pullThroughCache(f); cache != "" && fd.Class == report.ClassNotFound {
-		// a pull-through cache answers "not found" too when it could not fetch from its upstream
-		if !slices.Contains(fd.Alternatives, report.ClassOther) {
-			fd.Alternatives = append(fd.Alternatives[:min(len(fd.Alternatives), maxAlternatives-1)], report.ClassOther)
+	// a pull-through cache answers "not found" too when it could not fetch from its upstream
+	// (the class first: the scan for a cache's name is for not-found findings only)
+	if fd.Class == report.ClassNotFound {
+		if cache := pullThroughCache(f); cache != "" {
+			if !slices.Contains(fd.Alternatives, report.ClassOther) {
+				fd.Alternatives = append(fd.Alternatives[:min(len(fd.Alternatives), maxAlternatives-1)], report.ClassOther)
+			}
+			fd.Reason += "; " + cache + ", which also answers so when its own fetch from the upstream registry failed (upstream unreachable, rate-limited, or the cache's endpoint or credentials misconfigured)"
+			documented = append(documented, report.ClassOther)
 		}
-		fd.Reason += "; " + cache + ", which also answers so when its own fetch from the upstream registry failed (upstream unreachable, rate-limited, or the cache's endpoint or credentials misconfigured)"
-		documented = append(documented, report.ClassOther)
 	}
 	if learn && (code == report.CodeUnknown || code == report.CodeBackoffNoCause) && fd.Class == report.ClassOther {
 		addBaseRate(&fd)
