@@ -282,9 +282,8 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	host, role := f.failingHost()
 	code, layer := report.CodeUnknown, report.StepConfig
 	matched := ""
-	lower := strings.ToLower(f.text)
 	for i, r := range rules {
-		if !rulePrefilters[i].mayMatch(lower) {
+		if !rulePrefilters[i].mayMatch(f.lower) {
 			continue
 		}
 		if loc := r.re.FindStringIndex(f.text); loc != nil {
@@ -420,7 +419,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		}
 	}
 	var key phraseKey
-	if ph := findPhrase(code, matched, f.text); ph != "" {
+	if ph := findPhrase(code, matched, f); ph != "" {
 		reg := f.registry
 		if reg == "" && role == report.RoleRegistry {
 			reg = host

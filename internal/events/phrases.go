@@ -109,14 +109,13 @@ type classCount struct {
 }
 
 // findPhrase names the phrase behind a finding's code, or "" when the code is not ambiguous.
-func findPhrase(code report.Code, matched, text string) string {
+func findPhrase(code report.Code, matched string, f facts) string {
 	g := codeGroup(code, matched)
 	if g == groupNone {
 		return ""
 	}
-	lower := strings.ToLower(text)
 	for i, p := range phrases {
-		if p.group == g && phrasePrefilters[i].mayMatch(lower) && p.re.MatchString(text) {
+		if p.group == g && phrasePrefilters[i].mayMatch(f.lower) && p.re.MatchString(f.text) {
 			return p.key
 		}
 	}
