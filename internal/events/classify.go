@@ -258,9 +258,7 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 				cs = fd.Alternatives
 			}
 			for _, c := range cs {
-				if c != best.Class && !slices.Contains(best.Alternatives, c) && len(best.Alternatives) < maxAlternatives {
-					best.Alternatives = append(best.Alternatives, c)
-				}
+				addAlternative(&best, c)
 			}
 		}
 	}
@@ -391,9 +389,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			// an EOF says the connection was closed, not who closed it: any transport failure at
 			// the registry, in the order dev messages had them
 			for _, c := range transportOrder() {
-				if c != fd.Class && len(fd.Alternatives) < maxAlternatives {
-					fd.Alternatives = append(fd.Alternatives, c)
-				}
+				addAlternative(&fd, c)
 			}
 		}
 		if fd.Code == report.CodeBlobForbidden && reStorageAccount.MatchString(f.text) {

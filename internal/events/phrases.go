@@ -302,12 +302,7 @@ const anyCode report.Code = "*"
 // honest order of the alternatives.
 func addBaseRate(fd *report.Finding) {
 	for _, c := range codeTable[codeKey{anyCode, fd.Role}] {
-		if len(fd.Alternatives) >= maxAlternatives {
-			return
-		}
-		if c.class != fd.Class && !slices.Contains(fd.Alternatives, c.class) {
-			fd.Alternatives = append(fd.Alternatives, c.class)
-		}
+		addAlternative(fd, c.class)
 	}
 }
 
@@ -321,11 +316,16 @@ var minConfusion = 2
 // most frequent first: the alternatives say how often this reading was wrong, not every class.
 func addConfused(fd *report.Finding) {
 	for _, c := range codeTable[codeKey{fd.Code, fd.Role}] {
-		if len(fd.Alternatives) >= maxAlternatives {
-			return
+		if c.n >= minConfusion {
+			addAlternative(fd, c.class)
 		}
-		if c.n >= minConfusion && c.class != fd.Class && !slices.Contains(fd.Alternatives, c.class) {
-			fd.Alternatives = append(fd.Alternatives, c.class)
-		}
+	}
+}
+
+// addAlternative appends c to a finding's alternatives unless it is the class, is there already,
+// or the list is full.
+func addAlternative(fd *report.Finding, c report.Class) {
+	if c != fd.Class && !slices.Contains(fd.Alternatives, c) && len(fd.Alternatives) < maxAlternatives {
+		fd.Alternatives = append(fd.Alternatives, c)
 	}
 }
