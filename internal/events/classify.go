@@ -39,7 +39,7 @@ var rules = []rule{
 	// a resolver that answers 0.0.0.0 or :: for a registry name is a DNS blocklist or sinkhole
 	{regexp.MustCompile(`dial tcp (?:0\.0\.0\.0|\[::\]):\d+: `), report.CodeDNSPublicForPrivate, report.StepDNS},
 	// containers/image (CRI-O, podman, skopeo) refusing a registry its registries.conf blocks
-	{regexp.MustCompile(`registry \S+ is blocked in `), report.CodeRegistryBlocked, report.StepConfig},
+	{reBlocked, report.CodeRegistryBlocked, report.StepConfig},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: no such host|No such host is known|Name or service not known|nodename nor servname provided|Failed to lookup host: |Could not resolve host|[Nn]ame does not resolve|getaddrinfo ENOTFOUND|No address associated with hostname`), report.CodeDNSNXDomain, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: server misbehaving`), report.CodeDNSServFail, report.StepDNS},
 	{regexp.MustCompile(`lookup \S+ on \S+: (?:dial udp \S+: connect: \w[^"]*|read udp \S+: read: \w[^"]*|write udp \S+: write: \w[^"]*)|:53: read: connection refused`), report.CodeDNSUnreachable, report.StepDNS},
@@ -109,16 +109,11 @@ var rules = []rule{
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
 
-var reBlocked = regexp.MustCompile(`^registry (\S+) is blocked in `)
+// reBlocked names the registry a registries.conf blocks: a rule, and where the host is read from.
+var reBlocked = regexp.MustCompile(`registry (\S+) is blocked in `)
 
 // rulePrefilters hold each rule's literal precondition, in the order of rules.
-var rulePrefilters = func() []prefilter {
-	out := make([]prefilter, len(rules))
-	for i, r := range rules {
-		out[i] = newPrefilter(r.re)
-	}
-	return out
-}()
+var rulePrefilters = prefiltersOf(rules, func(r rule) *regexp.Regexp { return r.re })
 
 // maxMessage bounds the text one finding is read from.
 const maxMessage = 64 << 10
@@ -263,9 +258,7 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 				cs = fd.Alternatives
 			}
 			for _, c := range cs {
-				if c != best.Class && !slices.Contains(best.Alternatives, c) && len(best.Alternatives) < maxAlternatives {
-					best.Alternatives = append(best.Alternatives, c)
-				}
+				addAlternative(&best, c)
 			}
 		}
 	}
@@ -287,9 +280,8 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	host, role := f.failingHost()
 	code, layer := report.CodeUnknown, report.StepConfig
 	matched := ""
-	lower := strings.ToLower(f.text)
 	for i, r := range rules {
-		if !rulePrefilters[i].mayMatch(lower) {
+		if !rulePrefilters[i].mayMatch(f.lower) {
 			continue
 		}
 		if loc := r.re.FindStringIndex(f.text); loc != nil {
@@ -321,8 +313,8 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			host = ""
 		}
 	}
-	if m := reBlocked.FindStringSubmatch(matched); m != nil && host == "" {
-		host, role = m[1], report.RoleRegistry
+	if code == report.CodeRegistryBlocked && host == "" {
+		host, role = reBlocked.FindStringSubmatch(matched)[1], report.RoleRegistry
 	}
 	host = f.withPort(host, role)
 	fd := report.Finding{Code: code, Host: host, Role: role, Message: redactText(msg), Image: f.image, Resolver: f.resolver,
@@ -397,9 +389,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			// an EOF says the connection was closed, not who closed it: any transport failure at
 			// the registry, in the order dev messages had them
 			for _, c := range transportOrder() {
-				if c != fd.Class && len(fd.Alternatives) < maxAlternatives {
-					fd.Alternatives = append(fd.Alternatives, c)
-				}
+				addAlternative(&fd, c)
 			}
 		}
 		if fd.Code == report.CodeBlobForbidden && reStorageAccount.MatchString(f.text) {
@@ -425,7 +415,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		}
 	}
 	var key phraseKey
-	if ph := findPhrase(code, matched, f.text); ph != "" {
+	if ph := findPhrase(code, matched, f); ph != "" {
 		reg := f.registry
 		if reg == "" && role == report.RoleRegistry {
 			reg = host
@@ -472,13 +462,16 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// a phrase all its dev messages agreed on is more specific than the reading's confusions
 		addConfused(&fd)
 	}
-	if cache := pullThroughCache(f); cache != "" && fd.Class == report.ClassNotFound {
-		// a pull-through cache answers "not found" too when it could not fetch from its upstream
-		if !slices.Contains(fd.Alternatives, report.ClassOther) {
-			fd.Alternatives = append(fd.Alternatives[:min(len(fd.Alternatives), maxAlternatives-1)], report.ClassOther)
+	// a pull-through cache answers "not found" too when it could not fetch from its upstream
+	// (the class first: the scan for a cache's name is for not-found findings only)
+	if fd.Class == report.ClassNotFound {
+		if cache := pullThroughCache(f); cache != "" {
+			if !slices.Contains(fd.Alternatives, report.ClassOther) {
+				fd.Alternatives = append(fd.Alternatives[:min(len(fd.Alternatives), maxAlternatives-1)], report.ClassOther)
+			}
+			fd.Reason += "; " + cache + ", which also answers so when its own fetch from the upstream registry failed (upstream unreachable, rate-limited, or the cache's endpoint or credentials misconfigured)"
+			documented = append(documented, report.ClassOther)
 		}
-		fd.Reason += "; " + cache + ", which also answers so when its own fetch from the upstream registry failed (upstream unreachable, rate-limited, or the cache's endpoint or credentials misconfigured)"
-		documented = append(documented, report.ClassOther)
 	}
 	if learn && (code == report.CodeUnknown || code == report.CodeBackoffNoCause) && fd.Class == report.ClassOther {
 		addBaseRate(&fd)
@@ -531,11 +524,11 @@ func pullThroughCache(f facts) string {
 		tok, _, _ = strings.Cut(tok, "/manifests/")
 		tok, _, _ = strings.Cut(tok, "/blobs/")
 		segs := strings.Split(tok, "/")
-		if strings.ContainsAny(segs[0], ".:") || segs[0] == "localhost" {
+		if hasRegistryHost(tok) {
 			// the registry host: a host named for a mirror or cache is one (mirror.gcr.io,
 			// docker.mirrors.example.edu, dockerproxy.example)
 			host, _, _ := strings.Cut(segs[0], ":")
-			if labels := strings.Split(host, "."); len(labels) > 1 && len(segs) > 1 {
+			if labels := strings.Split(host, "."); len(labels) > 1 {
 				for _, l := range labels[:len(labels)-1] {
 					if reCacheSegment.MatchString(l) || reCacheHost.MatchString(l) {
 						return fmt.Sprintf("the registry %s is named for a mirror or cache", host)

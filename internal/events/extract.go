@@ -14,6 +14,7 @@ import (
 // facts is what can be read off a message before classifying it.
 type facts struct {
 	text      string // normalised: escapes undone, whitespace collapsed
+	lower     string // text lowercased once, for the prefilters of every table
 	image     string
 	registry  string // the image's registry, normalised ("docker.io")
 	url       *url.URL
@@ -103,8 +104,8 @@ func repoOf(ref string) string {
 
 func readFacts(msg string) facts {
 	f := facts{text: strings.Join(strings.Fields(reEscapes.Replace(msg)), " ")}
-	t := f.text
-	low := strings.ToLower(t)
+	f.lower = strings.ToLower(f.text)
+	t, low := f.text, f.lower
 	for i, re := range reImage {
 		if img := re.image(t, low); img != "" {
 			f.image = img

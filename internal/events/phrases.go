@@ -109,14 +109,13 @@ type classCount struct {
 }
 
 // findPhrase names the phrase behind a finding's code, or "" when the code is not ambiguous.
-func findPhrase(code report.Code, matched, text string) string {
+func findPhrase(code report.Code, matched string, f facts) string {
 	g := codeGroup(code, matched)
 	if g == groupNone {
 		return ""
 	}
-	lower := strings.ToLower(text)
 	for i, p := range phrases {
-		if p.group == g && phrasePrefilters[i].mayMatch(lower) && p.re.MatchString(text) {
+		if p.group == g && phrasePrefilters[i].mayMatch(f.lower) && p.re.MatchString(f.text) {
 			return p.key
 		}
 	}
@@ -124,13 +123,7 @@ func findPhrase(code report.Code, matched, text string) string {
 }
 
 // phrasePrefilters hold each phrase's literal precondition, in the order of phrases.
-var phrasePrefilters = func() []prefilter {
-	out := make([]prefilter, len(phrases))
-	for i, p := range phrases {
-		out[i] = newPrefilter(p.re)
-	}
-	return out
-}()
+var phrasePrefilters = prefiltersOf(phrases, func(p phrase) *regexp.Regexp { return p.re })
 
 // learnedFor says whether the table speaks for a finding on this role: wordings of the
 // registry's answer (denials, statuses) on any host but a blob host, transport wordings only on
@@ -309,12 +302,7 @@ const anyCode report.Code = "*"
 // honest order of the alternatives.
 func addBaseRate(fd *report.Finding) {
 	for _, c := range codeTable[codeKey{anyCode, fd.Role}] {
-		if len(fd.Alternatives) >= maxAlternatives {
-			return
-		}
-		if c.class != fd.Class && !slices.Contains(fd.Alternatives, c.class) {
-			fd.Alternatives = append(fd.Alternatives, c.class)
-		}
+		addAlternative(fd, c.class)
 	}
 }
 
@@ -328,11 +316,16 @@ var minConfusion = 2
 // most frequent first: the alternatives say how often this reading was wrong, not every class.
 func addConfused(fd *report.Finding) {
 	for _, c := range codeTable[codeKey{fd.Code, fd.Role}] {
-		if len(fd.Alternatives) >= maxAlternatives {
-			return
+		if c.n >= minConfusion {
+			addAlternative(fd, c.class)
 		}
-		if c.n >= minConfusion && c.class != fd.Class && !slices.Contains(fd.Alternatives, c.class) {
-			fd.Alternatives = append(fd.Alternatives, c.class)
-		}
+	}
+}
+
+// addAlternative appends c to a finding's alternatives unless it is the class, is there already,
+// or the list is full.
+func addAlternative(fd *report.Finding, c report.Class) {
+	if c != fd.Class && !slices.Contains(fd.Alternatives, c) && len(fd.Alternatives) < maxAlternatives {
+		fd.Alternatives = append(fd.Alternatives, c)
 	}
 }

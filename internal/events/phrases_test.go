@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"go/format"
+	"maps"
 	"os"
 	"slices"
 	"testing"
@@ -97,11 +98,7 @@ func learnFrom(t testing.TB, use func(sample) bool) map[phraseKey][]classCount {
 }
 
 func renderTable(m map[phraseKey][]classCount, codes map[codeKey][]classCount) []byte {
-	keys := make([]phraseKey, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b phraseKey) int {
+	keys := slices.SortedFunc(maps.Keys(m), func(a, b phraseKey) int {
 		return cmp.Or(cmp.Compare(a.phrase, b.phrase), cmp.Compare(a.family, b.family))
 	})
 	var b bytes.Buffer
@@ -114,11 +111,7 @@ func renderTable(m map[phraseKey][]classCount, codes map[codeKey][]classCount) [
 		writeCounts(&b, m[k])
 	}
 	b.WriteString("}\n\n")
-	ckeys := make([]codeKey, 0, len(codes))
-	for k := range codes {
-		ckeys = append(ckeys, k)
-	}
-	slices.SortFunc(ckeys, func(a, b codeKey) int { return cmp.Or(cmp.Compare(a.code, b.code), cmp.Compare(a.role, b.role)) })
+	ckeys := slices.SortedFunc(maps.Keys(codes), func(a, b codeKey) int { return cmp.Or(cmp.Compare(a.code, b.code), cmp.Compare(a.role, b.role)) })
 	b.WriteString("// codeTable: for each reading of the rules (code, role), the labelled classes of the dev messages\n// read so, most frequent first; code \"*\": every reading with that role.\n")
 	b.WriteString("var codeTable = map[codeKey][]classCount{\n")
 	for _, k := range ckeys {

@@ -22,6 +22,15 @@ func newPrefilter(re *regexp.Regexp) prefilter {
 	return p
 }
 
+// prefiltersOf builds the prefilters of a table's regexps, in the table's order.
+func prefiltersOf[T any](rows []T, re func(T) *regexp.Regexp) []prefilter {
+	out := make([]prefilter, len(rows))
+	for i, r := range rows {
+		out[i] = newPrefilter(re(r))
+	}
+	return out
+}
+
 // mayMatch reports whether the regexp can match text, whose lowercase form is lower.
 func (p prefilter) mayMatch(lower string) bool {
 	if p.lits == nil {

@@ -121,20 +121,15 @@ var denialRows = []denialRow{
 }
 
 // denialPrefilters hold each row's literal precondition.
-var denialPrefilters = func() []prefilter {
-	out := make([]prefilter, len(denialRows))
-	for i, r := range denialRows {
-		out[i] = newPrefilter(r.wording)
-	}
-	return out
-}()
+var denialPrefilters = prefiltersOf(denialRows, func(r denialRow) *regexp.Regexp { return r.wording })
 
 // useRegistrySemantics turns the table off for TestRegistrySemanticsOnDev.
 var useRegistrySemantics = true
 
 // denialFamily recognises the registry that answered: by host where the text names one (the
 // families of the learned table), else by words only that registry uses.
-func denialFamily(f facts, fd report.Finding, hub bool, lower string) string {
+func denialFamily(f facts, fd report.Finding, hub bool) string {
+	lower := f.lower
 	// the host that answered, when the text names it as a registry (a mirror the runtime was sent
 	// to answers in its own words), else the image's registry
 	reg := f.registry
@@ -177,18 +172,17 @@ func registryMeaning(f facts, fd report.Finding, code report.Code, hub bool) *de
 	if !useRegistrySemantics || fd.Role == report.RoleBlob || fd.Role == report.RoleProxy || fd.Role == report.RoleMirror {
 		return nil
 	}
-	lower := strings.ToLower(f.text)
 	fam := ""
 	for i := range denialRows {
 		r := &denialRows[i]
 		if !r.anyCode && !denialCodes[code] {
 			continue
 		}
-		if r.literal != "" && !strings.Contains(lower, r.literal) || !denialPrefilters[i].mayMatch(lower) {
+		if r.literal != "" && !strings.Contains(f.lower, r.literal) || !denialPrefilters[i].mayMatch(f.lower) {
 			continue
 		}
 		if fam == "" {
-			fam = denialFamily(f, fd, hub, lower)
+			fam = denialFamily(f, fd, hub)
 		}
 		if (r.family == fam || r.family == "*") && r.wording.MatchString(f.text) {
 			return r
