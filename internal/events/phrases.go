@@ -144,7 +144,9 @@ func learnedFor(phrase string, role report.Role) bool {
 
 // registryFamily folds a registry host into the families whose wording and denial semantics
 // differ. It keys both the learned table and the registries' documented answers (registries.go),
-// so the two never disagree on which registry answered.
+// so both name a registry the same way; which host they ask it of still differs: the learned key
+// takes the image's registry, denialFamily the host that answered (a mirror) and words only one
+// registry uses.
 func registryFamily(reg string) string {
 	h := strings.ToLower(hostName(reg))
 	switch {
