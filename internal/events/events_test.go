@@ -675,3 +675,25 @@ func TestDecideOnHubPathWithoutImage(t *testing.T) {
 		t.Errorf("decide = %q", fd.Decide)
 	}
 }
+
+// TestImageWhereverNamed: the image is read from the command the operator typed, docker's API as
+// SDKs print it, "failed to pull REF" and, last, a bare reference naming its registry; never from
+// a Go package path, a file path or a documentation link.
+func TestImageWhereverNamed(t *testing.T) {
+	cases := []struct{ msg, image string }{
+		{"cmd: podman pull kind-registry:5000/team/catalog:v4.10\nmsg: non-zero return code", "kind-registry:5000/team/catalog:v4.10"},
+		{"$ sudo docker pull --platform linux/amd64 -q reg.example.com/a/b:1\nError response from daemon: manifest unknown", "reg.example.com/a/b:1"},
+		{"ctr -n k8s.io images pull reg.example.com/a/b@sha256:" + strings.Repeat("a", 64) + "\nctr: not found", "reg.example.com/a/b@sha256:" + strings.Repeat("a", 64)},
+		{"500 Server Error: Internal Server Error for url: http+docker://localhost/v1.45/images/create?tag=2023.2&fromImage=nexus.example.xyz%3A8193%2Fkolla%2Fkeystone: Internal Server Error", "nexus.example.xyz:8193/kolla/keystone:2023.2"},
+		{"updater failure: failed to pull ghcr.io/acme/updater: Error response from daemon: toomanyrequests: retry-after: 1s", "ghcr.io/acme/updater"},
+		{"Pulling repository reg.example.com/team/app\nError: Authentication is required.", "reg.example.com/team/app"},
+		{"Internal error occurred: docker.io/acme/web:1.2.0: toomanyrequests: You have reached your pull rate limit.", "docker.io/acme/web:1.2.0"},
+		{"github.com/containerd/containerd/remotes/docker.(*dockerResolver).Resolve: EOF", ""},
+		{"see https://docs.docker.com/engine/reference/pull/ and /etc/containers/registries.conf: toomanyrequests", ""},
+	}
+	for _, tc := range cases {
+		if got := readFacts(tc.msg).image; got != tc.image {
+			t.Errorf("readFacts(%.60q…).image = %q, want %q", tc.msg, got, tc.image)
+		}
+	}
+}

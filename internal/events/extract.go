@@ -37,7 +37,7 @@ var (
 		mustLit(`(?i)manifest for (\S+) not found`),
 		mustLit(`(?i)\bimage ([a-z0-9][^\s:"]*/[^\s:"]+(?::[\w][\w.-]*)?) not found|repository ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"]+) not found`),
 		mustLit(`(?i)for image (\S+?)$|for image (\S+)\s`),
-		mustLit(`docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+		mustLit(`(?:^|[\s"'(=])docker://([^\s:]+/[^\s:@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 		// a client's progress line: podman's "Trying to pull REF...", tart's "pulling REF..."
 		mustLit(`(?i)(?:trying to pull|pulling) ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s"]+?)\.\.\.`),
 		// docker-compose v1: "Pulling web (registry.example.com/team/web:1)..."
@@ -50,7 +50,18 @@ var (
 		mustLit(`(?i)\bimage "?((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"@,]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
 		mustLit(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
+		// the pull as the operator typed it, and docker's v1-era progress line
+		mustLit(`(?i)\b(?:docker|podman|nerdctl|buildah|crictl|ctr(?: -n[= ]?\S+)?(?: images?| i)?)(?: image)? pull (?:-{1,2}[\w-]+(?:=\S+)? (?:(?:linux|windows|darwin)/\S+ )?)*(?:docker://)?([a-z0-9][^\s"'@]*(?:@sha256:[a-f0-9]{64})?)`),
+		mustLit(`(?i)\bpulling repository ([a-z0-9][^\s"']*)`),
+		// "failed to pull REF:" without the word image, where REF names its registry
+		mustLit(`(?i)\bfailed to pull ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"@,]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)(?::\s|[\s,]|$)`),
 	}
+	// a reference standing alone, wherever its first component is a registry host: the last
+	// resort, after the request paths. Not after "/" or "://" (paths and URLs), not a Go package
+	// path in a stack trace (the delimiter after it excludes "pkg.(*T)"), not a documentation link.
+	reBareRef = mustLit(`(?:^|[\s"'(=\[])((?:[a-z0-9-]+\.)+[a-z]{2,}(?::\d+)?/[a-z0-9._-]+(?:/[a-z0-9._-]+)*(?::[\w][\w.-]{0,127})?(?:@sha256:[a-f0-9]{64})?)(?:[\s"',;)\]]|:\s|:?$|\.\s)`)
+	// docker's API as SDKs (docker-py, compose v1, Ansible) print it: the image is a query parameter
+	reFromImage = mustLit(`/images/create\?(\S*?\bfromImage=[^&\s"]+\S*)`)
 	// without a wrapper that names the image, the registry API path and the client's words name it
 	// docker's dialer: "dialing H:443 container via direct connection …: connecting to X:P: dial tcp …"
 	reViaProxy     = mustLit(`via (?:HTTPS? )?proxy (?:https?://)?(\[[0-9a-fA-F:.]+\]:\d+|[^\s:/\[\]]+:\d+)`)
@@ -122,8 +133,19 @@ func readFacts(msg string) facts {
 			break
 		}
 	}
+	if f.image != "" && !plausibleImage(f.image) {
+		f.image = ""
+	}
 	if f.image == "" {
 		f.image = f.imageFromPaths()
+	}
+	if f.image == "" {
+		f.image = imageFromAPI(t, low)
+	}
+	if f.image == "" {
+		if img := reBareRef.image(t, low); img != "" && plausibleImage(img) {
+			f.image = img
+		}
 	}
 	if f.image != "" {
 		if ref, err := registry.ParseReference(f.image); err == nil {
@@ -385,4 +407,41 @@ func joinRef(repo, ref string) string {
 		return repo + "@" + ref // a digest
 	}
 	return repo + ":" + ref
+}
+
+// imageFromAPI reads the image from a docker API request a client printed ("…/images/create?
+// tag=2023.2&fromImage=host%3A8193%2Fkolla%2Fkeystone"), escapes undone.
+func imageFromAPI(t, low string) string {
+	m := reFromImage.find(t, low)
+	if m == nil {
+		return ""
+	}
+	q, err := url.ParseQuery(strings.TrimRight(m[1], ".,;:"))
+	if err != nil || q.Get("fromImage") == "" {
+		return ""
+	}
+	img := q.Get("fromImage")
+	if tag := q.Get("tag"); tag != "" && !strings.Contains(img, "@") && repoOf(img) == img {
+		if strings.HasPrefix(tag, "sha256:") {
+			return img + "@" + tag
+		}
+		return img + ":" + tag
+	}
+	return img
+}
+
+// notImageHosts name Go module paths and documentation, which the last-resort reading of a bare
+// reference would otherwise take for a registry.
+var notImageHosts = map[string]bool{"github.com": true, "golang.org": true, "k8s.io": true, "sigs.k8s.io": true, "gopkg.in": true,
+	"google.golang.org": true, "go.etcd.io": true, "go.opentelemetry.io": true, "gitlab.com": true, "bitbucket.org": true}
+
+// plausibleImage refuses what a loose pattern took for a reference: a Go package or doc link, a
+// file name.
+func plausibleImage(ref string) bool {
+	first, _, _ := strings.Cut(ref, "/")
+	host := strings.ToLower(hostName(first))
+	if notImageHosts[host] || strings.HasPrefix(host, "docs.") || strings.HasPrefix(host, "www.") {
+		return false
+	}
+	return !strings.HasSuffix(ref, ".go") && !strings.HasSuffix(ref, ".html") && !strings.HasSuffix(ref, ".md")
 }
