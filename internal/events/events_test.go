@@ -697,3 +697,24 @@ func TestImageWhereverNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestURLsOnly: the host is read from a URL the client requested, never from a link its
+// error points the reader to; a reference a forum turned into a link reads as the reference; a
+// redacted registry is not taken for a host the text names.
+func TestRequestURLsOnly(t *testing.T) {
+	cases := []struct{ msg, host string }{
+		{"initializing source docker://registry.redhat.io/ocp/cli:v4.8: unable to retrieve auth token: invalid username/password: unauthorized: Please login. Further instructions can be found here: https://access.redhat.com/RegistryAuthentication", "registry.redhat.io:443"},
+		{"https://registry-1.docker.io/v2/\n403 Forbidden\nwe now block all IP addresses that are located in … please reach out to https://support.docker.com", "registry-1.docker.io:443"},
+		{`Failed to pull image “[123.dkr.ecr.us-east-1.amazonaws.com/nb/emr:latest](http://123.dkr.ecr.us-east-1.amazonaws.com/nb/emr:latest)”: rpc error: code = Unknown desc = no matching manifest for linux/arm64/v8 in the manifest list entries`, "123.dkr.ecr.us-east-1.amazonaws.com:443"},
+		{`failed to pull and unpack image "<private_registry>/rancher/wins:v1": failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://mcr.microsoft.com/v2/windows/servercore/blobs/sha256:44": dial tcp 204.79.197.219:443: i/o timeout`, "mcr.microsoft.com:443"},
+	}
+	for _, tc := range cases {
+		if f := Classify(tc.msg); f.Host != tc.host {
+			t.Errorf("Classify(%.60q…): host %q role %s, want %q", tc.msg, f.Host, f.Role, tc.host)
+		}
+	}
+	// the foreign layer's host is not the redacted registry: a blob host, the endpoint's class
+	if f := Classify(cases[3].msg); f.Role != report.RoleBlob || f.Class != report.ClassEndpoint {
+		t.Errorf("foreign layer: role %s class %s, want blob endpoint", f.Role, f.Class)
+	}
+}

@@ -113,8 +113,23 @@ func repoOf(ref string) string {
 	return ref
 }
 
+// reAutoLink is a reference a forum turned into a link to itself ("[host/app:1](http://host/app:1)").
+var reAutoLink = regexp.MustCompile(`\[([^\]\s]+)\]\(https?://([^)\s]+)\)`)
+
+func unlink(t string) string {
+	if !strings.Contains(t, "](http") {
+		return t
+	}
+	return reAutoLink.ReplaceAllStringFunc(t, func(m string) string {
+		if sm := reAutoLink.FindStringSubmatch(m); sm[1] == sm[2] {
+			return sm[1]
+		}
+		return m
+	})
+}
+
 func readFacts(msg string) facts {
-	f := facts{text: strings.Join(strings.Fields(reEscapes.Replace(msg)), " ")}
+	f := facts{text: strings.Join(strings.Fields(unlink(reEscapes.Replace(msg))), " ")}
 	f.lower = strings.ToLower(f.text)
 	t, low := f.text, f.lower
 	for i, re := range reImage {
@@ -150,13 +165,15 @@ func readFacts(msg string) facts {
 	if f.image != "" {
 		if ref, err := registry.ParseReference(f.image); err == nil {
 			f.registry = hubAlias(ref.Registry)
+		} else if first, _, ok := strings.Cut(f.image, "/"); ok && strings.HasPrefix(first, "<") {
+			f.registry = strings.ToLower(first) // a redacted registry ("<private_registry>/team/app"): not any host the text names
 		}
 	}
 	var last *url.URL
-	for _, u := range reURL.findAllString(t, low) {
-		u = strings.TrimRight(u, ".,;:")
+	for _, loc := range reURL.findAllIndex(t, low) {
+		u := strings.TrimRight(t[loc[0]:loc[1]], ".,;:")
 		pu, err := url.Parse(u)
-		if err != nil || pu.Host == "" || isDocLink(pu) {
+		if err != nil || pu.Host == "" || isDocLink(pu) || !requestURL(t[:loc[0]], pu) {
 			continue
 		}
 		last = pu
@@ -198,6 +215,21 @@ func readFacts(msg string) facts {
 	f.blobPhase = strings.Contains(t, "failed to copy") || strings.Contains(t, "httpReadSeeker") || strings.Contains(t, "httpReaderSeeker") ||
 		strings.Contains(t, "error pulling image configuration") || strings.Contains(t, "parsing image configuration")
 	return f
+}
+
+// reRequestBefore is what a client writes right before a URL it requested: a method, "request
+// to", "url:", an open quote.
+var reRequestBefore = regexp.MustCompile(`(?i)(?:\b(?:get|head|post|put|patch)|request to|status code|url:?|for|from|failed open:|\bat|=)\s*"?$|"$`)
+
+// requestURL says whether a URL in the text is one the client requested, not a link its error
+// points the reader to ("Further instructions: https://…", "reach out to https://support…"): the
+// registry API's paths, a token or storage request, or a URL written as a request is written.
+func requestURL(before string, u *url.URL) bool {
+	p := u.Path
+	if strings.HasPrefix(p, "/v2") || strings.HasPrefix(p, "/v1/") || u.RawQuery != "" || tokenURL(u) || storageHost.MatchString(u.Hostname()) {
+		return true
+	}
+	return reRequestBefore.MatchString(before[max(0, len(before)-24):])
 }
 
 func isDocLink(u *url.URL) bool {

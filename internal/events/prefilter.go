@@ -122,3 +122,10 @@ func (r litRegexp) findAllString(text, lower string) []string {
 }
 
 func (r litRegexp) match(text, lower string) bool { return r.pf.mayMatch(lower) && r.MatchString(text) }
+
+func (r litRegexp) findAllIndex(text, lower string) [][]int {
+	if !r.pf.mayMatch(lower) {
+		return nil
+	}
+	return r.FindAllStringIndex(text, -1)
+}
