@@ -197,7 +197,15 @@ func TestVerifyWithProbeImage(t *testing.T) {
 			if p.Probe != nil || !strings.Contains(p.Error, "could not start: ErrImagePull") {
 				t.Errorf("pool c: %+v", p)
 			}
+			// the fake lists no event: the pod's waiting message carries the failed pull of the
+			// probe image, which is the pool's class (PodCause), never ok
+			if f := p.PodCause(); f == nil || p.Class != report.ClassRoute || f.Class != p.Class || f.Code != report.CodeTCPRefused {
+				t.Errorf("pool c: class %s, cause %+v, want route TCP_REFUSED from the probe pod's own pull", p.Class, f)
+			}
 		}
+	}
+	if v.Class != report.ClassRoute {
+		t.Errorf("class %s, want route (pool c's)", v.Class)
 	}
 	if len(cms) != 1 || !strings.HasPrefix(cms[0], "pullpath-run-") {
 		t.Errorf("ConfigMaps created: %v, want only the run's owner", cms)
