@@ -672,3 +672,28 @@ func TestVerifyFromPodRetriesAConflict(t *testing.T) {
 		t.Errorf("after one conflict: error %q class %s, %d updates, containers %d; want the probe added on the second try", fp.Error, fp.Class, tries, len(added))
 	}
 }
+
+// With the binary in ConfigMaps, a listed image that turns out gone is replaced by the next; when
+// each one tried is gone the pool says so (it had no error at all), other, and not verified.
+func TestVerifyEveryListedImageGone(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc)
+	var tried []string
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		tried = append(tried, p.Spec.Containers[0].Image)
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: "ErrImageNeverPull", Message: `Container image "` + p.Spec.Containers[0].Image + `" is not present with pull policy of Never`}}}}
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolc"}, MaxImages: 50, Timeout: 20 * time.Second,
+		Binary: func(string) ([]byte, error) { return []byte("\x7fELF not really"), nil }}
+	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := v.Pools[0]
+	if len(tried) != 3 || p.Class != report.ClassOther || p.PodCause() != nil || !strings.Contains(p.Error, "listed in status.images but gone (ErrImageNeverPull): "+tried[0]) {
+		t.Errorf("tried %v; pool c: class %s error %q", tried, p.Class, p.Error)
+	}
+}
