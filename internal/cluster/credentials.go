@@ -97,8 +97,17 @@ func kubeletOrder(pc *report.PullCredentials, p *corev1.Pod, image string) []rep
 				Detail: fmt.Sprintf("the pod's pull secret %s: %s", s.Name, s.Problem)})
 		}
 	}
-	sort.SliceStable(order, func(i, j int) bool { return creds.KeyringKey(order[i].Entry) > creds.KeyringKey(order[j].Entry) })
-	order = append(order, unread...)
+	// the keyring's order over the pod's secrets, each under its covering key (the Docker Hub
+	// fallback key only when no other covers, as in the kubelet)
+	keys := make([]string, len(order))
+	for i, t := range order {
+		keys[i] = t.Entry
+	}
+	var sorted []report.CredentialTurn
+	for _, i := range creds.KeyringOrder(keys, image) {
+		sorted = append(sorted, order[i])
+	}
+	order = append(sorted, unread...)
 	check := fmt.Sprintf("pullpath verify %s --pod %s/%s (or pullpath probe %s --host-root / on the node)", image, p.Namespace, p.Name, image)
 	return append(order,
 		report.CredentialTurn{Source: "node-docker-config", Check: check,
