@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -632,7 +633,8 @@ func TestVerifyPodWithoutSecretRights(t *testing.T) {
 	}
 	notes := strings.Join(v.Notes, "\n")
 	if !strings.Contains(notes, "--pod: pull secret shop/regcred of pod shop/web-new was not read (no RBAC get on secrets)") ||
-		!strings.Contains(notes, "grant get on secrets in namespace shop to hand it over") {
+		!strings.Contains(notes, "grant get on secrets in namespace shop to hand it over") ||
+		!strings.Contains(notes, "--pod shop/web-new: no pull secret of the pod that could be read covers the image") {
 		t.Errorf("notes:\n%s", notes)
 	}
 	// --secret still needs the right up front: that secret is the whole point of the flag
@@ -695,5 +697,35 @@ func TestVerifyEveryListedImageGone(t *testing.T) {
 	p := v.Pools[0]
 	if len(tried) != 3 || p.Class != report.ClassOther || p.PodCause() != nil || !strings.Contains(p.Error, "listed in status.images but gone (ErrImageNeverPull): "+tried[0]) {
 		t.Errorf("tried %v; pool c: class %s error %q", tried, p.Class, p.Error)
+	}
+}
+
+// Whether a pull secret was read is its error's type, not its problem's words: RBAC's refusal is
+// fixed by a grant, admission's or the network's is not; each says why in the same problem.
+func TestUnreadableSecretByType(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	for _, c := range []struct {
+		name string
+		err  error
+		rbac bool
+		why  string
+	}{
+		{"rbac", &forbidden{}, true, "not readable: no RBAC get on secrets; cannot tell whether it covers the registry"},
+		{"admission", apierrors.NewForbidden(corev1.Resource("secrets"), "regcred", errors.New("namespace shop is being terminated")), false, "not readable: "},
+		{"network", errors.New("dial tcp 10.0.0.1:6443: connect: connection refused"), false, "not readable: cannot reach the cluster to get secrets regcred"},
+	} {
+		fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) { return true, nil, c.err })
+		ps, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img)
+		var u *unreadableSecret
+		if !errors.As(err, &u) || u.rbac() != c.rbac || ps.Problem != err.Error() || !strings.HasPrefix(ps.Problem, c.why) || ps.Exists != nil {
+			t.Errorf("%s: err %v (rbac %t), problem %q, want %q…", c.name, err, u != nil && u.rbac(), ps.Problem, c.why)
+		}
+	}
+	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(corev1.Resource("secrets"), "regcred")
+	})
+	if ps, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img); err != nil || ps.Exists == nil || *ps.Exists {
+		t.Errorf("a missing secret was read as unreadable: %v %+v", err, ps)
 	}
 }
