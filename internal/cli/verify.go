@@ -212,6 +212,12 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	if runErr != nil {
 		return runErr
 	}
+	return verifyExit(v)
+}
+
+// verifyExit is 1 when a pool is not ok — a broken path, or a pool not verified (report.PoolResult.PodCause's
+// rule: never ok) — or something was left behind; 2 is only for a run that could not start its probes.
+func verifyExit(v *report.Verification) error {
 	if v.Class != report.ClassOK || len(v.LeftBehind) > 0 {
 		return &ExitError{Code: ExitBroken}
 	}
@@ -291,6 +297,8 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			host = p.Probe.Failing.Host + " (" + string(p.Probe.Failing.Role) + ")"
 		case p.Summary != nil && p.Summary.Host != "":
 			host = p.Summary.Host + " (" + string(p.Summary.Role) + ")"
+		case p.PodCause() != nil && p.PodCause().Host != "":
+			host = p.PodCause().Host + " (" + string(p.PodCause().Role) + ")"
 		}
 		fmt.Fprintf(tw, "\t%s\t%s\n", p.Class, host)
 	}
@@ -322,6 +330,14 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			}
 		case p.Summary != nil:
 			writeTermVerdict(b, p.Summary)
+		case p.PodCause() != nil:
+			f := p.PodCause()
+			where := ""
+			if f.Host != "" {
+				where = fmt.Sprintf(" · %s (%s)", f.Host, f.Role)
+			}
+			fmt.Fprintf(b, "  NOT VERIFIED  class %s%s · %s · the probe pod could not pull its own image: %s was not probed on this node\n          %s\n          %s\n",
+				f.Class, where, f.Code, v.Image, f.Reason, p.Error)
 		default:
 			fmt.Fprintf(b, "  NO PROBE  %s\n", p.Error)
 			for _, f := range p.Findings {
@@ -491,25 +507,14 @@ func junitVerdict(v report.ProbeSummary, text string) *junitFailure {
 	return &junitFailure{Message: msg, Type: string(v.Class), Text: text}
 }
 
-// classified is the first of a probe pod's findings that explain classified: not the stand-in
-// (class other, code UNKNOWN) for events that name no pull failure.
-func classified(fs []report.Finding) *report.Finding {
-	for i := range fs {
-		if fs[i].Class != report.ClassOther || fs[i].Code != report.CodeUnknown {
-			return &fs[i]
-		}
-	}
-	return nil
-}
-
-// junitFinding is a pool whose probe pod never ran, judged by explain's reading of its events:
+// junitFinding is a pool whose probe pod could not pull its own image (report.PoolResult.PodCause):
 // the class as the type, the class, code and host in the message, as junitVerdict.
 func junitFinding(f *report.Finding, why string) *junitFailure {
 	msg := fmt.Sprintf("class %s %s", f.Class, f.Code)
 	if f.Host != "" {
 		msg += fmt.Sprintf(" on %s (%s)", f.Host, f.Role)
 	}
-	return &junitFailure{Message: msg, Type: string(f.Class), Text: why + " (the probe pod's events, as explain reads them)\n" + f.Reason + "\n" + f.Message}
+	return &junitFailure{Message: msg, Type: string(f.Class), Text: why + " (the probe pod's events, as explain reads them; the image under test was not probed)\n" + f.Reason + "\n" + f.Message}
 }
 
 func writeJUnit(path string, v *report.Verification) error {
@@ -534,10 +539,9 @@ func writeJUnit(path string, v *report.Verification) error {
 			} else {
 				c.SystemOut = p.Summary.Summary + from
 			}
-		case classified(p.Findings) != nil:
-			// the probe pod never ran, and its own events say why as explain reads them (it could
-			// not pull its image, say): that is the pool's verdict, as in the text
-			c.Failure = junitFinding(classified(p.Findings), p.Error)
+		case p.PodCause() != nil:
+			// the probe pod could not pull its own image: the pool's class (PodCause's rule)
+			c.Failure = junitFinding(p.PodCause(), p.Error)
 			s.Failures++
 		default:
 			text := p.Error

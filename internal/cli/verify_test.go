@@ -4,9 +4,12 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -134,10 +137,14 @@ func TestJUnitReportsEveryVerdict(t *testing.T) {
 		{Pool: "d", Node: "d-1", Class: report.ClassOK, Error: "the probe's log could not be read",
 			Summary: &report.ProbeSummary{Class: report.ClassOK, Code: report.CodeOK, Summary: "the whole path holds"}},
 		{Pool: "e", Class: report.ClassOther, Error: "no eligible node"},
-		{Pool: "f", Node: "f-1", Class: report.ClassOther, Error: "the probe pod on f-1 could not start: ErrImagePull: …",
-			Findings: []report.Finding{{Class: report.ClassAuth, Code: report.CodeAuth401, Host: "probe.registry.example", Role: report.RoleRegistry, Message: "failed to authorize: 401 Unauthorized", Reason: "the registry refused the credentials"}}},
-		{Pool: "g", Node: "g-1", Class: report.ClassOther, Error: "the probe pod on g-1 could not start: CreateContainerConfigError: …",
+		{Pool: "f", Node: "f-1", Delivery: "image", Class: report.ClassAuth, Error: "the probe pod on f-1 could not start: ErrImagePull: …",
+			Findings: []report.Finding{{Class: report.ClassOther, Code: report.CodeBackoffNoCause, Message: "Error: ErrImagePull"},
+				{Class: report.ClassAuth, Code: report.CodeAuth401, Host: "probe.registry.example", Role: report.RoleRegistry, Message: "failed to authorize: 401 Unauthorized", Reason: "the registry refused the credentials"}}},
+		{Pool: "g", Node: "g-1", Delivery: "image", Class: report.ClassOther, Error: "the probe pod on g-1 could not start: CreateContainerConfigError: …",
 			Findings: []report.Finding{{Class: report.ClassOther, Code: report.CodeUnknown, Message: "Failed: configmap not found", Reason: "the probe pod's own events"}}},
+		// delivered in ConfigMaps the pod pulls nothing: whatever its events say, no class of the path
+		{Pool: "h", Node: "h-1", Delivery: "configmap", Class: report.ClassOther, Error: "the probe pod on h-1 could not start: CreateContainerError: …",
+			Findings: []report.Finding{{Class: report.ClassOther, Code: report.CodeDiskFull, Message: "no space left on device", Reason: "the node's disk is full"}}},
 	}}
 	path := filepath.Join(t.TempDir(), "verify.xml")
 	if err := writeJUnit(path, v); err != nil {
@@ -152,8 +159,8 @@ func TestJUnitReportsEveryVerdict(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	s := doc.Suites[0]
-	if s.Tests != 7 || s.Failures != 3 || s.Errors != 2 {
-		t.Errorf("tests %d failures %d errors %d, want 7 3 2\n%s", s.Tests, s.Failures, s.Errors, b)
+	if s.Tests != 8 || s.Failures != 3 || s.Errors != 3 {
+		t.Errorf("tests %d failures %d errors %d, want 8 3 3\n%s", s.Tests, s.Failures, s.Errors, b)
 	}
 	type want struct{ kind, typ, msg string }
 	for i, w := range []want{
@@ -166,6 +173,7 @@ func TestJUnitReportsEveryVerdict(t *testing.T) {
 		{"failure", "auth", "class auth AUTH_401 on probe.registry.example (registry)"},
 		// events that name no pull failure leave it an error
 		{"error", "no-probe", "the probe pod on g-1 could not start: CreateContainerConfigError: …"},
+		{"error", "no-probe", "the probe pod on h-1 could not start: CreateContainerError: …"},
 	} {
 		c := s.Cases[i]
 		kind, f := "pass", (*junitFailure)(nil)
@@ -181,5 +189,73 @@ func TestJUnitReportsEveryVerdict(t *testing.T) {
 	}
 	if f := s.Cases[2].Failure; f == nil || !strings.Contains(f.Text, "termination message") || !strings.Contains(s.Cases[3].SystemOut, "termination message") {
 		t.Errorf("a verdict from the termination message should say so: %+v / %q", f, s.Cases[3].SystemOut)
+	}
+}
+
+// A pool whose probe pod could not pull its own image (--probe-image) is not verified and never ok;
+// its failed pull is its class. JSON, the text's matrix and verdict, the JUnit type and the exit
+// code say the same class; a pool without any cause (ConfigMap delivery pulls nothing) says other
+// in all of them, and a JUnit error.
+func TestVerifyPoolWithoutProbeAgrees(t *testing.T) {
+	pull := report.Finding{Class: report.ClassRoute, Code: report.CodeTCPRefused, Host: "probe.registry.example:443", Role: report.RoleRegistry,
+		Message: "failed to pull and unpack image: dial tcp 10.0.0.9:443: connect: connection refused", Reason: "the registry refused the connection"}
+	v := &report.Verification{APIVersion: report.APIVersion, Kind: "Verification", Image: "registry.corp.example/app:1", Class: report.ClassRoute,
+		Run: "r1", Namespace: "pullpath", LeftBehind: []string{}, Pools: []report.PoolResult{
+			{Pool: "poola", Node: "a-1", Delivery: "image", Class: report.ClassRoute, Error: "the probe pod on a-1 could not start: ErrImagePull: …",
+				Findings: []report.Finding{pull}},
+			{Pool: "poolb", Node: "b-1", Delivery: "configmap", Class: report.ClassOther, Error: "the probe pod on b-1 could not start: CreateContainerError: …",
+				Findings: []report.Finding{{Class: report.ClassOther, Code: report.CodeUnknown, Message: "Failed: mount failed", Reason: "the probe pod's own events"}}},
+		}}
+	var js bytes.Buffer
+	if err := report.WriteJSON(&js, v); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Class string `json:"class"`
+		Pools []struct {
+			Class string `json:"class"`
+		} `json:"pools"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &doc); err != nil || doc.Class != "route" || doc.Pools[0].Class != "route" || doc.Pools[1].Class != "other" {
+		t.Errorf("JSON: %v %+v", err, doc)
+	}
+	var b bytes.Buffer
+	if err := writeVerifyText(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	text := b.String()
+	for _, re := range []string{
+		`(?m)^BROKEN  registry\.corp\.example/app:1: 2 of 2 pools fail \(first: class route\)$`,
+		`(?m)^poola +a-1( +·){7} +route +probe\.registry\.example:443 \(registry\)$`,
+		`(?m)^poolb +b-1( +·){7} +other +-$`,
+		`(?m)^  NOT VERIFIED  class route · probe\.registry\.example:443 \(registry\) · TCP_REFUSED · the probe pod could not pull its own image: registry\.corp\.example/app:1 was not probed on this node$`,
+		`(?m)^  NO PROBE  the probe pod on b-1 could not start: CreateContainerError: …$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(text) {
+			t.Errorf("text lacks %s:\n%s", re, text)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "verify.xml")
+	if err := writeJUnit(path, v); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ju junitSuites
+	if err := xml.Unmarshal(raw, &ju); err != nil {
+		t.Fatal(err)
+	}
+	cs := ju.Suites[0].Cases
+	if cs[0].Failure == nil || cs[0].Failure.Type != "route" || cs[1].Failure != nil || cs[1].Error == nil || cs[1].Error.Type != "no-probe" {
+		t.Errorf("JUnit: %+v / %+v", cs[0], cs[1])
+	}
+	var ee *ExitError
+	if err := verifyExit(v); !errors.As(err, &ee) || ee.Code != ExitBroken {
+		t.Errorf("exit: %v, want %d", err, ExitBroken)
+	}
+	if f := v.Pools[1].PodCause(); f != nil {
+		t.Errorf("a probe pod delivered in ConfigMaps pulled nothing, yet has a cause: %+v", f)
 	}
 }

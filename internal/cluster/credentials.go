@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -29,7 +30,8 @@ func credentials(ctx context.Context, cs *Client, p *corev1.Pod, image string, n
 	inPod := map[string]bool{}
 	for _, s := range p.Spec.ImagePullSecrets {
 		inPod[s.Name] = true
-		pc.PullSecrets = append(pc.PullSecrets, readSecret(ctx, cs, p.Namespace, s.Name, "pod", image))
+		ps, _ := readSecret(ctx, cs, p.Namespace, s.Name, "pod", image)
+		pc.PullSecrets = append(pc.PullSecrets, ps)
 	}
 	sa, err := cs.Core.ServiceAccounts(p.Namespace).Get(ctx, pc.ServiceAccount, metav1.GetOptions{})
 	switch {
@@ -38,7 +40,7 @@ func credentials(ctx context.Context, cs *Client, p *corev1.Pod, image string, n
 			if inPod[s.Name] {
 				continue
 			}
-			ps := readSecret(ctx, cs, p.Namespace, s.Name, "serviceaccount", image)
+			ps, _ := readSecret(ctx, cs, p.Namespace, s.Name, "serviceaccount", image)
 			ps.Problem = strings.TrimPrefix(ps.Problem+"; ", "; ") + "on the service account but not in the pod: it was added after the pod was created, and the kubelet does not use it for this pod (recreate the pod)"
 			pc.PullSecrets = append(pc.PullSecrets, ps)
 		}
@@ -97,8 +99,17 @@ func kubeletOrder(pc *report.PullCredentials, p *corev1.Pod, image string) []rep
 				Detail: fmt.Sprintf("the pod's pull secret %s: %s", s.Name, s.Problem)})
 		}
 	}
-	sort.SliceStable(order, func(i, j int) bool { return creds.KeyringKey(order[i].Entry) > creds.KeyringKey(order[j].Entry) })
-	order = append(order, unread...)
+	// the keyring's order over the pod's secrets, each under its covering key (the Docker Hub
+	// fallback key only when no other covers, as in the kubelet)
+	keys := make([]string, len(order))
+	for i, t := range order {
+		keys[i] = t.Entry
+	}
+	var sorted []report.CredentialTurn
+	for _, i := range creds.KeyringOrder(keys, image) {
+		sorted = append(sorted, order[i])
+	}
+	order = append(sorted, unread...)
 	check := fmt.Sprintf("pullpath verify %s --pod %s/%s (or pullpath probe %s --host-root / on the node)", image, p.Namespace, p.Name, image)
 	return append(order,
 		report.CredentialTurn{Source: "node-docker-config", Check: check,
@@ -107,17 +118,36 @@ func kubeletOrder(pc *report.PullCredentials, p *corev1.Pod, image string) []rep
 			Detail: providerTurn(pc.NodeIdentity)})
 }
 
-func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) report.PullSecret {
+// unreadableSecret is a pull secret that could not be read (a missing right, most often): whether
+// it covers the image is unknown. Its Error is the secret's problem in every report.
+type unreadableSecret struct{ err error }
+
+func (e *unreadableSecret) Error() string {
+	return "not readable: " + shortErr(e.err) + "; cannot tell whether it covers the registry"
+}
+
+func (e *unreadableSecret) Unwrap() error { return e.err }
+
+// rbac reports whether RBAC refused the read (not admission, not the network): a grant fixes it.
+func (e *unreadableSecret) rbac() bool {
+	var re *RBACError
+	return errors.As(e.err, &re) && re.admission() == ""
+}
+
+// readSecret reads one pull secret's keys and whether one covers image; the error is an
+// *unreadableSecret when the secret could not be read (ps.Problem says the same).
+func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) (report.PullSecret, error) {
 	ps := report.PullSecret{Name: name, From: from}
 	s, err := cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		ps.Exists = boolp(false)
 		ps.Problem = "the secret does not exist: the kubelet skips it"
-		return ps
+		return ps, nil
 	case err != nil:
-		ps.Problem = "not readable: " + shortErr(apiError(err, "get", "secrets", ns, name)) + "; cannot tell whether it covers the registry"
-		return ps
+		u := &unreadableSecret{err: apiError(err, "get", "secrets", ns, name)}
+		ps.Problem = u.Error()
+		return ps, u
 	}
 	ps.Exists, ps.Type = boolp(true), string(s.Type)
 	var data []byte
@@ -129,23 +159,23 @@ func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) r
 	default:
 		ps.CoversRegistry = boolp(false)
 		ps.Problem = fmt.Sprintf("type %s: the kubelet only reads kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg secrets", s.Type)
-		return ps
+		return ps, nil
 	}
 	keys, err := creds.SecretKeys(data)
 	if err != nil {
 		ps.CoversRegistry = boolp(false)
 		ps.Problem = "unusable: " + err.Error()
-		return ps
+		return ps, nil
 	}
 	sort.Strings(keys)
 	if k, ok := creds.MatchImage(keys, image); ok {
 		ps.CoversRegistry, ps.Entry = boolp(true), k
-		return ps
+		return ps, nil
 	}
 	ps.CoversRegistry = boolp(false)
 	ps.Entry = strings.Join(keys, ", ")
 	ps.Problem = "has no entry for this registry (it has: " + report.JoinCut(keys, 5) + ")"
-	return ps
+	return ps, nil
 }
 
 // providerTurn says what the kubelet's credential providers present, from the node's cloud when

@@ -97,7 +97,8 @@ func (r *run) copySecrets(ctx context.Context) error {
 		if err != nil {
 			return apiError(err, "get", "pods", pns, pname)
 		}
-		r.pullSecrets = r.podSecrets(ctx, p, "--pod", "the node probes")
+		var unreadErr error
+		r.pullSecrets, unreadErr = r.podSecrets(ctx, p, "--pod", "the node probes")
 		for _, ps := range r.pullSecrets {
 			if ps.HandedOver {
 				if err := add(pns, ps.Name, ps.Key); err != nil {
@@ -105,10 +106,8 @@ func (r *run) copySecrets(ctx context.Context) error {
 				}
 			}
 		}
-		unread := false
-		for _, ps := range r.pullSecrets {
-			unread = unread || strings.HasPrefix(ps.Problem, "not readable")
-		}
+		var u *unreadableSecret
+		unread := errors.As(unreadErr, &u)
 		switch {
 		case len(refs) == 0 && unread:
 			// coverage unknown: not "no secret covers the image"

@@ -39,16 +39,15 @@ func (r *run) verifyNode(ctx context.Context, n *corev1.Node, res *report.PoolRe
 		return
 	}
 	r.verifyWith(ctx, n, res, func() {
-		for i, img := range images {
-			if i >= 3 {
-				break
+		var gone []string
+		for _, img := range images[:min(len(images), 3)] {
+			if !r.probePod(ctx, n, d, img, res) {
+				return
 			}
-			gone := r.probePod(ctx, n, d, img, res)
-			if !gone {
-				break
-			}
+			gone = append(gone, img)
 			r.note("node %s: image %s is listed but gone (ErrImageNeverPull); trying the next", n.Name, img)
 		}
+		res.Error = fmt.Sprintf("node %s: every image tried to run the probe on without a pull is listed in status.images but gone (ErrImageNeverPull): %s", n.Name, strings.Join(gone, ", "))
 	})
 }
 
@@ -105,16 +104,17 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 			"ErrImagePull", "ImagePullBackOff", "InvalidImageName")
 	})
 	if err != nil {
-		res.Error = fmt.Sprintf("the probe pod on %s did not finish: %v", n.Name, err)
-		res.Findings = r.podFindings(ctx, name)
+		if p == nil {
+			p = pod // never read back: its events may still say why
+		}
+		r.noProbe(ctx, res, p, fmt.Sprintf("the probe pod on %s did not finish: %v", n.Name, err))
 		return false
 	}
 	if waitingOn(p, "ErrImageNeverPull") {
 		return true
 	}
 	if w := waitingState(p); w != nil {
-		res.Error = fmt.Sprintf("the probe pod on %s could not start: %s: %s", n.Name, w.Reason, w.Message)
-		res.Findings = r.podFindings(ctx, name)
+		r.noProbe(ctx, res, p, fmt.Sprintf("the probe pod on %s could not start: %s: %s", n.Name, w.Reason, w.Message))
 		return false
 	}
 	term := terminated(p)
@@ -133,8 +133,7 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 		if term != nil {
 			msg = fmt.Sprintf("exit %d %s: %s", term.ExitCode, term.Reason, strings.TrimSpace(term.Message))
 		}
-		res.Error = fmt.Sprintf("the probe on %s left no report (%s)", n.Name, msg)
-		res.Findings = r.podFindings(ctx, name)
+		r.noProbe(ctx, res, p, fmt.Sprintf("the probe on %s left no report (%s)", n.Name, msg))
 		return false
 	}
 	res.Probe, res.Class = rep, rep.Class
@@ -303,8 +302,21 @@ func (r *run) fullReport(ctx context.Context, name string) *report.Probe {
 
 func int64p(v int64) *int64 { return &v }
 
-// podFindings explains why a probe pod could not run, from its own events.
-func (r *run) podFindings(ctx context.Context, name string) []report.Finding {
+// noProbe records why a pool has no probe verdict, explain's reading of the probe pod, and the
+// class report.PoolResult.PodCause gives it (other unless the pod's own pull failed).
+func (r *run) noProbe(ctx context.Context, res *report.PoolResult, p *corev1.Pod, why string) {
+	res.Error = why
+	res.Findings = r.podFindings(ctx, p)
+	res.Class = report.ClassOther
+	if f := res.PodCause(); f != nil {
+		res.Class = f.Class
+	}
+}
+
+// podFindings explains why a probe pod could not run, from its own events and its status (the
+// waiting message carries the pull's error when the events were dropped or not yet listed).
+func (r *run) podFindings(ctx context.Context, p *corev1.Pod) []report.Finding {
+	name := p.Name
 	evs, err := r.cs.Core.Events(r.o.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
 	if err != nil {
 		return nil
@@ -319,7 +331,7 @@ func (r *run) podFindings(ctx context.Context, name string) []report.Finding {
 			}
 		}
 	}
-	fs := explain(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.o.Namespace}}, own)
+	fs := explain(p, own)
 	if len(fs) == 0 && len(lines) > 0 {
 		fs = []report.Finding{{Class: report.ClassOther, Code: report.CodeUnknown, Message: strings.Join(lines, "; "), Reason: "the probe pod's own events", Decided: false, DecidedBecause: "not a pull failure: the pod could not start", Count: 1}}
 	}

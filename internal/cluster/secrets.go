@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -60,28 +61,31 @@ func secretKey(t corev1.SecretType) string {
 // not handed over (its type and coverage are unknown, and the run does not route around the
 // missing right): a note names it and the right, since whom (the probe in the pod, the node
 // probes) then presents less than the kubelet.
-func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string) []report.PodPullSecret {
+// The error joins the *unreadableSecret of each secret that could not be read.
+func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string) ([]report.PodPullSecret, error) {
 	var out []report.PodPullSecret
+	var unread []error
 	// the pod's own only, as credentials reads them: a service account's secret that is not in the
 	// pod is not the kubelet's for this pod, so neither the account nor its secrets are read
 	for _, ref := range pod.Spec.ImagePullSecrets {
-		s := readSecret(ctx, r.cs, pod.Namespace, ref.Name, "pod", r.o.Image)
+		s, err := readSecret(ctx, r.cs, pod.Namespace, ref.Name, "pod", r.o.Image)
 		ps := report.PodPullSecret{Name: s.Name, Problem: s.Problem, Key: secretKey(corev1.SecretType(s.Type))}
+		var u *unreadableSecret
 		switch {
-		case s.Exists == nil:
-			why := strings.TrimPrefix(strings.TrimSuffix(s.Problem, "; cannot tell whether it covers the registry"), "not readable: ")
+		case errors.As(err, &u):
+			unread = append(unread, err)
 			fix := ""
-			if strings.HasPrefix(why, "no RBAC ") {
+			if u.rbac() {
 				fix = "; grant get on secrets in namespace " + pod.Namespace + " to hand it over"
 			}
 			r.note("%s: pull secret %s/%s of pod %s/%s was not read (%s): the kubelet uses it if it covers the image, %s cannot present it%s",
-				flag, pod.Namespace, s.Name, pod.Namespace, pod.Name, why, whom, fix)
+				flag, pod.Namespace, s.Name, pod.Namespace, pod.Name, shortErr(u.err), whom, fix)
 		case ps.Key != "" && s.CoversRegistry != nil && *s.CoversRegistry:
 			ps.HandedOver, ps.Problem = true, ""
 		}
 		out = append(out, ps)
 	}
-	return out
+	return out, errors.Join(unread...)
 }
 
 // handedNames are the names of the secrets handed over, in order.

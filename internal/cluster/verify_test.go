@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -197,7 +198,15 @@ func TestVerifyWithProbeImage(t *testing.T) {
 			if p.Probe != nil || !strings.Contains(p.Error, "could not start: ErrImagePull") {
 				t.Errorf("pool c: %+v", p)
 			}
+			// the fake lists no event: the pod's waiting message carries the failed pull of the
+			// probe image, which is the pool's class (PodCause), never ok
+			if f := p.PodCause(); f == nil || p.Class != report.ClassRoute || f.Class != p.Class || f.Code != report.CodeTCPRefused {
+				t.Errorf("pool c: class %s, cause %+v, want route TCP_REFUSED from the probe pod's own pull", p.Class, f)
+			}
 		}
+	}
+	if v.Class != report.ClassRoute {
+		t.Errorf("class %s, want route (pool c's)", v.Class)
 	}
 	if len(cms) != 1 || !strings.HasPrefix(cms[0], "pullpath-run-") {
 		t.Errorf("ConfigMaps created: %v, want only the run's owner", cms)
@@ -624,7 +633,8 @@ func TestVerifyPodWithoutSecretRights(t *testing.T) {
 	}
 	notes := strings.Join(v.Notes, "\n")
 	if !strings.Contains(notes, "--pod: pull secret shop/regcred of pod shop/web-new was not read (no RBAC get on secrets)") ||
-		!strings.Contains(notes, "grant get on secrets in namespace shop to hand it over") {
+		!strings.Contains(notes, "grant get on secrets in namespace shop to hand it over") ||
+		!strings.Contains(notes, "--pod shop/web-new: no pull secret of the pod that could be read covers the image") {
 		t.Errorf("notes:\n%s", notes)
 	}
 	// --secret still needs the right up front: that secret is the whole point of the flag
@@ -662,5 +672,60 @@ func TestVerifyFromPodRetriesAConflict(t *testing.T) {
 	}
 	if fp := v.FromPod; fp.Error != "" || fp.Class != report.ClassOK || tries != 2 || len(added) != 1 {
 		t.Errorf("after one conflict: error %q class %s, %d updates, containers %d; want the probe added on the second try", fp.Error, fp.Class, tries, len(added))
+	}
+}
+
+// With the binary in ConfigMaps, a listed image that turns out gone is replaced by the next; when
+// each one tried is gone the pool says so (it had no error at all), other, and not verified.
+func TestVerifyEveryListedImageGone(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc)
+	var tried []string
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		tried = append(tried, p.Spec.Containers[0].Image)
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+			Reason: "ErrImageNeverPull", Message: `Container image "` + p.Spec.Containers[0].Image + `" is not present with pull policy of Never`}}}}
+		return false, nil, nil
+	})
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolc"}, MaxImages: 50, Timeout: 20 * time.Second,
+		Binary: func(string) ([]byte, error) { return []byte("\x7fELF not really"), nil }}
+	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := v.Pools[0]
+	if len(tried) != 3 || p.Class != report.ClassOther || p.PodCause() != nil || !strings.Contains(p.Error, "listed in status.images but gone (ErrImageNeverPull): "+tried[0]) {
+		t.Errorf("tried %v; pool c: class %s error %q", tried, p.Class, p.Error)
+	}
+}
+
+// Whether a pull secret was read is its error's type, not its problem's words: RBAC's refusal is
+// fixed by a grant, admission's or the network's is not; each says why in the same problem.
+func TestUnreadableSecretByType(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	for _, c := range []struct {
+		name string
+		err  error
+		rbac bool
+		why  string
+	}{
+		{"rbac", &forbidden{}, true, "not readable: no RBAC get on secrets; cannot tell whether it covers the registry"},
+		{"admission", apierrors.NewForbidden(corev1.Resource("secrets"), "regcred", errors.New("namespace shop is being terminated")), false, "not readable: "},
+		{"network", errors.New("dial tcp 10.0.0.1:6443: connect: connection refused"), false, "not readable: cannot reach the cluster to get secrets regcred"},
+	} {
+		fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) { return true, nil, c.err })
+		ps, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img)
+		var u *unreadableSecret
+		if !errors.As(err, &u) || u.rbac() != c.rbac || ps.Problem != err.Error() || !strings.HasPrefix(ps.Problem, c.why) || ps.Exists != nil {
+			t.Errorf("%s: err %v (rbac %t), problem %q, want %q…", c.name, err, u != nil && u.rbac(), ps.Problem, c.why)
+		}
+	}
+	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(corev1.Resource("secrets"), "regcred")
+	})
+	if ps, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img); err != nil || ps.Exists == nil || *ps.Exists {
+		t.Errorf("a missing secret was read as unreadable: %v %+v", err, ps)
 	}
 }

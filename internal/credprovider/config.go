@@ -3,14 +3,13 @@ package credprovider
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
@@ -91,7 +90,7 @@ func ParseConfig(b []byte, file string) (*Config, error) {
 			}
 		}
 		for _, m := range p.MatchImages {
-			if _, err := parseSchemeless(m); err != nil {
+			if _, err := url.Parse("https://" + m); err != nil { // as the kubelet validates (plugin/config.go:189)
 				return nil, fmt.Errorf("credential provider config %s: provider %q: matchImages %q: %v", file, p.Name, m, err)
 			}
 		}
@@ -108,58 +107,11 @@ func (c *Config) MatchAll(image string) []*Provider {
 	var out []*Provider
 	for i := range c.Providers {
 		for _, m := range c.Providers[i].MatchImages {
-			if ok, _ := URLsMatch(m, image); ok {
+			if ok, _ := creds.URLsMatch(m, image); ok { // plugin/plugin.go:603-611
 				out = append(out, &c.Providers[i])
 				break
 			}
 		}
 	}
 	return out
-}
-
-// URLsMatch reports whether image (host[:port]/path, no scheme) matches the glob as the kubelet
-// matches matchImages and the keys of a provider's auth map. Read from kubernetes v1.35.0
-// pkg/credentialprovider/keyring.go (URLsMatchStr, URLsMatch, ParseSchemelessURL, SplitURL) and
-// pkg/credentialprovider/plugin/plugin.go (isImageAllowed): the host is split on dots and each
-// label matched with filepath.Match (so "*" never spans a dot, and the label count must be equal),
-// the port must be equal (absent on both, or the same), and the glob's path must be a string
-// prefix of the image's path.
-func URLsMatch(glob, image string) (bool, error) {
-	g, err := parseSchemeless(glob)
-	if err != nil {
-		return false, err
-	}
-	t, err := parseSchemeless(image)
-	if err != nil {
-		return false, err
-	}
-	gParts, gPort := splitHost(g)
-	tParts, tPort := splitHost(t)
-	if gPort != tPort || len(gParts) != len(tParts) || !strings.HasPrefix(t.Path, g.Path) {
-		return false, nil
-	}
-	for i := range gParts {
-		ok, err := filepath.Match(gParts[i], tParts[i])
-		if err != nil || !ok {
-			return false, err
-		}
-	}
-	return true, nil
-}
-
-func parseSchemeless(s string) (*url.URL, error) {
-	u, err := url.Parse("https://" + s)
-	if err != nil {
-		return nil, err
-	}
-	u.Scheme = ""
-	return u, nil
-}
-
-func splitHost(u *url.URL) ([]string, string) {
-	host, port, err := net.SplitHostPort(u.Host)
-	if err != nil {
-		host, port = u.Host, ""
-	}
-	return strings.Split(host, "."), port
 }

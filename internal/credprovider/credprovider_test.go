@@ -16,37 +16,6 @@ import (
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
-// Cases read from kubernetes' own keyring tests (URLsMatch), and the port and path rules.
-func TestURLsMatch(t *testing.T) {
-	for _, c := range []struct {
-		glob, image string
-		want        bool
-	}{
-		{"*.azurecr.io", "myreg.azurecr.io/team/app", true},
-		{"*.azurecr.io", "azurecr.io/team/app", false},      // label count differs
-		{"*.azurecr.io", "a.b.azurecr.io/team/app", false},  // * never spans a dot
-		{"*.*.azurecr.io", "a.b.azurecr.io/team/app", true}, // AKS geo-replica pattern
-		{"*.dkr.ecr.*.amazonaws.com", "123.dkr.ecr.eu-west-1.amazonaws.com/app", true},
-		{"*.dkr.ecr.*.amazonaws.com", "123.dkr.ecr.eu-west-1.amazonaws.com.cn/app", false},
-		{"gcr.io", "gcr.io/p/app", true},
-		{"gcr.io", "eu.gcr.io/p/app", false},
-		{"*.pkg.dev", "europe-docker.pkg.dev/p/r/app", true},
-		{"reg.test:5000", "reg.test:5000/app", true},
-		{"reg.test", "reg.test:5000/app", false}, // the port must match
-		{"reg.test:5000", "reg.test/app", false},
-		{"reg.test/team", "reg.test/team/app", true}, // path prefix
-		{"reg.test/team", "reg.test/other/app", false},
-		{"reg.test/team", "reg.test/teamx/app", true}, // a string prefix, as the kubelet's
-		{"*", "localhost/app", true},
-		{"[", "x/app", false},
-	} {
-		got, _ := URLsMatch(c.glob, c.image)
-		if got != c.want {
-			t.Errorf("URLsMatch(%q, %q) = %v, want %v", c.glob, c.image, got, c.want)
-		}
-	}
-}
-
 func TestDistributionConfigs(t *testing.T) {
 	for _, c := range []struct {
 		file, provider, image, other string
@@ -246,5 +215,26 @@ func TestRunModes(t *testing.T) {
 		if d := time.Since(start); d > 4*time.Second {
 			t.Errorf("%s took %s", m.mode, d)
 		}
+	}
+}
+
+// Two providers' answers go into one keyring, their keys normalised as a pod's pull secrets' are
+// (kubernetes v1.37.2 plugin/plugins.go:92-103, keyring.go:143-181): "https://reg.test:5000/team"
+// is the more specific key, so its credential comes first, though its raw key sorts after
+// "reg.test:5000" (and, matched raw, "https://…" matched nothing).
+func TestRunAllNormalisesProviderKeys(t *testing.T) {
+	host := plan(t, "ok", "u", "provider-host-pass", "reg.test:5000")
+	team := plan(t, "ok", "u", "provider-team-pass", "https://reg.test:5000/team")
+	host.Provider.Name, team.Provider.Name = "host", "team"
+	all := RunAll(context.Background(), []*Plan{host, team})
+	var got []string
+	for _, c := range all.Creds {
+		got = append(got, c.Password)
+	}
+	if strings.Join(got, ",") != "provider-team-pass,provider-host-pass" || all.From[0] != team {
+		t.Errorf("credentials in order %v, want the team key's first", got)
+	}
+	if all.Outcomes[1].Failure != nil || all.Outcomes[1].Cred.Password != "provider-team-pass" {
+		t.Errorf("the team provider's own answer: %+v", all.Outcomes[1])
 	}
 }

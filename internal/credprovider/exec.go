@@ -12,7 +12,6 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -234,44 +233,38 @@ func RunAll(ctx context.Context, plans []*Plan) Combined {
 		from  int // the outcome that gave it
 	}
 	var all []answer
+	var keys []string
 	for i, p := range plans {
 		a, secrets, took, f := p.exchange(ctx)
 		c.Secrets = append(c.Secrets, secrets...)
 		o := Outcome{Plan: p, Failure: f, Took: took}
 		if f == nil {
 			o.Cred, o.Failure = p.pick(a, took)
-			for k, v := range a {
-				all = append(all, answer{k, v, i})
+			// the providers' order, each answer's keys in string order (the kubelet ranges over a map)
+			for _, k := range slices.Sorted(maps.Keys(a)) {
+				all = append(all, answer{k, a[k], i})
+				keys = append(keys, k)
 			}
 		}
 		c.Outcomes = append(c.Outcomes, o)
 	}
-	// reverse key order; for a shared key the providers' order (a map gave each one's keys)
-	sort.SliceStable(all, func(i, j int) bool {
-		if all[i].key != all[j].key {
-			return all[i].key > all[j].key
-		}
-		return all[i].from < all[j].from
-	})
-	for _, a := range all {
-		if ok, _ := URLsMatch(a.key, plans[0].Image); ok {
-			o := c.Outcomes[a.from]
-			c.Creds = append(c.Creds, o.Plan.credential(a.key, a.entry, o.Took))
-			c.From = append(c.From, o.Plan)
-		}
+	// one keyring for every answer, as the kubelet's (plugin/plugins.go:92-103): its keys
+	// normalised before they are sorted and matched, as a pod's pull secrets' are
+	for _, i := range creds.KeyringOrder(keys, plans[0].Image) {
+		a := all[i]
+		o := c.Outcomes[a.from]
+		c.Creds = append(c.Creds, o.Plan.credential(a.key, a.entry, o.Took))
+		c.From = append(c.From, o.Plan)
 	}
 	return c
 }
 
-// pickAuth picks the response entry the kubelet's keyring uses first: its index is sorted in
-// reverse string order (BasicDockerKeyring.Add), and Lookup returns the keys that match in order.
+// pickAuth picks the entry of one provider's answer the kubelet's keyring uses first for the image
+// (creds.KeyringOrder).
 func pickAuth(auth map[string]authEntry, image string) (string, authEntry, bool) {
-	keys := slices.Collect(maps.Keys(auth))
-	sort.Sort(sort.Reverse(sort.StringSlice(keys)))
-	for _, k := range keys {
-		if ok, _ := URLsMatch(k, image); ok {
-			return k, auth[k], true
-		}
+	keys := slices.Sorted(maps.Keys(auth))
+	if k, ok := creds.MatchImage(keys, image); ok {
+		return k, auth[k], true
 	}
 	return "", authEntry{}, false
 }

@@ -7,9 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"path"
 	"sort"
 	"strings"
 
@@ -156,39 +154,6 @@ func (e dockerEntry) credential() (Credential, error) {
 	return c, nil
 }
 
-// normalizeKey turns "https://index.docker.io/v1/" or "myreg.io:5000/path" into a host[:port].
-func normalizeKey(k string) string {
-	k = strings.TrimSpace(strings.ToLower(k))
-	if strings.Contains(k, "://") {
-		if u, err := url.Parse(k); err == nil {
-			k = u.Host
-		}
-	}
-	k, _, _ = strings.Cut(k, "/")
-	switch k {
-	case "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com":
-		return "docker.io"
-	}
-	return k
-}
-
-// globMatch matches label by label, as the kubelet's credential keyring does.
-func globMatch(pattern, host string) bool {
-	if !strings.Contains(pattern, "*") {
-		return false
-	}
-	pp, hp := strings.Split(pattern, "."), strings.Split(host, ".")
-	if len(pp) != len(hp) {
-		return false
-	}
-	for i := range pp {
-		if ok, err := path.Match(pp[i], hp[i]); err != nil || !ok {
-			return false
-		}
-	}
-	return true
-}
-
 // FromKeychain asks the docker config ($DOCKER_CONFIG or ~/.docker/config.json) and its
 // credential helpers, through go-containerregistry's default keychain. No entry is anonymous.
 func FromKeychain(registry string) (Credential, error) {
@@ -229,65 +194,6 @@ func SecretKeys(secret []byte) ([]string, error) {
 	return keys, nil
 }
 
-// MatchImage returns the first key that covers image as the kubelet's keyring matches it: the
-// host by label-wise glob (*.azurecr.io), the port exactly, and the key's path a prefix of the
-// image's repository path. docker.io keys cover Docker Hub images under any of its aliases.
-func MatchImage(keys []string, image string) (string, bool) {
-	host, repo := splitImage(image)
-	for _, exact := range []bool{true, false} {
-		for _, k := range keys {
-			kh, kp := splitKey(k)
-			hostOK := kh == host
-			if !exact {
-				hostOK = globMatch(kh, host)
-			}
-			if hostOK && (kp == "" || repo == kp || strings.HasPrefix(repo, kp+"/")) {
-				return k, true
-			}
-		}
-	}
-	return "", false
-}
-
-// KeyringKey is the form of a docker config key the kubelet's keyring sorts on: it tries the
-// entries that cover an image in reverse order of it (the more specific key first), and entries
-// of one key in the order they were added.
-func KeyringKey(k string) string {
-	h, p := splitKey(k)
-	return strings.TrimSuffix(h+"/"+p, "/")
-}
-
-// splitKey turns a docker config key into host[:port] and a repository path prefix.
-func splitKey(k string) (host, path string) {
-	k = strings.TrimSpace(strings.ToLower(k))
-	if strings.Contains(k, "://") {
-		if u, err := url.Parse(k); err == nil {
-			k = u.Host + u.Path
-		}
-	}
-	host, path, _ = strings.Cut(strings.TrimSuffix(k, "/"), "/")
-	if normalizeKey(host) == "docker.io" {
-		host, path = "docker.io", strings.TrimPrefix(path, "v1")
-		path = strings.Trim(path, "/")
-	}
-	return host, path
-}
-
-// splitImage returns the registry host[:port] and repository of an image reference, with Docker
-// Hub's defaults (docker.io, library/).
-func splitImage(image string) (host, repo string) {
-	ref, err := name.ParseReference(image, name.WeakValidation)
-	if err != nil {
-		h, r, _ := strings.Cut(image, "/")
-		return strings.ToLower(h), r
-	}
-	host = ref.Context().RegistryStr()
-	if host == name.DefaultRegistry {
-		host = "docker.io"
-	}
-	return strings.ToLower(host), ref.Context().RepositoryStr()
-}
-
 // NoEntryError is a pull secret without an entry for the image: the kubelet skips it.
 type NoEntryError struct {
 	Secrets, Image string
@@ -305,17 +211,16 @@ type NamedSecret struct {
 	Data  []byte
 }
 
-// FromPullSecrets returns every entry of secrets that covers image (MatchImage), in the order the
-// kubelet's keyring tries them: its index holds every secret's keys sorted in reverse string order
-// (the more specific key first), and a key several secrets share keeps their order
-// (BasicDockerKeyring.Add, Lookup). An unusable secret is an error, as it fails the kubelet's
-// keyring; no entry for the image is an error naming the keys.
+// FromPullSecrets returns every entry of secrets that covers image, in the order the kubelet's
+// keyring tries them: every secret's keys in one keyring, in the pod's order (KeyringOrder; the
+// keys of one secret in string order, where the kubelet ranges over a map). An unusable secret is
+// an error, as it fails the kubelet's keyring; no entry for the image is an error naming the keys.
 func FromPullSecrets(secrets []NamedSecret, image string) ([]Credential, error) {
-	type hit struct {
-		key, sortKey string
-		c            Credential
+	type entry struct {
+		label, key string
+		e          dockerEntry
 	}
-	var hits []hit
+	var all []entry
 	var keys []string
 	for _, s := range secrets {
 		if len(s.Data) > maxSecretFile {
@@ -329,31 +234,28 @@ func FromPullSecrets(secrets []NamedSecret, image string) ([]Credential, error) 
 		for k := range auths {
 			names = append(names, k)
 		}
-		sort.Strings(names) // a map has no order; the reverse sort below decides
+		sort.Strings(names)
 		for _, k := range names {
+			all = append(all, entry{s.Label, k, auths[k]})
 			keys = append(keys, k)
-			if _, ok := MatchImage([]string{k}, image); !ok {
-				continue
-			}
-			c, err := auths[k].credential()
-			if err != nil {
-				return nil, fmt.Errorf("pull secret %s, entry %s: %w", s.Label, k, err)
-			}
-			c.Source = fmt.Sprintf("pull secret %s (entry %s)", s.Label, k)
-			hits = append(hits, hit{key: k, sortKey: KeyringKey(k), c: c})
 		}
 	}
-	if len(hits) == 0 {
+	order := KeyringOrder(keys, image)
+	if len(order) == 0 {
 		labels := make([]string, 0, len(secrets))
 		for _, s := range secrets {
 			labels = append(labels, s.Label)
 		}
 		return nil, &NoEntryError{Secrets: strings.Join(labels, ", "), Image: image, Keys: keys}
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].sortKey > hits[j].sortKey })
-	out := make([]Credential, len(hits))
-	for i, h := range hits {
-		out[i] = h.c
+	out := make([]Credential, 0, len(order))
+	for _, i := range order {
+		c, err := all[i].e.credential()
+		if err != nil {
+			return nil, fmt.Errorf("pull secret %s, entry %s: %w", all[i].label, all[i].key, err)
+		}
+		c.Source = fmt.Sprintf("pull secret %s (entry %s)", all[i].label, all[i].key)
+		out = append(out, c)
 	}
 	return out, nil
 }

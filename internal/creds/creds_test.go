@@ -109,7 +109,7 @@ func FuzzParsePullSecret(f *testing.F) {
 		}
 		for k, e := range auths {
 			_, _ = e.credential()
-			_ = normalizeKey(k)
+			_, _ = KeyringKey(k)
 		}
 	})
 }

@@ -31,7 +31,7 @@ type PoolResult struct {
 	Choice             string    `json:"choice"`             // why this node
 	ImagePresentBefore *bool     `json:"imagePresentBefore"` // null: the node's image list is full
 	Delivery           string    `json:"delivery"`           // "configmap" or "image"
-	Class              Class     `json:"class"`              // the probe's class; other when the probe could not run
+	Class              Class     `json:"class"`              // the probe's class; without a probe, PodCause's or other (never ok)
 	Probe              *Probe    `json:"probe"`              // the probe's full report (null when it could not run)
 	Error              string    `json:"error,omitempty"`    // why there is no probe report
 	// Summary is the probe's compact verdict from its termination message, when its full report
@@ -39,6 +39,24 @@ type PoolResult struct {
 	Summary     *ProbeSummary `json:"summary,omitempty"`
 	Findings    []Finding     `json:"findings,omitempty"` // explain's reading of a probe pod that could not start
 	RuntimePull *RuntimePull  `json:"runtimePull"`
+}
+
+// PodCause is the finding that decides a pool whose probe pod never ran, or nil. The rule (JSON,
+// text, JUnit and the exit code follow it): such a pool is not verified and never ok. When the pod
+// pulled its own image (delivery "image") and explain names a cause in its events, that failed
+// pull is the pool's class: real evidence of the node's path, on the probe image's host the finding
+// names. Otherwise (delivery "configmap" pulls nothing; events that name no cause) the class is other.
+func (p *PoolResult) PodCause() *Finding {
+	if p.Probe != nil || p.Summary != nil || p.Delivery != "image" {
+		return nil
+	}
+	for i := range p.Findings {
+		f := &p.Findings[i]
+		if f.Class != ClassOther || f.Code != CodeUnknown && f.Code != CodeBackoffNoCause {
+			return f
+		}
+	}
+	return nil
 }
 
 // PodProbe is the probe run in a pod's own network namespace (an ephemeral container of the probe

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"encoding/xml"
 	"net"
 	"net/http"
 	"os"
@@ -84,8 +85,10 @@ func TestVerifyWithProbeImage(t *testing.T) {
 	}
 	assertNothingLeft(t, c)
 
-	// poolb-2 cannot reach the registry: it cannot pull the probe image either, and says why
-	out, errOut, code = c.Run(t, "verify", im.Ref, "--pool", "poolb", "--probe-image", probe, "--run-namespace", runNS, "--probe-timeout", "60s", "-o", "json")
+	// poolb-2 cannot reach the registry: it cannot pull the probe image either, and says why; the
+	// pool is not verified, and its failed pull is its class in JSON, JUnit and the exit code alike
+	junit := filepath.Join(t.TempDir(), "verify.xml")
+	out, errOut, code = c.Run(t, "verify", im.Ref, "--pool", "poolb", "--probe-image", probe, "--run-namespace", runNS, "--probe-timeout", "60s", "-o", "json", "--junit", junit)
 	if code != 1 {
 		t.Fatalf("pool b with --probe-image: exit %d, want 1\n%s\n%s", code, out, errOut)
 	}
@@ -99,6 +102,28 @@ func TestVerifyWithProbeImage(t *testing.T) {
 	}
 	if len(p.Findings) == 0 || p.Findings[0].Class != report.ClassRoute {
 		t.Errorf("pool b: findings %+v, want class route from the pod's events", p.Findings)
+	}
+	if f := p.PodCause(); f == nil || p.Class != report.ClassRoute || v.Class != report.ClassRoute || !strings.HasPrefix(f.Host, registry) {
+		t.Errorf("pool b: class %s, run class %s, cause %+v: want route on %s, the probe image's registry", p.Class, v.Class, f, registry)
+	}
+	raw, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ju struct {
+		Cases []struct {
+			Failure *struct {
+				Type    string `xml:"type,attr"`
+				Message string `xml:"message,attr"`
+			} `xml:"failure"`
+		} `xml:"testsuite>testcase"`
+	}
+	if err := xml.Unmarshal(raw, &ju); err != nil || len(ju.Cases) != 1 || ju.Cases[0].Failure == nil || ju.Cases[0].Failure.Type != string(p.Class) {
+		t.Errorf("JUnit disagrees with the JSON's class %s: %v\n%s", p.Class, err, raw)
+	}
+	text, errOut, code := c.Run(t, "verify", im.Ref, "--pool", "poolb", "--probe-image", probe, "--run-namespace", runNS, "--probe-timeout", "60s")
+	if code != 1 || !strings.Contains(text, "(first: class route)") || !strings.Contains(text, "  NOT VERIFIED  class route · "+registry) {
+		t.Errorf("text: exit %d, want 1 and the JSON's class route as the pool's\n%s\n%s", code, text, errOut)
 	}
 	assertNothingLeft(t, c)
 }
