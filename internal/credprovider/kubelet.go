@@ -7,7 +7,6 @@ package credprovider
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -34,9 +33,6 @@ var argVars = []string{"KUBELET_KUBECONFIG_ARGS", "KUBELET_CONFIG_ARGS", "KUBELE
 // flagFiles hold those variables on distributions whose unit may not name them.
 var flagFiles = []string{"/etc/default/kubelet", "/etc/sysconfig/kubelet", "/var/lib/kubelet/kubeadm-flags.env"}
 
-// word is one command-line word and where it was written.
-type word struct{ text, origin string }
-
 // FindKubelet reads the kubelet's flags from its systemd unit, drop-ins and environment files under
 // root, and its KubeletConfiguration file (--config). ok is false when the kubelet has no
 // credential provider configured.
@@ -46,8 +42,8 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 	var configFile, configOrigin string
 	var eps endpoints
 	for i := 0; i < len(words); i++ {
-		name, val, hasVal := strings.Cut(strings.TrimLeft(words[i].text, "-"), "=")
-		if !strings.HasPrefix(words[i].text, "-") {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(words[i].Text, "-"), "=")
+		if !strings.HasPrefix(words[i].Text, "-") {
 			continue
 		}
 		switch name {
@@ -55,13 +51,13 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 		default:
 			continue
 		}
-		origin := words[i].origin
+		origin := words[i].Origin
 		if !hasVal {
 			if i+1 >= len(words) {
 				continue
 			}
 			i++
-			val = words[i].text
+			val = words[i].Text
 		}
 		switch name {
 		case "image-credential-provider-config":
@@ -99,40 +95,18 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 	return k, true, nil
 }
 
-// kubeletWords is the kubelet's command line: the unit's last ExecStart= with its variables
-// expanded, else the flag variables of its environment and of the known environment files.
-func kubeletWords(root runtimeconfig.Root) []word {
+// kubeletWords is the kubelet's command line: the unit's last ExecStart= as systemd passes it
+// (runtimeconfig.CommandLine, as containerd's is read), else the flag variables of its environment
+// and of the known environment files.
+func kubeletWords(root runtimeconfig.Root) []runtimeconfig.Word {
 	exec, env := runtimeconfig.ServiceUnit(root, "kubelet")
 	if len(exec) > 0 {
-		last := exec[len(exec)-1]
-		var out []word
-		for _, w := range splitWords(last.Value) {
-			name := ""
-			switch {
-			case strings.HasPrefix(w, "${") && strings.HasSuffix(w, "}"):
-				name = w[2 : len(w)-1]
-			case strings.HasPrefix(w, "$") && !strings.ContainsAny(w[1:], "${}/="):
-				name = w[1:]
-			}
-			if name != "" {
-				// $VAR splits into words, as systemd does for an unbraced or braced whole word
-				if s, ok := env[name]; ok {
-					for _, x := range splitWords(s.Value) {
-						out = append(out, word{x, s.Origin})
-					}
-				}
-				continue
-			}
-			out = append(out, word{os.Expand(w, func(k string) string { return env[k].Value }), last.Origin})
-		}
-		return out
+		return runtimeconfig.CommandLine(exec[len(exec)-1], env)
 	}
-	var out []word
+	var out []runtimeconfig.Word
 	for _, v := range argVars {
 		if s, ok := env[v]; ok {
-			for _, x := range splitWords(s.Value) {
-				out = append(out, word{x, s.Origin})
-			}
+			out = append(out, runtimeconfig.SplitWords(s.Value, s.Origin)...)
 		}
 	}
 	for _, f := range flagFiles {
@@ -145,9 +119,7 @@ func kubeletWords(root runtimeconfig.Root) []word {
 			if !ok || !isArgVar(k) {
 				continue
 			}
-			for _, x := range splitWords(strings.Trim(v, `"'`)) {
-				out = append(out, word{x, fmt.Sprintf("%s:%d", f, i+1)})
-			}
+			out = append(out, runtimeconfig.SplitWords(strings.Trim(v, `"'`), fmt.Sprintf("%s:%d", f, i+1))...)
 		}
 	}
 	return out
@@ -160,35 +132,6 @@ func isArgVar(k string) bool {
 		}
 	}
 	return false
-}
-
-// splitWords splits a command line on blanks, honouring single and double quotes.
-func splitWords(s string) []string {
-	var out []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote == 0 && (c == '"' || c == '\''):
-			quote, in = c, true
-		case quote == 0 && (c == ' ' || c == '\t' || c == '\n'):
-			if in {
-				out = append(out, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	if in {
-		out = append(out, cur.String())
-	}
-	return out
 }
 
 // fromKubeletConfig fills what the flags left empty from the KubeletConfiguration file's
