@@ -33,11 +33,33 @@ var argVars = []string{"KUBELET_KUBECONFIG_ARGS", "KUBELET_CONFIG_ARGS", "KUBELE
 // flagFiles hold those variables on distributions whose unit may not name them.
 var flagFiles = []string{"/etc/default/kubelet", "/etc/sysconfig/kubelet", "/var/lib/kubelet/kubeadm-flags.env"}
 
-// FindKubelet reads the kubelet's flags from its systemd unit, drop-ins and environment files under
-// root, and its KubeletConfiguration file (--config). ok is false when the kubelet has no
-// credential provider configured.
-func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
-	words := kubeletWords(root)
+// KubeletSettings is one reading of the kubelet's settings under a host root (ReadKubelet): its
+// flags, its KubeletConfiguration file and its unit's $HOME. A probe reads them once and hands them
+// to FindAll, NodeDockerConfig and the CRI socket lookup.
+type KubeletSettings struct {
+	Root    runtimeconfig.Root
+	Kubelet Kubelet
+	Home    string // the unit's HOME=, "" when it sets none
+	// Err is why the settings cannot be used for credential providers: the --config file unreadable,
+	// or a provider config without a bin dir. Kubelet holds what was read before it.
+	Err error
+}
+
+// Providers reports whether the kubelet runs credential providers: one is configured and Err is nil.
+func (s KubeletSettings) Providers() bool { return s.Err == nil && s.Kubelet.ConfigPath != "" }
+
+// ReadKubelet reads the kubelet's flags from its systemd unit, drop-ins and environment files under
+// root, its KubeletConfiguration file (--config), and its unit's environment.
+func ReadKubelet(root runtimeconfig.Root) KubeletSettings {
+	exec, env := runtimeconfig.ServiceUnit(root, "kubelet")
+	s := KubeletSettings{Root: root, Home: env["HOME"].Value}
+	s.Kubelet, s.Err = kubeletFlags(root, kubeletWords(root, exec, env))
+	return s
+}
+
+// kubeletFlags reads the flags the kubelet takes its providers and CRI endpoint from, then what
+// they leave empty from its --config file.
+func kubeletFlags(root runtimeconfig.Root, words []runtimeconfig.Word) (k Kubelet, err error) {
 	// as pflag: the last occurrence of a flag wins
 	var configFile, configOrigin string
 	var eps endpoints
@@ -83,23 +105,19 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 	if k.ImageEndpoint == "" {
 		k.ImageEndpoint, k.ImageEndpointOrigin = eps.runtime[0], eps.runtime[1]
 	}
-	if err != nil {
-		return k, false, err
-	}
-	if k.ConfigPath == "" {
-		return k, false, nil
+	if err != nil || k.ConfigPath == "" {
+		return k, err
 	}
 	if k.BinDir == "" {
-		return k, false, fmt.Errorf("the kubelet's credential provider config %s (%s) has no --image-credential-provider-bin-dir: the kubelet refuses to start so", k.ConfigPath, k.ConfigOrigin)
+		return k, fmt.Errorf("the kubelet's credential provider config %s (%s) has no --image-credential-provider-bin-dir: the kubelet refuses to start so", k.ConfigPath, k.ConfigOrigin)
 	}
-	return k, true, nil
+	return k, nil
 }
 
-// kubeletWords is the kubelet's command line: the unit's last ExecStart= as systemd passes it
+// kubeletWords is the kubelet's command line: its unit's last ExecStart= as systemd passes it
 // (runtimeconfig.CommandLine, as containerd's is read), else the flag variables of its environment
 // and of the known environment files.
-func kubeletWords(root runtimeconfig.Root) []runtimeconfig.Word {
-	exec, env := runtimeconfig.ServiceUnit(root, "kubelet")
+func kubeletWords(root runtimeconfig.Root, exec []runtimeconfig.Setting, env map[string]runtimeconfig.Setting) []runtimeconfig.Word {
 	if len(exec) > 0 {
 		return runtimeconfig.CommandLine(exec[len(exec)-1], env)
 	}

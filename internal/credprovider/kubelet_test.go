@@ -46,9 +46,8 @@ func TestKubeletAndContainerdReadExecStartAlike(t *testing.T) {
 				}
 			}
 			root := runtimeconfig.Root{FS: fsys, Name: "/host"}
-			k, _, err := FindKubelet(root)
-			if err != nil || !strings.HasPrefix(k.ImageEndpointOrigin, want["kubelet"]+":") {
-				t.Errorf("the kubelet's --config: endpoint from %q (%v), want from %s", k.ImageEndpointOrigin, err, want["kubelet"])
+			if s := ReadKubelet(root); s.Err != nil || !strings.HasPrefix(s.Kubelet.ImageEndpointOrigin, want["kubelet"]+":") {
+				t.Errorf("the kubelet's --config: endpoint from %q (%v), want from %s", s.Kubelet.ImageEndpointOrigin, s.Err, want["kubelet"])
 			}
 			cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: "registry.example/app:1", Runtime: runtimeconfig.Containerd})
 			if err != nil || !slices.Contains(cfg.Files, want["containerd"]) {
