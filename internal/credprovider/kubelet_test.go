@@ -2,6 +2,7 @@ package credprovider
 
 import (
 	"fmt"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
@@ -54,5 +55,42 @@ func TestKubeletAndContainerdReadExecStartAlike(t *testing.T) {
 				t.Errorf("containerd's --config: read %v (%v), want %s", cfg.Files, err, want["containerd"])
 			}
 		})
+	}
+}
+
+// countFS counts the opens of each file; a Stat is not one.
+type countFS struct {
+	fs.FS
+	opens map[string]int
+}
+
+func (c countFS) Open(name string) (fs.File, error) {
+	c.opens[name]++
+	return c.FS.Open(name)
+}
+
+func (c countFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(c.FS, name) }
+
+// One reading of the kubelet's settings serves the provider plans and the node keyring: its
+// --config file and its environment file are each opened once.
+func TestKubeletSettingsReadOnce(t *testing.T) {
+	c := countFS{FS: fstest.MapFS{
+		"etc/systemd/system/kubelet.service": {Data: []byte("[Service]\nEnvironment=HOME=/root\nEnvironmentFile=-/etc/default/kubelet\nExecStart=/usr/bin/kubelet $KUBELET_FLAGS\n")},
+		"etc/default/kubelet":                {Data: []byte("KUBELET_FLAGS=--config=/etc/kubernetes/kubelet.yaml --image-credential-provider-bin-dir=/opt/cp\n")},
+		"etc/kubernetes/kubelet.yaml":        {Data: []byte("kind: KubeletConfiguration\nimageCredentialProviderConfigPath: /etc/kubernetes/cp.yaml\ncontainerRuntimeEndpoint: unix:///run/containerd/containerd.sock\n")},
+		"etc/kubernetes/cp.yaml":             {Data: []byte("apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- name: acr\n  matchImages: [\"*.azurecr.io\"]\n  defaultCacheDuration: 10m\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n")},
+		"root/.docker/config.json":           {Data: []byte(`{"auths":{"reg.example":{"auth":"dTpw"}}}`)},
+		"opt/cp/acr":                         {Data: []byte("#!/bin/sh\n"), Mode: 0o755},
+	}, opens: map[string]int{}}
+	s := ReadKubelet(runtimeconfig.Root{FS: c, Name: "/host"})
+	plans, _, err := FindAll(s, "reg.azurecr.io/app")
+	f, _ := NodeDockerConfig(s)
+	if err != nil || len(plans) != 1 || f != "/root/.docker/config.json" || s.Kubelet.ImageEndpoint != "unix:///run/containerd/containerd.sock" {
+		t.Fatalf("plans %d (%v), docker config %q, endpoint %q", len(plans), err, f, s.Kubelet.ImageEndpoint)
+	}
+	for _, p := range []string{"etc/kubernetes/kubelet.yaml", "etc/default/kubelet"} {
+		if n := c.opens[p]; n != 1 {
+			t.Errorf("%s opened %d times, want once", p, n)
+		}
 	}
 }
