@@ -72,7 +72,7 @@ func (c countFS) Open(name string) (fs.File, error) {
 func (c countFS) Stat(name string) (fs.FileInfo, error) { return fs.Stat(c.FS, name) }
 
 // One reading of the kubelet's settings serves the provider plans and the node keyring: its
-// --config file and its environment file are each opened once.
+// unit, its --config file and its environment file are each opened once.
 func TestKubeletSettingsReadOnce(t *testing.T) {
 	c := countFS{FS: fstest.MapFS{
 		"etc/systemd/system/kubelet.service": {Data: []byte("[Service]\nEnvironment=HOME=/root\nEnvironmentFile=-/etc/default/kubelet\nExecStart=/usr/bin/kubelet $KUBELET_FLAGS\n")},
@@ -88,7 +88,7 @@ func TestKubeletSettingsReadOnce(t *testing.T) {
 	if err != nil || len(plans) != 1 || f != "/root/.docker/config.json" || s.Kubelet.ImageEndpoint != "unix:///run/containerd/containerd.sock" {
 		t.Fatalf("plans %d (%v), docker config %q, endpoint %q", len(plans), err, f, s.Kubelet.ImageEndpoint)
 	}
-	for _, p := range []string{"etc/kubernetes/kubelet.yaml", "etc/default/kubelet"} {
+	for _, p := range []string{"etc/systemd/system/kubelet.service", "etc/kubernetes/kubelet.yaml", "etc/default/kubelet"} {
 		if n := c.opens[p]; n != 1 {
 			t.Errorf("%s opened %d times, want once", p, n)
 		}

@@ -1,7 +1,6 @@
 package runtimeconfig
 
 import (
-	"fmt"
 	"os"
 	"strings"
 )
@@ -15,27 +14,9 @@ type Setting struct{ Value, Origin string }
 // Other packages (the kubelet's credential providers) read kubelet flags from it.
 func ServiceUnit(root Root, svc string) (execStart []Setting, env map[string]Setting) {
 	l := &loader{root: root, cfg: &Config{}}
-	files := []string{}
-	if unit := l.unitFile(svc); unit != "" {
-		files = append(files, unit)
-	}
-	files = append(files, l.dropInFiles(unitDirs, svc+".service.d", "service.d")...)
-	for _, f := range files {
-		b, err := root.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		vals, lines := iniAssignments(b, "Service", "ExecStart")
-		for i, v := range vals {
-			if v == "" {
-				execStart = nil
-				continue
-			}
-			execStart = append(execStart, Setting{specifiers(v, svc), fmt.Sprintf("%s:%d (ExecStart=)", f, lines[i])})
-		}
-	}
+	execStart, vals := l.unit(svc)
 	env = map[string]Setting{}
-	for k, v := range l.unitEnv(svc) {
+	for k, v := range vals {
 		env[k] = Setting{v.value, v.origin}
 	}
 	return execStart, env
