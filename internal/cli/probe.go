@@ -62,9 +62,19 @@ type probeOptions struct {
 	probe      probe.Options
 	resolvData []byte // resolv.conf read through the host root (symlinks resolved inside it)
 	flags      *pflag.FlagSet
+	kubelet    *credprovider.KubeletSettings // read once (kubeletAt): the credentials and --cri's socket use it
 }
 
 func (o *probeOptions) flagChanged(name string) bool { return o.flags != nil && o.flags.Changed(name) }
+
+// kubeletAt returns the kubelet's settings under the host root dir, read on the first call for dir.
+func (o *probeOptions) kubeletAt(dir string) credprovider.KubeletSettings {
+	if o.kubelet == nil || o.kubelet.Root.Name != dir {
+		s := credprovider.ReadKubelet(runtimeconfig.Root{FS: os.DirFS(dir), Name: dir})
+		o.kubelet = &s
+	}
+	return *o.kubelet
+}
 
 func newProbeCmd(s Streams) *cobra.Command {
 	o := &probeOptions{streams: s}
@@ -279,9 +289,9 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 	var node []creds.Credential // the node keyring's: the kubelet's own docker config
 	note := ""
 	if rt != nil && rt.HostRoot != "" {
-		root := runtimeconfig.Root{FS: os.DirFS(rt.HostRoot), Name: rt.HostRoot}
+		kubelet := o.kubeletAt(rt.HostRoot)
 		var err error
-		plans, note, err = credprovider.FindAll(root, ref.Registry+"/"+ref.Repository)
+		plans, note, err = credprovider.FindAll(kubelet, ref.Registry+"/"+ref.Repository)
 		if err != nil {
 			return nil, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
 		}
@@ -290,7 +300,7 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 				fmt.Fprintf(o.streams.ErrOut, "pullpath: presenting the node's identity: running %s, as the kubelet does\n", p.Source())
 			}
 		}
-		if f, b := credprovider.NodeDockerConfig(root); f != "" {
+		if f, b := credprovider.NodeDockerConfig(kubelet); f != "" {
 			all, err := creds.FromPullSecrets([]creds.NamedSecret{{Label: f, Data: b}}, ref.Registry+"/"+ref.Repository)
 			var none *creds.NoEntryError
 			switch {

@@ -5,13 +5,11 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 
 	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/cri"
 	"github.com/pullpath/pullpath/internal/report"
-	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // dialCRI connects to --cri's socket, or with no value to the first runtime socket under the host
@@ -28,7 +26,7 @@ func (o *probeOptions) dialCRI(ctx context.Context) (*cri.Client, error) {
 		}
 		// the socket the kubelet pulls through first: its --image-service-endpoint or
 		// --container-runtime-endpoint (or their KubeletConfiguration fields)
-		k, _, _ := credprovider.FindKubelet(runtimeconfig.Root{FS: os.DirFS(root), Name: root})
+		k := o.kubeletAt(root).Kubelet
 		s, err := cri.FindSocket(root, k.ImageEndpoint, k.ImageEndpointOrigin)
 		if err != nil {
 			return nil, fmt.Errorf("--cri: %w", err)

@@ -64,7 +64,7 @@ func TestParseConfigRejects(t *testing.T) {
 	}
 }
 
-func TestFindKubeletFlags(t *testing.T) {
+func TestReadKubeletFlags(t *testing.T) {
 	cfg := "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- name: acr-credential-provider\n  matchImages: [\"*.azurecr.io\"]\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n"
 	for name, c := range map[string]struct {
 		fs             fstest.MapFS
@@ -86,19 +86,20 @@ func TestFindKubeletFlags(t *testing.T) {
 		}, config: "/etc/eks/image-credential-provider/config.json", binDir: "/etc/eks/image-credential-provider", origin: "/etc/kubernetes/kubelet/config.json:3"},
 	} {
 		c.fs[strings.TrimPrefix(c.config, "/")] = &fstest.MapFile{Data: []byte(cfg)}
-		k, ok, err := FindKubelet(runtimeconfig.Root{FS: c.fs, Name: "/host"})
+		s := ReadKubelet(runtimeconfig.Root{FS: c.fs, Name: "/host"})
+		k, ok, err := s.Kubelet, s.Providers(), s.Err
 		if err != nil || !ok || k.ConfigPath != c.config || k.BinDir != c.binDir || !strings.HasPrefix(k.ConfigOrigin, c.origin) {
 			t.Errorf("%s: %+v %v %v", name, k, ok, err)
 		}
 	}
-	if _, ok, err := FindKubelet(runtimeconfig.Root{FS: fstest.MapFS{"etc/hostname": {Data: []byte("n")}}, Name: "/host"}); ok || err != nil {
-		t.Errorf("no kubelet: ok %v err %v", ok, err)
+	if s := ReadKubelet(runtimeconfig.Root{FS: fstest.MapFS{"etc/hostname": {Data: []byte("n")}}, Name: "/host"}); s.Providers() || s.Err != nil {
+		t.Errorf("no kubelet: providers %v err %v", s.Providers(), s.Err)
 	}
 }
 
 // The CRI endpoint the kubelet pulls through: the image service endpoint before the runtime's, the
 // flags before the KubeletConfiguration's fields, each with where it was set.
-func TestFindKubeletImageEndpoint(t *testing.T) {
+func TestReadKubeletImageEndpoint(t *testing.T) {
 	for name, c := range map[string]struct {
 		fs             fstest.MapFS
 		endpoint, from string
@@ -119,7 +120,7 @@ func TestFindKubeletImageEndpoint(t *testing.T) {
 			"etc/default/kubelet": {Data: []byte("KUBELET_FLAGS=--container-runtime-endpoint=unix:///run/flag.sock --config=/gone.yaml\n")},
 		}, "unix:///run/flag.sock", "/etc/default/kubelet:1"},
 	} {
-		k, _, _ := FindKubelet(runtimeconfig.Root{FS: c.fs, Name: "/host"})
+		k := ReadKubelet(runtimeconfig.Root{FS: c.fs, Name: "/host"}).Kubelet
 		if k.ImageEndpoint != c.endpoint || k.ImageEndpointOrigin != c.from {
 			t.Errorf("%s: %q from %q, want %q from %q", name, k.ImageEndpoint, k.ImageEndpointOrigin, c.endpoint, c.from)
 		}

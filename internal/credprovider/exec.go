@@ -17,7 +17,6 @@ import (
 
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
-	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // DefaultTimeout bounds one provider run (the probe's own deadline bounds it too).
@@ -44,17 +43,17 @@ func (p *Plan) Source() string {
 	return fmt.Sprintf("credential provider %s (%s)", p.Provider.Name, p.Provider.Origin)
 }
 
-// FindAll reads the kubelet's credential provider configuration under root and returns a plan for
-// every provider the kubelet runs for image (host[:port]/repository), in the config's order: the
-// kubelet runs each whose matchImages cover the image and combines their answers. plans is empty
-// when the kubelet has no provider configured (note empty) or none matches image (note says which
-// config was read). Under a host root other than /, a provider is executed from the root: this runs
-// the node's provider binary, which is what the kubelet does.
-func FindAll(root runtimeconfig.Root, image string) (plans []*Plan, note string, err error) {
-	k, ok, err := FindKubelet(root)
-	if err != nil || !ok {
-		return nil, "", err
+// FindAll reads the credential provider configuration the kubelet's settings name and returns a
+// plan for every provider the kubelet runs for image (host[:port]/repository), in the config's
+// order: the kubelet runs each whose matchImages cover the image and combines their answers. plans
+// is empty when the kubelet has no provider configured (note empty) or none matches image (note
+// says which config was read); err is s.Err. Under a host root other than /, a provider is executed
+// from the root: this runs the node's provider binary, which is what the kubelet does.
+func FindAll(s KubeletSettings, image string) (plans []*Plan, note string, err error) {
+	if !s.Providers() {
+		return nil, "", s.Err
 	}
+	root, k := s.Root, s.Kubelet
 	cfg, err := LoadConfig(root, k.ConfigPath)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w (named by %s)", err, k.ConfigOrigin)

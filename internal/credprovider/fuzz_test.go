@@ -45,9 +45,9 @@ func FuzzKubeletFlags(f *testing.F) {
 			"a b.yaml":                             {Data: []byte(kubeletConfig)},
 			"etc/kubernetes/credential-provider.y": {Data: []byte(kubeletConfig)},
 		}
-		k, ok, err := FindKubelet(runtimeconfig.Root{FS: fsys, Name: "/host"})
-		if ok && (err != nil || k.ConfigPath == "" || k.BinDir == "") {
-			t.Fatalf("ok with %+v, %v", k, err)
+		s := ReadKubelet(runtimeconfig.Root{FS: fsys, Name: "/host"})
+		if s.Providers() && (s.Err != nil || s.Kubelet.ConfigPath == "" || s.Kubelet.BinDir == "") {
+			t.Fatalf("providers with %+v, %v", s.Kubelet, s.Err)
 		}
 	})
 }

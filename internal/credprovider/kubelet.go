@@ -7,7 +7,6 @@ package credprovider
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -34,20 +33,39 @@ var argVars = []string{"KUBELET_KUBECONFIG_ARGS", "KUBELET_CONFIG_ARGS", "KUBELE
 // flagFiles hold those variables on distributions whose unit may not name them.
 var flagFiles = []string{"/etc/default/kubelet", "/etc/sysconfig/kubelet", "/var/lib/kubelet/kubeadm-flags.env"}
 
-// word is one command-line word and where it was written.
-type word struct{ text, origin string }
+// KubeletSettings is one reading of the kubelet's settings under a host root (ReadKubelet): its
+// flags, its KubeletConfiguration file and its unit's $HOME. A probe reads them once and hands them
+// to FindAll, NodeDockerConfig and the CRI socket lookup.
+type KubeletSettings struct {
+	Root    runtimeconfig.Root
+	Kubelet Kubelet
+	Home    string // the unit's HOME=, "" when it sets none
+	// Err is why the settings cannot be used for credential providers: the --config file unreadable,
+	// or a provider config without a bin dir. Kubelet holds what was read before it.
+	Err error
+}
 
-// FindKubelet reads the kubelet's flags from its systemd unit, drop-ins and environment files under
-// root, and its KubeletConfiguration file (--config). ok is false when the kubelet has no
-// credential provider configured.
-func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
-	words := kubeletWords(root)
+// Providers reports whether the kubelet runs credential providers: one is configured and Err is nil.
+func (s KubeletSettings) Providers() bool { return s.Err == nil && s.Kubelet.ConfigPath != "" }
+
+// ReadKubelet reads the kubelet's flags from its systemd unit, drop-ins and environment files under
+// root, its KubeletConfiguration file (--config), and its unit's environment.
+func ReadKubelet(root runtimeconfig.Root) KubeletSettings {
+	exec, env := runtimeconfig.ServiceUnit(root, "kubelet")
+	s := KubeletSettings{Root: root, Home: env["HOME"].Value}
+	s.Kubelet, s.Err = kubeletFlags(root, kubeletWords(root, exec, env))
+	return s
+}
+
+// kubeletFlags reads the flags the kubelet takes its providers and CRI endpoint from, then what
+// they leave empty from its --config file.
+func kubeletFlags(root runtimeconfig.Root, words []runtimeconfig.Word) (k Kubelet, err error) {
 	// as pflag: the last occurrence of a flag wins
 	var configFile, configOrigin string
 	var eps endpoints
 	for i := 0; i < len(words); i++ {
-		name, val, hasVal := strings.Cut(strings.TrimLeft(words[i].text, "-"), "=")
-		if !strings.HasPrefix(words[i].text, "-") {
+		name, val, hasVal := strings.Cut(strings.TrimLeft(words[i].Text, "-"), "=")
+		if !strings.HasPrefix(words[i].Text, "-") {
 			continue
 		}
 		switch name {
@@ -55,13 +73,13 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 		default:
 			continue
 		}
-		origin := words[i].origin
+		origin := words[i].Origin
 		if !hasVal {
 			if i+1 >= len(words) {
 				continue
 			}
 			i++
-			val = words[i].text
+			val = words[i].Text
 		}
 		switch name {
 		case "image-credential-provider-config":
@@ -87,52 +105,26 @@ func FindKubelet(root runtimeconfig.Root) (k Kubelet, ok bool, err error) {
 	if k.ImageEndpoint == "" {
 		k.ImageEndpoint, k.ImageEndpointOrigin = eps.runtime[0], eps.runtime[1]
 	}
-	if err != nil {
-		return k, false, err
-	}
-	if k.ConfigPath == "" {
-		return k, false, nil
+	if err != nil || k.ConfigPath == "" {
+		return k, err
 	}
 	if k.BinDir == "" {
-		return k, false, fmt.Errorf("the kubelet's credential provider config %s (%s) has no --image-credential-provider-bin-dir: the kubelet refuses to start so", k.ConfigPath, k.ConfigOrigin)
+		return k, fmt.Errorf("the kubelet's credential provider config %s (%s) has no --image-credential-provider-bin-dir: the kubelet refuses to start so", k.ConfigPath, k.ConfigOrigin)
 	}
-	return k, true, nil
+	return k, nil
 }
 
-// kubeletWords is the kubelet's command line: the unit's last ExecStart= with its variables
-// expanded, else the flag variables of its environment and of the known environment files.
-func kubeletWords(root runtimeconfig.Root) []word {
-	exec, env := runtimeconfig.ServiceUnit(root, "kubelet")
+// kubeletWords is the kubelet's command line: its unit's last ExecStart= as systemd passes it
+// (runtimeconfig.CommandLine, as containerd's is read), else the flag variables of its environment
+// and of the known environment files.
+func kubeletWords(root runtimeconfig.Root, exec []runtimeconfig.Setting, env map[string]runtimeconfig.Setting) []runtimeconfig.Word {
 	if len(exec) > 0 {
-		last := exec[len(exec)-1]
-		var out []word
-		for _, w := range splitWords(last.Value) {
-			name := ""
-			switch {
-			case strings.HasPrefix(w, "${") && strings.HasSuffix(w, "}"):
-				name = w[2 : len(w)-1]
-			case strings.HasPrefix(w, "$") && !strings.ContainsAny(w[1:], "${}/="):
-				name = w[1:]
-			}
-			if name != "" {
-				// $VAR splits into words, as systemd does for an unbraced or braced whole word
-				if s, ok := env[name]; ok {
-					for _, x := range splitWords(s.Value) {
-						out = append(out, word{x, s.Origin})
-					}
-				}
-				continue
-			}
-			out = append(out, word{os.Expand(w, func(k string) string { return env[k].Value }), last.Origin})
-		}
-		return out
+		return runtimeconfig.CommandLine(exec[len(exec)-1], env)
 	}
-	var out []word
+	var out []runtimeconfig.Word
 	for _, v := range argVars {
 		if s, ok := env[v]; ok {
-			for _, x := range splitWords(s.Value) {
-				out = append(out, word{x, s.Origin})
-			}
+			out = append(out, runtimeconfig.SplitWords(s.Value, s.Origin)...)
 		}
 	}
 	for _, f := range flagFiles {
@@ -145,9 +137,7 @@ func kubeletWords(root runtimeconfig.Root) []word {
 			if !ok || !isArgVar(k) {
 				continue
 			}
-			for _, x := range splitWords(strings.Trim(v, `"'`)) {
-				out = append(out, word{x, fmt.Sprintf("%s:%d", f, i+1)})
-			}
+			out = append(out, runtimeconfig.SplitWords(strings.Trim(v, `"'`), fmt.Sprintf("%s:%d", f, i+1))...)
 		}
 	}
 	return out
@@ -160,35 +150,6 @@ func isArgVar(k string) bool {
 		}
 	}
 	return false
-}
-
-// splitWords splits a command line on blanks, honouring single and double quotes.
-func splitWords(s string) []string {
-	var out []string
-	var cur strings.Builder
-	in, quote := false, byte(0)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote != 0 && c == quote:
-			quote = 0
-		case quote == 0 && (c == '"' || c == '\''):
-			quote, in = c, true
-		case quote == 0 && (c == ' ' || c == '\t' || c == '\n'):
-			if in {
-				out = append(out, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteByte(c)
-			in = true
-		}
-	}
-	if in {
-		out = append(out, cur.String())
-	}
-	return out
 }
 
 // fromKubeletConfig fills what the flags left empty from the KubeletConfiguration file's

@@ -3,8 +3,6 @@ package credprovider
 import (
 	"encoding/json"
 	"path"
-
-	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // NodeDockerConfig finds the docker config the kubelet's node keyring reads, which it tries after
@@ -15,15 +13,15 @@ import (
 // the working directory, $HOME and /. A kubelet under systemd runs in / without $HOME (systemd
 // sets it only for units with User=) unless its unit sets one: $HOME is then the working
 // directory. file is "" when there is none.
-func NodeDockerConfig(root runtimeconfig.Root) (file string, data []byte) {
-	k, _, _ := FindKubelet(root)
-	rootDir := k.RootDir
+func NodeDockerConfig(s KubeletSettings) (file string, data []byte) {
+	root := s.Root
+	rootDir := s.Kubelet.RootDir
 	if rootDir == "" {
 		rootDir = "/var/lib/kubelet"
 	}
 	home := "/"
-	if _, env := runtimeconfig.ServiceUnit(root, "kubelet"); env["HOME"].Value != "" {
-		home = env["HOME"].Value
+	if s.Home != "" {
+		home = s.Home
 	}
 	var auths struct {
 		Auths map[string]json.RawMessage `json:"auths"`

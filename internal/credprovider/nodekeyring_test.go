@@ -30,7 +30,7 @@ func TestNodeDockerConfig(t *testing.T) {
 		{"a legacy .dockercfg", fstest.MapFS{"var/lib/kubelet/.dockercfg": cfg(`{"reg.example":{"auth":"dTpw"}}`)}, "/var/lib/kubelet/.dockercfg"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got, b := NodeDockerConfig(runtimeconfig.Root{FS: c.fs, Name: "/host"})
+			got, b := NodeDockerConfig(ReadKubelet(runtimeconfig.Root{FS: c.fs, Name: "/host"}))
 			if got != c.want || (got != "" && len(b) == 0) {
 				t.Errorf("NodeDockerConfig = %q (%d bytes), want %q", got, len(b), c.want)
 			}

@@ -75,7 +75,7 @@ func nodeWithProvider(t *testing.T, e *demo.Env, matchImage string, args ...stri
 	if err := os.WriteFile(filepath.Join(root, "opt/cp/bin/fake"), provBin, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plans, note, err := credprovider.FindAll(runtimeconfig.Root{FS: os.DirFS(root), Name: root}, e.Lab.RegistryAddr()+"/team/app")
+	plans, note, err := credprovider.FindAll(credprovider.ReadKubelet(runtimeconfig.Root{FS: os.DirFS(root), Name: root}), e.Lab.RegistryAddr()+"/team/app")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +326,7 @@ func TestCredentialProvidersCombined(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			plans, _, err := credprovider.FindAll(runtimeconfig.Root{FS: os.DirFS(root), Name: root}, reg+"/team/app")
+			plans, _, err := credprovider.FindAll(credprovider.ReadKubelet(runtimeconfig.Root{FS: os.DirFS(root), Name: root}), reg+"/team/app")
 			if err != nil || len(plans) != 2 || plans[0].Provider.Name != "first" || plans[1].Provider.Name != "second" {
 				t.Fatalf("FindAll: %v %v (want first and second, not other)", plans, err)
 			}

@@ -2,8 +2,6 @@ package probe
 
 import (
 	"net/http"
-	"regexp"
-	"strconv"
 
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
@@ -43,7 +41,7 @@ func pickReported(rt *runtimeconfig.Config, tried []hostTry) int {
 			return 0
 		}
 	}
-	if containerdMajor(rt.Version) == 1 {
+	if isContainerd1(rt.Version) {
 		for i, x := range tried {
 			if x.f.status != http.StatusNotFound {
 				return i
@@ -77,20 +75,14 @@ func reportRule(rt *runtimeconfig.Config) string {
 	switch {
 	case rt == nil || rt.Runtime != runtimeconfig.Containerd:
 		return "the last host's"
-	case containerdMajor(rt.Version) == 1:
+	case isContainerd1(rt.Version):
 		return "containerd 1.x reports the first host's error that is not a 404"
 	}
 	return "containerd 2.x reports the first error of the highest priority: an HTTP status, then a 404, then a connection error"
 }
 
-var reMajor = regexp.MustCompile(`^v?(\d+)\.`)
-
-// containerdMajor is the major version of a detected containerd version, 2 when unknown (the
-// current releases' rule).
-func containerdMajor(v string) int {
-	if m := reMajor.FindStringSubmatch(v); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		return n
-	}
-	return 2
+// isContainerd1 says whether containerd 1.x's rule applies: a detected 1.x version; unknown is 2.x's.
+func isContainerd1(version string) bool {
+	n, _ := runtimeconfig.ContainerdMajor(version)
+	return n == 1
 }

@@ -358,6 +358,22 @@ func defaultHost(server string) Host {
 
 var reDebVersion = regexp.MustCompile(`^(\d+)\.(\d+)(?:\.(\d+))?`)
 
+var reMajor = regexp.MustCompile(`^v?(\d+)\.`)
+
+// ContainerdMajor is the containerd major version whose reading a version string names ("1.6.20~ds1",
+// "v2.4.2", "2.0.2-k3s2"): 1 for 1.x, else 2 (the current releases' rule). ok is false when the
+// string names none, e.g. "" when nothing on the node said it.
+func ContainerdMajor(version string) (major int, ok bool) {
+	m := reMajor.FindStringSubmatch(version)
+	if m == nil {
+		return 0, false
+	}
+	if n, _ := strconv.Atoi(m[1]); n == 1 {
+		return 1, true
+	}
+	return 2, true
+}
+
 // patchBefore reports whether the detected version's patch number is known and below p.
 func (l *loader) patchBefore(p int) bool {
 	m := reDebVersion.FindStringSubmatch(l.cfg.Version)

@@ -220,11 +220,8 @@ func (l *loader) loadContainerd() (*ctrdConfig, error) {
 // containerdMajor says whose reading applies: the installed version when known; else 2 when a file
 // has version 3+ or a 2.x plugin table, otherwise 1 (the two read such files alike, imports aside).
 func (l *loader) containerdMajor(docs []ctrdDoc) int {
-	if m := reDebVersion.FindStringSubmatch(l.cfg.Version); m != nil {
-		if m[1] == "1" {
-			return 1
-		}
-		return 2
+	if n, ok := ContainerdMajor(l.cfg.Version); ok {
+		return n
 	}
 	for _, d := range docs {
 		if d.version >= 3 {

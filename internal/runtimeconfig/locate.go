@@ -2,7 +2,6 @@ package runtimeconfig
 
 import (
 	"fmt"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -47,8 +46,8 @@ func (l *loader) locate() string {
 	return containerdConfig
 }
 
-// unitConfigFlag returns the --config (-c) value of svc's ExecStart, with the unit's environment
-// expanded as systemd expands $VAR and ${VAR} there; "" without a unit or the flag.
+// unitConfigFlag returns the --config (-c) value of svc's ExecStart, read as systemd passes it
+// (CommandLine); "" without a unit or the flag.
 func (l *loader) unitConfigFlag(svc string) string {
 	if !l.unitExists(svc) {
 		return ""
@@ -57,18 +56,17 @@ func (l *loader) unitConfigFlag(svc string) string {
 	if len(exec) == 0 {
 		return ""
 	}
-	args := strings.Fields(exec[len(exec)-1].Value)
+	args := CommandLine(exec[len(exec)-1], env)
 	for i, a := range args {
 		var v string
 		switch {
-		case strings.HasPrefix(a, "--config="):
-			v = strings.TrimPrefix(a, "--config=")
-		case (a == "--config" || a == "-c") && i+1 < len(args):
-			v = args[i+1]
+		case strings.HasPrefix(a.Text, "--config="):
+			v = strings.TrimPrefix(a.Text, "--config=")
+		case (a.Text == "--config" || a.Text == "-c") && i+1 < len(args):
+			v = args[i+1].Text
 		default:
 			continue
 		}
-		v = os.Expand(v, func(k string) string { return env[k].Value })
 		if path.IsAbs(v) {
 			return path.Clean(v)
 		}

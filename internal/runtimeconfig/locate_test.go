@@ -36,3 +36,32 @@ func TestConfigFile(t *testing.T) {
 		})
 	}
 }
+
+// containerd's --config is read from its command line as systemd passes it (CommandLine), as the
+// kubelet's flags are: strings.Fields missed each of these and fell back to the standard file.
+func TestConfigFileCommandLine(t *testing.T) {
+	unit := "[Service]\nEnvironmentFile=-/etc/default/containerd\nExecStart=/usr/bin/containerd $CONTAINERD_OPTS\n"
+	for _, tc := range []struct {
+		name string
+		fsys fstest.MapFS
+	}{
+		{"a whole-word $VAR splits into words", fstest.MapFS{
+			"lib/systemd/system/containerd.service": file(unit),
+			"etc/default/containerd":                file("CONTAINERD_OPTS=\"--log-level debug --config /etc/containerd/custom.toml\"\n"),
+		}},
+		{"a quoted path", fstest.MapFS{
+			"lib/systemd/system/containerd.service": file("[Service]\nExecStart=/usr/bin/containerd --config \"/etc/containerd/custom.toml\"\n"),
+		}},
+		{"quotes inside the word", fstest.MapFS{
+			"lib/systemd/system/containerd.service": file("[Service]\nExecStart=/usr/bin/containerd '--config=/etc/containerd/custom.toml'\n"),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fsys["etc/containerd/config.toml"] = file(kindConfig)
+			l := &loader{root: Root{FS: tc.fsys, Name: "/"}, cfg: &Config{}}
+			if got := l.configFile(); got != "/etc/containerd/custom.toml" {
+				t.Errorf("configFile = %s, want /etc/containerd/custom.toml", got)
+			}
+		})
+	}
+}

@@ -118,7 +118,14 @@ func (l *loader) dropInFiles(bases []string, sub ...string) []string {
 // EnvironmentFile= files, whose settings override Environment= whatever the order of the lines.
 // An empty Environment= or EnvironmentFile= resets the list before it.
 func (l *loader) unitEnv(svc string) map[string]envVal {
-	env := l.managerEnv()
+	_, env := l.unit(svc)
+	return env
+}
+
+// unit reads svc's unit file and drop-ins once for both its ExecStart= values (ServiceUnit) and its
+// environment (unitEnv).
+func (l *loader) unit(svc string) (execStart []Setting, env map[string]envVal) {
+	env = l.managerEnv()
 	unit := l.unitFile(svc)
 	files := []string{}
 	if unit != "" {
@@ -132,7 +139,15 @@ func (l *loader) unitEnv(svc string) map[string]envVal {
 		if err != nil {
 			continue
 		}
-		vals, lines := iniAssignments(b, "Service", "Environment")
+		vals, lines := iniAssignments(b, "Service", "ExecStart")
+		for i, v := range vals {
+			if v == "" {
+				execStart = nil
+				continue
+			}
+			execStart = append(execStart, Setting{specifiers(v, svc), fmt.Sprintf("%s:%d (ExecStart=)", f, lines[i])})
+		}
+		vals, lines = iniAssignments(b, "Service", "Environment")
 		for i, v := range vals {
 			if v == "" {
 				assigns = nil
@@ -180,7 +195,7 @@ func (l *loader) unitEnv(svc string) map[string]envVal {
 			env[k] = envVal{v, fmt.Sprintf("%s:%d (EnvironmentFile= in %s)", ef, i+1, a.origin)}
 		}
 	}
-	return env
+	return execStart, env
 }
 
 // parseEnvAssignments parses `"A=1" B=2 "C=x y"` as systemd does (quotes around whole assignments).

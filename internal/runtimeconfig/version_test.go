@@ -3,6 +3,8 @@ package runtimeconfig
 import (
 	"encoding/binary"
 	"os"
+	"regexp"
+	"strconv"
 	"testing"
 	"testing/fstest"
 )
@@ -78,4 +80,67 @@ func TestBinaryVersionOnThisMachine(t *testing.T) {
 		t.Errorf("binaryVersion(/usr/bin/containerd) = %q, want a version", v)
 	}
 	t.Logf("/usr/bin/containerd: %s", v)
+}
+
+// ContainerdMajor replaced two readers: the probe's (`^v?(\d+)\.`, unknown is 2) and the loader's
+// (`^(\d+)\.(\d+)`, "1" is 1, else 2, unknown falls back to the config files). Both keep their
+// answer for every form either accepted; the table says where they disagreed.
+func TestContainerdMajorKeepsBothReadings(t *testing.T) {
+	oldProbe := func(v string) int {
+		if m := regexp.MustCompile(`^v?(\d+)\.`).FindStringSubmatch(v); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+		return 2
+	}
+	oldLoader := func(v string) (int, bool) {
+		if m := reDebVersion.FindStringSubmatch(v); m != nil {
+			if m[1] == "1" {
+				return 1, true
+			}
+			return 2, true
+		}
+		return 0, false
+	}
+	for _, tc := range []struct {
+		v      string
+		major  int
+		ok     bool
+		differ string // why the old loader's answer differs, "" when it does not
+	}{
+		{"1.6.20~ds1-1+deb12u3", 1, true, ""}, // dpkg
+		{"1.7.27-1.azl3", 1, true, ""},        // rpm
+		{"2.0.0-15.azl3", 2, true, ""},
+		{"2.0.5", 2, true, ""},      // EKS marker
+		{"1.6.20~ds1", 1, true, ""}, // Debian binary's strings
+		{"2.0.2-k3s2", 2, true, ""}, // k3s
+		{"2.4.2", 2, true, ""},      // build info, "v" stripped
+		{"1.7", 1, true, ""},        // no patch
+		{"2.1", 2, true, ""},
+		{"10.0.1", 2, true, ""}, // a future major reads as 2.x
+		{"3.0.0", 2, true, ""},
+		{"0.9.1", 2, true, ""}, // both: not 1, so 2.x's rule
+		{"", 0, false, ""},     // nothing said it
+		{"unknown", 0, false, ""},
+		{"1", 0, false, ""}, // no dot
+		{"v1", 0, false, ""},
+		{"1:1.6.20", 0, false, ""}, // a dpkg epoch: neither read it
+		{"v1.6.20", 1, true, "the loader read no version and asked the config files; version() strips the v, so it never saw one"},
+		{"v2.4.2", 2, true, "as v1.6.20"},
+		{"1.", 1, true, "the loader wanted a minor; no source writes this"},
+		{"01.6", 1, true, "the loader compared the text \"01\" with \"1\"; the probe read the number"},
+	} {
+		n, ok := ContainerdMajor(tc.v)
+		if n != tc.major || ok != tc.ok {
+			t.Errorf("ContainerdMajor(%q) = %d, %v, want %d, %v", tc.v, n, ok, tc.major, tc.ok)
+		}
+		// the probe's rule: containerd 1.x's only for a 1.x version
+		if (n == 1) != (oldProbe(tc.v) == 1) {
+			t.Errorf("%q: 1.x rule %v, the probe's old reading %d", tc.v, n == 1, oldProbe(tc.v))
+		}
+		on, ook := oldLoader(tc.v)
+		if same := on == n && ook == ok; same != (tc.differ == "") {
+			t.Errorf("%q: %d, %v; the loader's old reading %d, %v (listed as differing: %q)", tc.v, n, ok, on, ook, tc.differ)
+		}
+	}
 }
