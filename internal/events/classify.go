@@ -77,7 +77,7 @@ var rules = []rule{
 	{regexp.MustCompile(`connectex: |dial tcp \S+: connect: [^\x00-\x7F]`), report.CodeTCPFailed, report.StepTCP},
 	{regexp.MustCompile(`wsarecv: |wsasend: |read tcp \S+: [^\x00-\x7F]`), report.CodeTCPReset, report.StepTCP},
 	{regexp.MustCompile(`(?i)toomanyrequests|too many requests|\b429\b|Status 429|Error 429|pull rate limit|\brate exceeded|ThrottlingException|rate limit exceeded`), report.CodeRateLimited, report.StepManifest},
-	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in manifest list for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
+	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in (?:manifest list|image index) for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
 	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|HTTP Basic: Access denied|password or token is incorrect|unable to retrieve auth token|\b(?:auth|authentication) error\b`), report.CodeAuth401, report.StepAuth},
 	// Harbor answers a user or robot without pull rights so (the text says unauthorized, the cause is rights)
 	{regexp.MustCompile(`unauthorized to access repository`), report.CodeAuth403, report.StepAuth},
@@ -88,7 +88,7 @@ var rules = []rule{
 	{regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`), report.CodeAuth401, report.StepAuth},
 	{regexp.MustCompile(`: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
 	// 451: the registry refuses this client's location (Docker Hub's export-control block)
-	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|AccessDenied|not authorized to perform this operation|\bdenied:|: denied$|access forbidden|permission_denied|"DENIED"|"denied"|error from registry: denied|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
+	{regexp.MustCompile(`\b403\b|Forbidden|AuthorizationFailure|AccessDenied|not authorized to perform this operation|\bdenied:|: denied\.?$|access forbidden|permission_denied|"DENIED"|"denied"|error from registry: denied|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
 	{regexp.MustCompile(`\b401\b|Unauthorized|unauthorized|[Aa]uthentication (?:is )?required|not authorized|"UNAUTHORIZED"`), report.CodeAuth401, report.StepAuth},
 	// a credential helper or the kubelet's credential provider failed: the pull had no identity
 	{regexp.MustCompile(`(?i)credential[ -]?provider|credential[ -]?helper|docker-credential-|error getting credentials`), report.CodeAuth401, report.StepAuth},
@@ -97,10 +97,13 @@ var rules = []rule{
 	{regexp.MustCompile(`input/output error|read-only file system`), report.CodeDiskIO, report.StepBlob},
 	{regexp.MustCompile(`failed to register layer|failed to extract layer|ApplyLayer|Untar re-exec error|failed to unpack`), report.CodeUnpackFailed, report.StepBlob},
 	{regexp.MustCompile(`blob unknown|BLOB_UNKNOWN`), report.CodeBlobUnknown, report.StepBlob},
-	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b|: Not Found\b|repository name not known to registry|\b404 Not Found|(?:[Cc]ode|[Ee]rror|[Ss]tatus):? 404\b|does not exist in the registry with id|RepositoryNotFoundException|ImageNotFoundException|[Rr]equested image not found|HTTP code (?:is )?404\b|No such image: `), report.CodeManifestUnknown, report.StepManifest},
+	{regexp.MustCompile(`manifest unknown|MANIFEST_UNKNOWN|name unknown|NAME_UNKNOWN|: not found\b|manifest for \S+ not found|repository \S+ not found|Tag \S+ not found in repository|\bimage \S+ not found\b|: Not Found\b|repository name not known to registry|\b404 Not Found|(?:[Cc]ode|[Ee]rror|[Ss]tatus):? 404\b|does not exist in the registry with id|RepositoryNotFoundException|ImageNotFoundException|[Rr]equested image not found|HTTP code (?:is )?404\b|No such image: |(?i:\bproject '?[\w:./-]+'? not found)`), report.CodeManifestUnknown, report.StepManifest},
 	{regexp.MustCompile(`unexpected commit digest|verification failed for digest|[Dd]igest did not match|does not match (?:the )?(?:expected )?digest|digest mismatch`), report.CodeDigestMismatch, report.StepBlob},
 	{regexp.MustCompile(`unexpected commit size|failed size validation|size mismatch`), report.CodeSizeMismatch, report.StepBlob},
 	{regexp.MustCompile(`unexpected status(?: code)?(?: from \w+ request to)? \S+?: (\d{3})|received unexpected HTTP status: (\d{3})|status code \[?[^\]]*\]?:? ?(\d{3})`), report.CodeHTTPStatus, report.StepHTTP},
+	// containerd's gRPC code for a missing image (or a missing platform), when the text was cut
+	// before its description
+	{reGRPCNotFound, report.CodeManifestUnknown, report.StepManifest},
 	{regexp.MustCompile(`context deadline exceeded|DeadlineExceeded`), report.CodeTimeout, report.StepTCP},
 	{regexp.MustCompile(`context canceled|code = Canceled`), report.CodeCanceled, report.StepBlob},
 	{regexp.MustCompile(`unexpected EOF`), report.CodeBlobFailed, report.StepBlob},
@@ -108,6 +111,8 @@ var rules = []rule{
 	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.StepConfig},
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
+
+var reGRPCNotFound = regexp.MustCompile(`code = NotFound\b`)
 
 // reBlocked names the registry a registries.conf blocks: a rule, and where the host is read from.
 var reBlocked = regexp.MustCompile(`registry (\S+) is blocked in `)
@@ -396,6 +401,16 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			// the storage service names its own account's standing: the publisher's side
 			fd.Alternatives = append([]report.Class{report.ClassOther}, slices.DeleteFunc(fd.Alternatives, func(c report.Class) bool { return c == report.ClassOther })...)
 			fd.Reason = "the blob storage refused the download (403) because the storage account or its billing is in bad standing: the registry publisher's account, which no change on the node fixes"
+		}
+		if fd.Code == report.CodeHTTPStatus && re4xx.MatchString(matched) {
+			// a registry refusing a request as malformed (400), gone (410) or unacceptable says
+			// that it refused, not why; registries answer so for a reference they cannot serve
+			fd.Alternatives = []report.Class{report.ClassNotFound}
+			fd.Reason = "the registry refused the request with " + strings.TrimSpace(re4xx.FindString(matched)) + ", which names no cause; registries answer so for a reference they cannot serve (a name or tag they reject) as well as for a client they will not serve"
+		}
+		if code == report.CodeManifestUnknown && reGRPCNotFound.MatchString(matched) {
+			fd.Alternatives = []report.Class{report.ClassPlatform}
+			fd.Reason = "the runtime answered NotFound and the text is cut before why: containerd answers so for an image or tag the registry does not have, and for an image without the node's platform"
 		}
 		if fd.Code == report.CodeHTTPStatus && fd.Class != report.ClassOther && re5xx.MatchString(matched) {
 			// a 5xx is the server's own failure: a storage or CDN host on the path, or an outage of
@@ -745,6 +760,9 @@ func transportOrder() []report.Class {
 
 // re5xx is a server error status in a matched status text.
 var re5xx = regexp.MustCompile(`\b5\d\d\b`)
+
+// re4xx is a client-error status other than a denial (401, 403, 407), a miss (404) or a throttle (429).
+var re4xx = regexp.MustCompile(`\b4(?:0[0256789]|1\d|2[0-8]|3\d|5[0-9])\b\D*$`)
 
 // reExpiredSignature is object storage saying the signed URL is no longer valid.
 var reExpiredSignature = regexp.MustCompile(`(?i)request has expired|signature (?:not valid in the specified time|expired)|url signature expired|ExpiredToken|token is expired`)

@@ -718,3 +718,28 @@ func TestRequestURLsOnly(t *testing.T) {
 		t.Errorf("foreign layer: role %s class %s, want blob endpoint", f.Role, f.Class)
 	}
 }
+
+// TestNewerWordings: containers/image's "image index" wording, a bare "denied." with its period,
+// Harbor's unknown project, containerd's gRPC NotFound cut before its description, and a 4xx that
+// names no cause.
+func TestNewerWordings(t *testing.T) {
+	cases := []struct {
+		name, msg string
+		class     report.Class
+		alt       report.Class
+		decided   bool
+	}{
+		{"podman 5's image index", `Error: choosing an image from manifest list docker://registry.example.org/ns/app:latest: no image found in image index for architecture amd64, variant "", OS linux`, report.ClassPlatform, "", true},
+		{"a bare denied with a period", `docker: Error response from daemon: Head "https://registry.example.org/v2/team/app/manifests/latest": denied.`, report.ClassForbidden, report.ClassAuth, false},
+		{"Harbor's unknown project", `images/contour/manifests/v0.11.0: unknown: Project 'project:tanzu-images' not found or deleted.`, report.ClassNotFound, "", false}, // the learned row for a bare "not found" keeps other
+		{"gRPC NotFound, cut", `Failed to pull image "registry.example.org/team/db:16.1": rpc error: code = NotFound`, report.ClassNotFound, report.ClassPlatform, false},
+		{"a 400 names no cause", `failed to resolve reference "factory.example.dev/installer/abc:v1.7.1": unexpected status from HEAD request to https://factory.example.dev/v2/installer/abc/manifests/v1.7.1: 400 Bad Request`, report.ClassOther, report.ClassNotFound, false},
+		{"a 502 is still the server's", `failed to resolve reference "r.example/a:1": unexpected status from HEAD request to https://r.example/v2/a/manifests/1: 502 Bad Gateway`, report.ClassOther, "", true},
+	}
+	for _, tc := range cases {
+		f := Classify(tc.msg)
+		if f.Class != tc.class || tc.alt != "" && !slices.Contains(f.Alternatives, tc.alt) || f.Decided != tc.decided {
+			t.Errorf("%s: got class %s alt %v decided %v (%s), want %s alt %q decided %v", tc.name, f.Class, f.Alternatives, f.Decided, f.DecidedBecause, tc.class, tc.alt, tc.decided)
+		}
+	}
+}
