@@ -68,6 +68,9 @@ var rules = []rule{
 	{regexp.MustCompile(`network is unreachable|cannot assign requested address|network unreachable|operation was attempted to an unreachable network|requested address is not valid in its context|\bENETUNREACH\b|\bEADDRNOTAVAIL\b|address family not supported by protocol|\bEAFNOSUPPORT\b`), report.CodeTCPNetUnreachable, report.StepTCP},
 	{regexp.MustCompile(`connection reset by peer|forcibly closed by the remote host|\bECONNRESET\b|connection was aborted by the software|software caused connection abort|broken pipe|": EOF\b|: EOF$`), report.CodeTCPReset, report.StepTCP},
 	{regexp.MustCompile(`dial tcp(?: \S+)?: i/o timeout|connection timed out|did not properly respond after a period of time|request canceled while waiting for connection|Client\.Timeout exceeded while awaiting headers|\b408 Request Time-?out|wsarecv: A connection attempt failed|\bETIMEDOUT\b|connect: operation timed out|Network timed out while trying to connect to`), report.CodeTCPTimeout, report.StepTCP},
+	// Go's client refusing a URL without a usable scheme: a realm or endpoint written wrong (a
+	// registry's token realm without its host) or a client that built it wrong
+	{regexp.MustCompile(`unsupported protocol scheme`), report.CodeTCPFailed, report.StepTCP},
 	// the AWS SDK's wording when the ECR auth API could not be reached at all
 	// (and ECS's own words for it)
 	{regexp.MustCompile(`RequestError: send request failed|There is a connection issue between the task and Amazon ECR`), report.CodeTCPFailed, report.StepTCP},
@@ -111,6 +114,9 @@ var rules = []rule{
 	{regexp.MustCompile(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.StepConfig},
 	{regexp.MustCompile(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
+
+// reRelativeRealm is a request to a token realm without scheme and host ("Get /jwt/auth?…").
+var reRelativeRealm = regexp.MustCompile(`(?:Get|GET|Post|POST) "?/[^\s"]*(?:auth|token)`)
 
 var reGRPCNotFound = regexp.MustCompile(`code = NotFound\b`)
 
@@ -407,6 +413,15 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			// that it refused, not why; registries answer so for a reference they cannot serve
 			fd.Alternatives = []report.Class{report.ClassNotFound}
 			fd.Reason = "the registry refused the request with " + strings.TrimSpace(re4xx.FindString(matched)) + ", which names no cause; registries answer so for a reference they cannot serve (a name or tag they reject) as well as for a client they will not serve"
+		}
+		if code == report.CodeTCPFailed && strings.HasPrefix(matched, "unsupported protocol scheme") {
+			// the URL itself was wrong: a realm the registry announced without its host, or a client
+			// that built the URL wrong; nothing was dialled
+			fd.Class, fd.Alternatives = report.ClassEndpoint, []report.Class{report.ClassOther}
+			if reRelativeRealm.MatchString(f.text) {
+				fd.Role, fd.Host, fd.Operation = report.RoleToken, "", "token fetch"
+			}
+			fd.Reason = "the client refused a URL without a usable scheme: a token realm or endpoint written without its host (the registry's auth settings), or a client that built it wrong; nothing was dialled"
 		}
 		if code == report.CodeManifestUnknown && reGRPCNotFound.MatchString(matched) {
 			fd.Alternatives = []report.Class{report.ClassPlatform}

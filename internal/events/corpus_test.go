@@ -71,7 +71,7 @@ func loadCorpus(t testing.TB, path string) []sample {
 
 // corpusFiles are the real messages from public threads and vendor pages; lab.txt (containerd's
 // own strings from the lab) is measured on its own.
-var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt", "testdata/corpus-c.txt", "testdata/corpus-d.txt", "testdata/corpus-e.txt", "testdata/corpus-f.txt", "testdata/corpus-g.txt", "testdata/corpus-h.txt", "testdata/corpus-i.txt", "testdata/corpus-j.txt"}
+var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt", "testdata/corpus-c.txt", "testdata/corpus-d.txt", "testdata/corpus-e.txt", "testdata/corpus-f.txt", "testdata/corpus-g.txt", "testdata/corpus-h.txt", "testdata/corpus-i.txt", "testdata/corpus-j.txt", "testdata/corpus-k.txt", "testdata/corpus-l.txt", "testdata/corpus-m.txt"}
 
 var (
 	showHeldOut = flag.Bool("heldout-misses", false, "list the held-out set's misses by family (only once tuning is over)")
@@ -211,20 +211,20 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// Floors the corpus must hold: the honest figures reached (2026-12-03, round 5: dev 88.2 % on 578
-// messages; held-out 86.2 % and 91.6 % with alternatives on 297), below issue 11's goal (dev 98 %,
-// held-out 95 % / 99 %). Rounds 3 to 5 added 364 messages from new sources (corpus-e to -j), taken
-// blind; read before any tuning on them, their dev parts scored 80.2 %, 75.3 % and 70.9 % first class
-// (87.7 %, 85.2 % and 86.1 % with alternatives), so the older sets overstate what unseen text gets.
-// What remains is mostly text that does not hold its cause: registries that answer a missing
-// repository like a private one, outages and client bugs that show as an ordinary 401 or not-found,
-// wrappers that drop the runtime's error.
+// Floors the corpus must hold: the honest figures reached (2026-12-03, round 6: dev 87.6 % on 676
+// messages; held-out 84.7 % and 91.5 % with alternatives on 353), below issue 11's goal (dev 98 %,
+// held-out 95 % / 99 %). Rounds 3 to 6 added 518 messages from new sources (corpus-e to -m), taken
+// blind; read before any tuning on them, their dev parts scored 80.2 %, 75.3 %, 70.9 % and 75.5 %
+// first class (87.7 %, 85.2 %, 86.1 % and 88.8 % with alternatives), so the older sets overstate
+// what unseen text gets. What remains is mostly text that does not hold its cause: registries that
+// answer a missing repository like a private one, outages and client bugs that show as an ordinary
+// 401 or not-found, wrappers that drop the runtime's error.
 const (
-	devFloor     = 88.0
-	testFloor    = 85.5
+	devFloor     = 87.5
+	testFloor    = 84.5
 	testAltFloor = 91.0
 	hostFloor    = 0.9
-	// a finding that says the text decides it must be right: on dev, 303 of 306 are
+	// a finding that says the text decides it must be right: on dev, 319 of 322 are
 	decidedFloor = 98.5
 )
 

@@ -254,8 +254,10 @@ var storageHost = regexp.MustCompile(`(?i)(cloudfront\.net|cloudfront\.docker\.c
 func tokenURL(u *url.URL) bool {
 	p := strings.ToLower(u.Path)
 	h := strings.ToLower(u.Hostname())
-	return strings.HasSuffix(p, "/token") || strings.Contains(p, "/oauth2/token") || p == "/auth" || strings.HasSuffix(p, "/v2/token") ||
-		isTokenHost(h) || (u.Query().Get("service") != "" && u.Query().Get("scope") != "")
+	q := u.Query()
+	// GitLab's realm is /jwt/auth; a login asks a realm with account= and no scope=
+	return strings.HasSuffix(p, "/token") || strings.Contains(p, "/oauth2/token") || p == "/auth" || strings.HasSuffix(p, "/jwt/auth") ||
+		isTokenHost(h) || (q.Get("service") != "" && (q.Get("scope") != "" || q.Get("account") != ""))
 }
 
 // isTokenHost reports a host that serves only tokens (Docker Hub's and its regional auth hosts).

@@ -192,6 +192,9 @@ func TestPhraseTableCrossValidated(t *testing.T) {
 			if got.Class == s.class {
 				cvRight++
 			}
+			if testing.Verbose() && (got.Class == s.class) != (raw.Class == s.class) {
+				t.Logf("CV FLIP %s: rules %s, learned %s (%s alt %v), want %s", s.source, raw.Class, got.Class, got.Code, got.Alternatives, s.class)
+			}
 			if got.Class == s.class || slices.Contains(got.Alternatives, s.class) {
 				cvAlt++
 			} else if testing.Verbose() {
