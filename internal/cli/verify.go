@@ -332,12 +332,8 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			writeTermVerdict(b, p.Summary)
 		case p.PodCause() != nil:
 			f := p.PodCause()
-			where := ""
-			if f.Host != "" {
-				where = fmt.Sprintf(" · %s (%s)", f.Host, f.Role)
-			}
 			fmt.Fprintf(b, "  NOT VERIFIED  class %s%s · %s · the probe pod could not pull its own image: %s was not probed on this node\n          %s\n          %s\n",
-				f.Class, where, f.Code, v.Image, f.Reason, p.Error)
+				f.Class, hostRole(f), f.Code, v.Image, f.Reason, p.Error)
 		default:
 			fmt.Fprintf(b, "  NO PROBE  %s\n", p.Error)
 			for _, f := range p.Findings {
@@ -373,6 +369,9 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			writeTermVerdict(b, fp.Summary)
 		case fp.Probe == nil:
 			fmt.Fprintf(b, "  NO PROBE  %s\n", fp.Error)
+			if f := report.Cause(fp.Findings); f != nil {
+				fmt.Fprintf(b, "            the probe image's pull, as explain reads it: class %s%s · %s\n", f.Class, hostRole(f), f.Code)
+			}
 		case fp.Probe.Class == report.ClassOK:
 			fmt.Fprintf(b, "  OK      %s\n", fp.Probe.Summary)
 		default:
@@ -606,4 +605,12 @@ Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could n
 // left for the pod to start and the report to be read back.
 func probeBudget(pod time.Duration) time.Duration {
 	return max(pod*4/5, pod-30*time.Second)
+}
+
+// hostRole is " · HOST (ROLE)" for a finding that names its host, else "".
+func hostRole(f *report.Finding) string {
+	if f.Host == "" {
+		return ""
+	}
+	return fmt.Sprintf(" · %s (%s)", f.Host, f.Role)
 }

@@ -75,6 +75,17 @@ func TestVerifyTextFromPodSummaryOnly(t *testing.T) {
 	if out := b.String(); !strings.Contains(out, "  OK      class ok · OK · from the probe's termination message") || strings.Contains(out, "NO PROBE") {
 		t.Errorf("ok verdict from the termination message:\n%s", out)
 	}
+	// no probe in the pod because the node could not pull the probe image: the text says why, as explain reads it
+	v.FromPod.Class, v.FromPod.Summary, v.FromPod.Error = report.ClassDNS, nil, "the ephemeral container could not start: ErrImagePull: …"
+	v.FromPod.Findings = []report.Finding{{Class: report.ClassDNS, Code: report.CodeDNSNXDomain, Host: "registry.corp.example:443", Role: report.RoleRegistry}}
+	b.Reset()
+	if err := writeVerifyText(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "NO PROBE  the ephemeral container could not start") ||
+		!strings.Contains(out, "the probe image's pull, as explain reads it: class dns · registry.corp.example:443 (registry) · DNS_NXDOMAIN") {
+		t.Errorf("no probe in the pod, its pull explained:\n%s", out)
+	}
 }
 
 // The text of verify --pod says which of the pod's pull secrets the node probes presented, which

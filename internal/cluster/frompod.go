@@ -96,6 +96,15 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 		return pp
 	case st.State.Waiting != nil:
 		pp.Error = fmt.Sprintf("the ephemeral container could not start: %s: %s", st.State.Waiting.Reason, st.State.Waiting.Message)
+		// the node pulled the probe image for the pod and failed: as for a pool's probe pod
+		// (report.PoolResult.PodCause), that failed pull is the class when explain names a cause
+		if fs := explain(pod, []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "Failed", Message: st.State.Waiting.Message,
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name, FieldPath: "spec.ephemeralContainers{" + ec + "}"}}}); len(fs) > 0 {
+			pp.Findings = fs
+			if f := report.Cause(fs); f != nil {
+				pp.Class = f.Class
+			}
+		}
 		return pp
 	}
 	raw, err := rawRead(ctx, r.cs.Core.Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: ec, LimitBytes: int64p(32 << 20)}), "get", "pods/log", ns, name)
@@ -150,6 +159,9 @@ func compareFromPod(pp *report.PodProbe, pools []report.PoolResult) {
 		}
 	}
 	switch {
+	case pp.Probe == nil && pp.Summary == nil && report.Cause(pp.Findings) != nil:
+		f := report.Cause(pp.Findings)
+		pp.Comparison = fmt.Sprintf("the probe could not run in the pod: node %s could not pull the probe image (%s %s on %s), which the node pulls for the pod as it pulls any image: nothing to compare", pp.Node, f.Class, f.Code, orDash(f.Host))
 	case pp.Probe == nil && pp.Summary == nil:
 		pp.Comparison = "the probe could not run in the pod: nothing to compare"
 	case node == nil && pp.Pool == "":

@@ -729,3 +729,35 @@ func TestUnreadableSecretByType(t *testing.T) {
 		t.Errorf("a missing secret was read as unreadable: %v %+v", err, ps)
 	}
 }
+
+// The ephemeral container whose probe image the node cannot pull: the probe in the pod did not
+// run, and its class is that failed pull as explain reads it (report.Cause), as for a pool's probe pod.
+func TestVerifyFromPodProbeImageNotPulled(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	allowing(fc)
+	fc.PrependReactor("update", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "ephemeralcontainers" {
+			return false, nil, nil
+		}
+		p := a.(k8stesting.UpdateAction).GetObject().(*corev1.Pod)
+		ec := p.Spec.EphemeralContainers[len(p.Spec.EphemeralContainers)-1].Name
+		p.Status.EphemeralContainerStatuses = []corev1.ContainerStatus{{Name: ec, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImagePull",
+			Message: `failed to pull and unpack image "` + probeImg + `": failed to resolve reference "` + probeImg + `": failed to do request: Head "https://registry.corp.example/v2/tools/pullpath-probe/manifests/sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef": dial tcp: lookup registry.corp.example on 10.96.0.10:53: no such host`}}}}
+		return false, nil, nil
+	})
+	var added []corev1.EphemeralContainer
+	podReachesNodeDoesNot(fc, &added) // runs first: the pools' probe pods, and a status this test's reactor replaces
+	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
+	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fp := v.FromPod
+	if fp == nil || fp.Probe != nil || fp.Class != report.ClassDNS || len(fp.Findings) == 0 || fp.Findings[0].Code != report.CodeDNSNXDomain ||
+		!strings.Contains(fp.Error, "ErrImagePull") || !strings.Contains(fp.Comparison, "could not pull the probe image (dns DNS_NXDOMAIN on ") {
+		t.Fatalf("from pod: %+v", fp)
+	}
+	if v.Class != report.ClassRoute {
+		t.Errorf("the probe in the pod is beside the verdict, not part of it: class %s, want the pool's route", v.Class)
+	}
+}

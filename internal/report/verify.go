@@ -50,8 +50,14 @@ func (p *PoolResult) PodCause() *Finding {
 	if p.Probe != nil || p.Summary != nil || p.Delivery != "image" {
 		return nil
 	}
-	for i := range p.Findings {
-		f := &p.Findings[i]
+	return Cause(p.Findings)
+}
+
+// Cause is the first finding that names a cause: not explain's stand-ins (other with UNKNOWN or
+// BACKOFF_NO_CAUSE) for events that name none.
+func Cause(fs []Finding) *Finding {
+	for i := range fs {
+		f := &fs[i]
 		if f.Class != ClassOther || f.Code != CodeUnknown && f.Code != CodeBackoffNoCause {
 			return f
 		}
@@ -66,14 +72,16 @@ type PodProbe struct {
 	Node      string `json:"node"`
 	Pool      string `json:"pool"`
 	Container string `json:"container"` // the ephemeral container; it stays in the pod's spec (Kubernetes cannot remove one)
-	Class     Class  `json:"class"`     // the probe's class; other when it could not run
+	Class     Class  `json:"class"`     // the probe's class; when it could not run, the class of its failed pull (Findings), else other
 	Probe     *Probe `json:"probe"`
 	// Summary is the compact verdict from the container's termination message, when its log
 	// could not be read (Probe is then null).
-	Summary    *ProbeSummary `json:"summary,omitempty"`
-	Error      string        `json:"error,omitempty"`
-	NodeClass  Class         `json:"nodeClass,omitempty"` // the verdict on the pod's pool, when it was probed
-	Comparison string        `json:"comparison"`
+	Summary *ProbeSummary `json:"summary,omitempty"`
+	Error   string        `json:"error,omitempty"`
+	// Findings are explain's reading of the probe image's pull when the container could not start.
+	Findings   []Finding `json:"findings,omitempty"`
+	NodeClass  Class     `json:"nodeClass,omitempty"` // the verdict on the pod's pool, when it was probed
+	Comparison string    `json:"comparison"`
 	// PullSecrets are the pod's imagePullSecrets in its order, each with whether the probe in the
 	// pod presents it as the kubelet does, and why not.
 	PullSecrets []PodPullSecret `json:"pullSecrets,omitempty"`
