@@ -994,6 +994,10 @@ var (
 	reURLAll  = regexp.MustCompile(`https?://[^\s"'\\<>\x60]+`)
 	reAuthHdr = mustLit(`(?i)(authorization["']?\s*[:=]\s*\[?["']?)(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
 	reKV      = mustLit(`(?i)\b(password|passwd|secret|access_token|refresh_token|token)=([^&\s"]+)`)
+	// a pasted command's credentials: skopeo's and podman's --creds USER:PASSWORD, docker login's
+	// -p/--password, and a reference with user info (user:password@registry/…)
+	reCredFlag = mustLit(`(?i)(--(?:src-|dest-)?creds[= ]\s*|--password[= ]\s*|\blogin\s(?:\S+\s+)*?-p\s+)("[^"]*"|'[^']*'|\S+)`)
+	reUserInfo = regexp.MustCompile(`(^|[\s"'(=])([^\s"'(=:@/]+):[^\s"'@/]+@((?:[a-zA-Z0-9-]+\.)+[a-zA-Z0-9-]+|localhost)([:/])`)
 )
 
 // Redact is a message as explain shows it: at most maxMessage bytes, terminal escapes removed and
@@ -1022,6 +1026,12 @@ func redactText(s string) string {
 	}
 	if reKV.pf.mayMatch(low) {
 		s = reKV.ReplaceAllString(s, "${1}="+hoptrace.Redacted)
+	}
+	if reCredFlag.pf.mayMatch(low) {
+		s = reCredFlag.ReplaceAllString(s, "${1}"+hoptrace.Redacted)
+	}
+	if strings.Contains(s, "@") {
+		s = reUserInfo.ReplaceAllString(s, "${1}${2}:"+hoptrace.Redacted+"@${3}${4}")
 	}
 	return s
 }

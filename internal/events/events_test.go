@@ -155,6 +155,30 @@ func TestSecretsRedacted(t *testing.T) {
 	}
 }
 
+// Credentials in a pasted command or reference never reach the finding: skopeo's and podman's
+// --creds, docker login's -p and --password, user info in a reference; a digest stays.
+func TestCommandCredentialsRedacted(t *testing.T) {
+	for _, msg := range []string{
+		"podman pull --creds admin:hunter2 registry.example.com/a/b:1\nError: initializing source docker://registry.example.com/a/b:1: reading manifest 1 in registry.example.com/a/b: manifest unknown",
+		`$ skopeo copy --src-creds "admin:hunter2" docker://registry.example.com/a/b:1 dir:/tmp/x` + "\nFATA[0000] initializing source docker://registry.example.com/a/b:1: unauthorized",
+		"docker pull admin:hunter2@registry.example.com/a/b:1\nError response from daemon: manifest unknown",
+		"$ docker login -u admin -p hunter2 registry.example.com\nError response from daemon: Get \"https://registry.example.com/v2/\": unauthorized: incorrect username or password",
+		"docker login --password=hunter2 registry.example.com: Error response from daemon: Get https://registry.example.com/v2/: x509: certificate signed by unknown authority",
+	} {
+		f := Classify(msg)
+		if out := fmt.Sprintf("%+v", f); strings.Contains(out, "hunter2") {
+			t.Errorf("the password survived in %s", out)
+		}
+	}
+	const digest = "docker.io/library/nginx:1.27@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	if f := Classify(`Failed to pull image "` + digest + `": manifest unknown`); f.Image != digest || !strings.Contains(f.Message, digest) {
+		t.Errorf("a digest reference is not user info: image %q message %q", f.Image, f.Message)
+	}
+	if f := Classify("docker run -p 3003:3003 ghcr.io/a/b:1\ndocker: Error response from daemon: error from registry: denied"); !strings.Contains(f.Message, "3003:3003") {
+		t.Errorf("a port mapping is no password: %q", f.Message)
+	}
+}
+
 func TestGarbageNeverPanics(t *testing.T) {
 	for _, in := range []string{"", "\x00\xff\xfe", "{", "[ERROR ImagePull]: x", "{\"kind\":\"Pod\",\"status\":[1,2]}", "kind: Event\napiVersion: v1\nmessage: [", strings.Repeat("a", 1<<20)} {
 		msgs, _, err := Parse(strings.NewReader(in))

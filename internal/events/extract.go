@@ -51,7 +51,7 @@ var (
 		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
 		mustLit(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)`),
 		// the pull as the operator typed it, and docker's v1-era progress line
-		mustLit(`(?i)\b(?:docker|podman|nerdctl|buildah|crictl|ctr(?: -n[= ]?\S+)?(?: images?| i)?)(?: image)? pull (?:-{1,2}[\w-]+(?:=\S+)? (?:(?:linux|windows|darwin)/\S+ )?)*(?:docker://)?([a-z0-9][^\s"'@]*(?:@sha256:[a-f0-9]{64})?)`),
+		mustLit(`(?i)\b(?:docker|podman|nerdctl|buildah|crictl|ctr(?: -n[= ]?\S+)?(?: images?| i)?)(?: image)? pull (?:-{1,2}[\w-]+(?:=\S+)? (?:(?:linux|windows|darwin)/\S+ )?)*(?:docker://)?([a-z0-9][^\s"']*)`),
 		mustLit(`(?i)\bpulling repository ([a-z0-9][^\s"']*)`),
 		// "failed to pull REF:" without the word image, where REF names its registry
 		mustLit(`(?i)\bfailed to pull ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"@,]+(?::[\w][\w.-]*)?(?:@sha256:[a-f0-9]{64})?)(?::\s|[\s,]|$)`),
@@ -475,6 +475,10 @@ func plausibleImage(ref string) bool {
 	first, _, _ := strings.Cut(ref, "/")
 	host := strings.ToLower(hostName(first))
 	if notImageHosts[host] || strings.HasPrefix(host, "docs.") || strings.HasPrefix(host, "www.") {
+		return false
+	}
+	// user info ("user:password@registry/…") is no reference, and never shown
+	if at := strings.IndexByte(ref, '@'); at >= 0 && !strings.HasPrefix(ref[at:], "@sha256:") {
 		return false
 	}
 	return !strings.HasSuffix(ref, ".go") && !strings.HasSuffix(ref, ".html") && !strings.HasSuffix(ref, ".md")
