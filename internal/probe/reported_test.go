@@ -56,7 +56,7 @@ func TestPickReported(t *testing.T) {
 		{"containerd 2.4: a resolved host's blob error is the first host's", &runtimeconfig.Config{Runtime: runtimeconfig.Containerd, Version: "2.4.2"}, blobThen404, 0},
 		{"CRI-O: the primary, last", &runtimeconfig.Config{Runtime: runtimeconfig.CRIO}, refused404, 1},
 		// dockerd's own puller: lastErr is the latest fallback error (distribution/pull.go:131 at
-		// v28.5.2, :142 at v20.10.24); a mirror's failure falls back (errors.go continueOnError)
+		// v28.5.2, :137 at v20.10.24); a mirror's failure falls back (errors.go continueOnError)
 		{"docker 20.10: the last endpoint's", dockerNode(deb, graph), refused404, 1},
 		{"docker 28.5 without the containerd store: the last endpoint's", dockerNode(ce28, graph), refused404, 1},
 		{"docker 28.5 without the containerd store: three hosts", dockerNode(ce28, graph), three, 2},

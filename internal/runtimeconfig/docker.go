@@ -32,7 +32,7 @@ func DockerMajor(version string) (major int, ok bool) {
 }
 
 // priorDrivers are the graph drivers whose non-empty directory under the data root makes docker 29
-// keep graph drivers (daemon/graphdriver/driver.go:236 scanPriorDrivers, vfs ignored; the linux
+// keep graph drivers (daemon/graphdriver/driver.go:236-255 HasPriorDriver, vfs ignored; the linux
 // priority list driver_linux.go:4 at docker-v29.1.0).
 var priorDrivers = []string{"overlay2", "fuse-overlayfs", "btrfs", "zfs"}
 
