@@ -18,6 +18,59 @@ type hostTry struct {
 	download report.Download
 }
 
+// resolverRule is whose code picks the error when every host failed.
+type resolverRule int
+
+const (
+	lastHost    resolverRule = iota // CRI-O, dockerd's own puller, or nothing read
+	containerd1                     // containerd 1.x's resolver
+	containerd2                     // containerd 2.x's resolver
+)
+
+// ruleOf says which code pulls on the node. dockerd with the containerd image store pulls with the
+// containerd resolver it vendors (moby daemon/containerd/resolver.go:26 docker.NewResolver,
+// image_pull.go:209 client.Pull at v28.5.2): 1.x in docker 24–27 (vendor.mod: containerd v1.6.22 at
+// v24.0.9, v1.7.24 at v27.5.1), 2.x from 28 (v2.0.2 at v28.0.0, v2.1.4 at v28.5.2, v2.2.0 at
+// docker-v29.1.0), whatever containerd daemon runs beside it.
+func ruleOf(rt *runtimeconfig.Config) resolverRule {
+	switch {
+	case rt == nil:
+		return lastHost
+	case rt.Runtime == runtimeconfig.Containerd:
+		if n, _ := runtimeconfig.ContainerdMajor(rt.Version); n == 1 {
+			return containerd1
+		}
+		return containerd2
+	case dockerContainerdStore(rt):
+		if n, ok := runtimeconfig.DockerMajor(rt.Version); ok && n < 28 {
+			return containerd1
+		}
+		return containerd2
+	}
+	return lastHost
+}
+
+// dockerContainerdStore says whether dockerd pulls through its containerd image store.
+func dockerContainerdStore(rt *runtimeconfig.Config) bool {
+	return rt != nil && rt.Runtime == runtimeconfig.Docker && rt.ImageStore != nil && rt.ImageStore.Store == runtimeconfig.StoreContainerd
+}
+
+// stopsPull says whether the runtime gives up at this failed host rather than try the next. From
+// 28.0, dockerd's own puller does not fall back on an error that is a context deadline
+// (continueOnError, distribution/errors.go:121 at v28.5.2, added by moby commit 52774154c9), and
+// Go's dial timeout is one (net's timeoutError Is context.DeadlineExceeded). The mirror's /v2/ ping
+// always falls back (registry.go:106), so it is a timeout past it: its token realm's, met at the
+// tag's HEAD. A layer's timeout stops the pull too, but only once the config came through (a config
+// error is wrapped and falls back, pull_v2.go:525); the probe does not say which blob failed first,
+// so a blob host keeps the fallback.
+func stopsPull(rt *runtimeconfig.Config, t target, f *failure) bool {
+	if rt == nil || rt.Runtime != runtimeconfig.Docker || rt.ImageStore == nil || rt.ImageStore.Store != runtimeconfig.StoreGraphdriver {
+		return false
+	}
+	n, ok := runtimeconfig.DockerMajor(rt.Version)
+	return ok && n >= 28 && t.role == report.RoleMirror && f.ep.role == report.RoleToken && f.code == report.CodeTCPTimeout
+}
+
 // pickReported returns which of the failed hosts (all failed, in the runtime's order) names the
 // error the runtime reports. Each runtime keeps a different one:
 //
@@ -30,10 +83,21 @@ type hostTry struct {
 //     kept (fetcher.go), so the first host's failure.
 //   - CRI-O (containers/image docker_image_src.go newImageSource at v5.23.1): the primary location,
 //     tried last; the mirrors' errors only prefix it ("Mirrors also failed").
-//   - docker, or no runtime read: the last host, as before.
+//   - dockerd's own puller (graph drivers: docker 20.10, and 24–28 without the containerd image
+//     store): the last endpoint's. pullEndpoints (moby distribution/pull.go:98-151 at v28.5.2;
+//     Pull, pull.go:91-159 at v20.10.24) keeps lastErr = the latest fallback error and returns it
+//     once the endpoints run out. A mirror's failure falls back (continueOnError, errors.go:119 at
+//     v28.5.2, :147 at v20.10.24: a registry error on a mirror, an image config error on a mirror,
+//     any other error unless it says "no such process"), its ping too (registry.go:99-110), and so
+//     does a mirror that served the manifest and then failed a config or layer download: the
+//     upstream is pulled from the start. Only an unsupported media type, a cancelled pull, and from
+//     28.0 a timeout past the ping (stopsPull: the walk then ends at that mirror) stop at the mirror.
+//   - dockerd with the containerd image store: containerd's rule, by the version it vendors (ruleOf).
+//   - docker whose image store is unknown, or no runtime read: the last host, as before.
 func pickReported(rt *runtimeconfig.Config, tried []hostTry) int {
 	last := len(tried) - 1
-	if rt == nil || rt.Runtime != runtimeconfig.Containerd || last == 0 {
+	rule := ruleOf(rt)
+	if rule == lastHost || last == 0 {
 		return last
 	}
 	for _, x := range tried {
@@ -41,7 +105,7 @@ func pickReported(rt *runtimeconfig.Config, tried []hostTry) int {
 			return 0
 		}
 	}
-	if isContainerd1(rt.Version) {
+	if rule == containerd1 {
 		for i, x := range tried {
 			if x.f.status != http.StatusNotFound {
 				return i
@@ -72,17 +136,18 @@ func resolveRank(f *failure) int {
 
 // reportRule says in a few words which host's error the runtime reports, for the warnings.
 func reportRule(rt *runtimeconfig.Config) string {
-	switch {
-	case rt == nil || rt.Runtime != runtimeconfig.Containerd:
+	docker := rt != nil && rt.Runtime == runtimeconfig.Docker
+	switch rule := ruleOf(rt); {
+	case rule == lastHost && docker && rt.ImageStore != nil && rt.ImageStore.Store == runtimeconfig.StoreGraphdriver:
+		return "dockerd without the containerd image store falls back from a failed mirror and reports the last endpoint's error"
+	case rule == lastHost:
 		return "the last host's"
-	case isContainerd1(rt.Version):
+	case rule == containerd1 && docker:
+		return "dockerd's containerd image store resolves with containerd 1.x, which reports the first host's error that is not a 404"
+	case rule == containerd1:
 		return "containerd 1.x reports the first host's error that is not a 404"
+	case docker:
+		return "dockerd's containerd image store resolves with containerd 2.x, which reports the first error of the highest priority: an HTTP status, then a 404, then a connection error"
 	}
 	return "containerd 2.x reports the first error of the highest priority: an HTTP status, then a 404, then a connection error"
-}
-
-// isContainerd1 says whether containerd 1.x's rule applies: a detected 1.x version; unknown is 2.x's.
-func isContainerd1(version string) bool {
-	n, _ := runtimeconfig.ContainerdMajor(version)
-	return n == 1
 }

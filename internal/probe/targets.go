@@ -62,7 +62,9 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 		}
 		if h.Role == "mirror" {
 			t.role = report.RoleMirror
-			if w.opts.Runtime.Runtime == runtimeconfig.Containerd { // CRI-O's and docker's clients send no ns
+			// containerd's resolver sends ns, dockerd's with the containerd image store too (it vendors
+			// it); CRI-O's client and dockerd's own puller do not
+			if w.opts.Runtime.Runtime == runtimeconfig.Containerd || dockerContainerdStore(w.opts.Runtime) {
 				t.ns = w.opts.Runtime.Registry
 			}
 		}

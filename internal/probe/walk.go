@@ -148,6 +148,12 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 			// containers/image keeps the first source whose manifest loads and pulls every blob from it
 			break
 		}
+		if stopsPull(opts.Runtime, t, f) {
+			for k := i + 1; k < len(results); k++ {
+				results[k] = "not tried: dockerd stops at " + t.desc + "'s timeout"
+			}
+			break
+		}
 	}
 	reported := -1
 	if f != nil && !f.cut && len(tried) > 0 {

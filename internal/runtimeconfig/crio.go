@@ -250,6 +250,12 @@ const dockerDaemonJSON = "/etc/docker/daemon.json"
 type daemonJSON struct {
 	Mirrors  []string `json:"registry-mirrors"`
 	Insecure []string `json:"insecure-registries"`
+	// What decides dockerd's image store, hence its puller (imageStore).
+	Features      map[string]bool `json:"features"`
+	StorageDriver string          `json:"storage-driver"`
+	DataRoot      string          `json:"data-root"`
+	Graph         string          `json:"graph"` // data-root's name before docker 17.05
+	UsernsRemap   string          `json:"userns-remap"`
 	// Proxies (Docker 23+) win over the unit's environment.
 	Proxies struct {
 		HTTP  string `json:"http-proxy"`
@@ -273,6 +279,7 @@ func (l *loader) dockerHosts(reg string) ([]Host, error) {
 		return nil, err
 	}
 	l.docker = &dj
+	l.cfg.ImageStore = l.dockerImageStore(&dj, b)
 	var hosts []Host
 	if reg == "docker.io" {
 		for _, m := range dj.Mirrors {

@@ -254,6 +254,18 @@ func TestLab(t *testing.T) {
 			}
 		}
 	}
+	var dk []*dockerResult
+	if bin := dockerdPath(); bin == "" {
+		t.Log("the docker section is skipped: no dockerd (apt-get download docker.io && dpkg-deb -x docker.io_*.deb ${PULLPATH_CACHE:-/var/cache/pullpath}/docker.io/root, or PULLPATH_DOCKERD)")
+	} else {
+		dk = e.docker(bin)
+		report += "\n" + dockerTable(dk)
+		for _, r := range dk {
+			if !r.ok {
+				t.Logf("dockerd, %s: %s", r.c.name, r.err)
+			}
+		}
+	}
 	t.Log("\n" + report)
 	if p := os.Getenv("PULLPATH_LAB_REPORT"); p != "" {
 		_ = os.WriteFile(p, []byte(report), 0o644)
@@ -268,6 +280,11 @@ func TestLab(t *testing.T) {
 	for _, r := range crio {
 		for _, p := range r.problems {
 			t.Errorf("CRI-O %s [skopeo]: %s", r.c.name, p)
+		}
+	}
+	for _, r := range dk {
+		for _, p := range r.problems {
+			t.Errorf("docker %s [dockerd 20.10]: %s", r.c.name, p)
 		}
 	}
 	e.throughput(t)
