@@ -31,6 +31,19 @@ if [ "$(id -u)" = 0 ] && [ "${PULLPATH_LAB:-1}" != 0 ]; then
     echo "lab: building crictl v1.37.0 (Debian 12 has no cri-tools)"
     GOBIN=/usr/local/bin go install sigs.k8s.io/cri-tools/cmd/crictl@v1.37.0
   fi
+  # the docker section: Debian's dockerd 20.10, unpacked into the cache, never installed (no
+  # service, no bridge, no iptables: the lab starts it by path inside its namespaces)
+  dk="${PULLPATH_CACHE:-/var/cache/pullpath}/docker.io"
+  if [ ! -x "$dk/root/usr/sbin/dockerd" ]; then
+    echo "lab: fetching Debian's docker.io into $dk (unpacked, not installed)"
+    export DEBIAN_FRONTEND=noninteractive
+    ( mkdir -p "$dk" && cd "$dk" && { apt-get download docker.io >/dev/null 2>&1 || { apt-get update -qq && apt-get download docker.io >/dev/null; }; } &&
+      dpkg-deb -x docker.io_*.deb root ) || echo "lab: docker.io could not be fetched; the docker section will skip"
+  fi
+  if [ -x "$dk/root/usr/sbin/dockerd" ] && ldd "$dk/root/usr/sbin/dockerd" | grep -q "not found"; then
+    echo "lab: installing dockerd's libraries (libdevmapper1.02.1)"
+    apt-get install -y -qq libdevmapper1.02.1 libsystemd0 libgcrypt20 liblz4-1 libzstd1 liblzma5 libcap2 >/dev/null || { apt-get update -qq && apt-get install -y -qq libdevmapper1.02.1 >/dev/null; }
+  fi
   # the second runtime: containerd 2.x from the module proxy (3–11 min cold, cached)
   if PULLPATH_CONTAINERD2=$(bash scripts/containerd2.sh); then
     export PULLPATH_CONTAINERD2
