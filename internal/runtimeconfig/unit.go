@@ -48,20 +48,9 @@ type Word struct{ Text, Origin string }
 //     inside a word, is VAR's value as it stands, one argument; $$ is a $; $VAR inside a word stays;
 //   - a lone ; ends the command (a next one follows), \; is a literal ; argument.
 func CommandLine(exec Setting, env map[string]Setting) []Word {
-	words, ok := execWords(exec.Value)
-	if !ok || len(words) == 0 {
+	argv, noExpand, ok := execArgv(exec.Value)
+	if !ok {
 		return nil
-	}
-	f, argv0, noExpand := execPrefixes(words[0])
-	if f == "" {
-		return nil // "Empty path in command line"
-	}
-	argv := words[1:]
-	if !argv0 {
-		argv = append([]string{f}, argv...)
-	}
-	if len(argv) == 0 {
-		return nil // "@/bin/x" without argv[0]: "Empty executable name or zeroeth argument"
 	}
 	var out []Word
 	for _, w := range argv {
@@ -85,6 +74,28 @@ func CommandLine(exec Setting, env map[string]Setting) []Word {
 		}
 	}
 	return out
+}
+
+// execArgv is the argv systemd stores for an ExecStart= value when it loads the unit, before any
+// expansion (config_parse_exec), and whether the : prefix turns expansion off; ok is false where
+// systemd refuses the line.
+func execArgv(value string) (argv []string, noExpand, ok bool) {
+	words, ok := execWords(value)
+	if !ok || len(words) == 0 {
+		return nil, false, false
+	}
+	f, argv0, noExpand := execPrefixes(words[0])
+	if f == "" {
+		return nil, false, false // "Empty path in command line"
+	}
+	argv = words[1:]
+	if !argv0 {
+		argv = append([]string{f}, argv...)
+	}
+	if len(argv) == 0 {
+		return nil, false, false // "@/bin/x" without argv[0]: "Empty executable name or zeroeth argument"
+	}
+	return argv, noExpand, true
 }
 
 // execPrefixes strips the executable's prefixes as config_parse_exec does: each of - @ : once, and
