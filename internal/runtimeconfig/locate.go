@@ -49,14 +49,11 @@ func (l *loader) locate() string {
 // unitConfigFlag returns the --config (-c) value of svc's ExecStart, read as systemd passes it
 // (CommandLine); "" without a unit or the flag.
 func (l *loader) unitConfigFlag(svc string) string {
-	if !l.unitExists(svc) {
-		return ""
-	}
-	exec, env := ServiceUnit(l.root, svc)
+	exec, env := l.unit(svc)
 	if len(exec) == 0 {
 		return ""
 	}
-	args := CommandLine(exec[len(exec)-1], env)
+	args := CommandLine(exec[len(exec)-1], settings(env))
 	for i, a := range args {
 		var v string
 		switch {

@@ -123,7 +123,7 @@ func (l *loader) unitEnv(svc string) map[string]envVal {
 }
 
 // unit reads svc's unit file and drop-ins once for both its ExecStart= values (ServiceUnit) and its
-// environment (unitEnv).
+// environment (unitEnv). Without a unit file there is no ExecStart=.
 func (l *loader) unit(svc string) (execStart []Setting, env map[string]envVal) {
 	env = l.managerEnv()
 	unit := l.unitFile(svc)
@@ -164,6 +164,12 @@ func (l *loader) unit(svc string) (execStart []Setting, env map[string]envVal) {
 			envFiles = append(envFiles, assign{v, fmt.Sprintf("%s:%d", f, lines[i])})
 		}
 		l.read(f)
+	}
+	if unit == "" {
+		// drop-ins without a unit file (or beside a masked one) make no service: systemd loads it
+		// as not-found and runs nothing (TestCommandLineAgainstSystemd). Their environment still
+		// reaches the proxy reading (unitEnv): the cli, probe and contract fixtures rely on it.
+		execStart = nil
 	}
 	for _, a := range assigns {
 		for k, v := range parseEnvAssignments(specifiers(a.text, svc)) {

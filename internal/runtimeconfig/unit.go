@@ -13,15 +13,23 @@ type Setting struct{ Value, Origin string }
 // ServiceUnit reads svc's unit as systemd loads it: its ExecStart= values in order (the unit, then
 // its drop-ins; an empty ExecStart= resets the list, as kubeadm's 10-kubeadm.conf does) and the
 // environment systemd gives the service (DefaultEnvironment=, Environment=, EnvironmentFile=).
+// Without a unit file (or masked) there is no service: no ExecStart=, and drop-ins do not count.
 // Other packages (the kubelet's credential providers) read kubelet flags from it.
 func ServiceUnit(root Root, svc string) (execStart []Setting, env map[string]Setting) {
 	l := &loader{root: root, cfg: &Config{}}
-	execStart, vals := l.unit(svc)
-	env = map[string]Setting{}
-	for k, v := range vals {
-		env[k] = Setting{v.value, v.origin}
+	if l.unitFile(svc) == "" {
+		return nil, settings(l.managerEnv())
 	}
-	return execStart, env
+	execStart, vals := l.unit(svc)
+	return execStart, settings(vals)
+}
+
+func settings(env map[string]envVal) map[string]Setting {
+	out := make(map[string]Setting, len(env))
+	for k, v := range env {
+		out[k] = Setting{v.value, v.origin}
+	}
+	return out
 }
 
 // Resolve returns the path of the host path p relative to the root's directory, every symlink

@@ -9,13 +9,15 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/fstest"
 )
 
 // systemd itself is the oracle for how an ExecStart= line is split: `systemd --test` loads units
 // from $SYSTEMD_UNIT_PATH without running anything and dumps each command's argv as it stored it
 // (before the variables, which are expanded when the command runs: TestCommandLine covers those).
 // Checked: every row of TestCommandLine and every ExecStart= of the unit fixtures (the corpus's
-// nodes, the kubelet units of kubeadm and the credential-provider tests).
+// nodes, the kubelet units of kubeadm and the credential-provider tests), and that drop-ins without
+// their unit file make no service.
 func TestCommandLineAgainstSystemd(t *testing.T) {
 	bin, err := exec.LookPath("systemd")
 	if err != nil {
@@ -69,6 +71,15 @@ func TestCommandLineAgainstSystemd(t *testing.T) {
 		}
 		wants = append(wants, name+".service")
 	}
+	// a drop-in without its unit file
+	orphan := "[Service]\nExecStart=/usr/bin/kubelet --config /k\n"
+	if err := os.MkdirAll(filepath.Join(dir, "orphan.service.d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "orphan.service.d", "10.conf"), []byte(orphan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wants = append(wants, "orphan.service")
 	target := "[Unit]\nDefaultDependencies=no\nWants=" + strings.Join(wants, " ") + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "all.target"), []byte(target), 0o644); err != nil {
 		t.Fatal(err)
@@ -85,6 +96,13 @@ func TestCommandLineAgainstSystemd(t *testing.T) {
 	stored := parseSystemdDump(string(out))
 	if len(stored) < len(values)/2 {
 		t.Fatalf("systemd dumped %d of %d units:\n%s", len(stored), len(values), out)
+	}
+	_, block, _ := strings.Cut(string(out), "-> Unit orphan.service:")
+	if block, _, _ = strings.Cut(block, "-> Unit "); !strings.Contains(block, "Load State: not-found") || stored["orphan.service"] != nil {
+		t.Errorf("systemd on a drop-in without its unit: %q, want not-found and no command", block)
+	}
+	if exec, _ := ServiceUnit(Root{FS: fstest.MapFS{"etc/systemd/system/orphan.service.d/10.conf": {Data: []byte(orphan)}}}, "orphan"); exec != nil {
+		t.Errorf("ServiceUnit on a drop-in without its unit: ExecStart %v, want none", exec)
 	}
 	for name, v := range values {
 		argv, _, ok := execArgv(v)

@@ -5,6 +5,9 @@ import (
 	"testing"
 )
 
+// containerdUnit is a packaged containerd unit, beside which its drop-ins apply as on a node.
+const containerdUnit = "[Service]\nExecStart=/usr/bin/containerd\n"
+
 // commandLineCases are ExecStart= values and the arguments systemd passes for them (env below).
 var commandLineCases = []struct {
 	name, exec string
