@@ -49,11 +49,11 @@ func (l *loader) locate() string {
 // unitConfigFlag returns the --config (-c) value of svc's ExecStart, read as systemd passes it
 // (CommandLine); "" without a unit or the flag.
 func (l *loader) unitConfigFlag(svc string) string {
-	exec, env := l.unit(svc)
-	if len(exec) == 0 {
+	u := l.readUnit(svc) // the proxy reading notes the unit's files as read
+	if len(u.execStart) == 0 {
 		return ""
 	}
-	args := CommandLine(exec[len(exec)-1], settings(env))
+	args := CommandLine(u.execStart[len(u.execStart)-1], settings(u.env))
 	for i, a := range args {
 		var v string
 		switch {
@@ -76,7 +76,7 @@ func (l *loader) unitConfigFlag(svc string) string {
 // disabled_plugins list (Talos writes one name a line; docker-ce's containerd.io writes ["cri"],
 // which also tells that dockerd, not a CRI, pulls).
 func (l *loader) disablesCRI(f string) bool {
-	b, err := l.root.ReadFile(f)
+	b, err := l.readFile(f)
 	if err != nil {
 		return false
 	}
@@ -101,7 +101,7 @@ func (l *loader) wrapperEnv(configFile string) map[string]envVal {
 	if configFile != microk8sConfig {
 		return nil
 	}
-	b, err := l.root.ReadFile(microk8sEnv)
+	b, err := l.readFile(microk8sEnv)
 	if err != nil {
 		return nil
 	}
