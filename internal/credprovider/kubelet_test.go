@@ -94,3 +94,35 @@ func TestKubeletSettingsReadOnce(t *testing.T) {
 		}
 	}
 }
+
+// Drop-ins without a unit file make no service (systemd loads it as not-found and runs nothing):
+// neither reading takes their ExecStart= or Environment=.
+func TestDropInsWithoutUnitMakeNoService(t *testing.T) {
+	fsys := fstest.MapFS{
+		"etc/containerd/config.toml":                        {Data: []byte("version = 2\n")},
+		"etc/containerd/dropin.toml":                        {Data: []byte("version = 2\n")},
+		"etc/kubernetes/dropin.yaml":                        {Data: []byte("kind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///run/dropin.sock\n")},
+		"etc/default/kubelet":                               {Data: []byte("KUBELET_FLAGS=--container-runtime-endpoint=unix:///run/flags.sock\n")},
+		"run/systemd/system/kubelet.service.d/10-x.conf":    {Data: []byte("[Service]\nEnvironment=HOME=/dropin\nExecStart=\nExecStart=/usr/bin/kubelet --config /etc/kubernetes/dropin.yaml\n")},
+		"run/systemd/system/containerd.service.d/10-x.conf": {Data: []byte("[Service]\nExecStart=\nExecStart=/usr/bin/containerd --config /etc/containerd/dropin.toml\n")},
+	}
+	root := runtimeconfig.Root{FS: fsys, Name: "/host"}
+	// no unit: the kubelet's flags come from its environment files, as on a node without systemd's unit
+	if s := ReadKubelet(root); s.Kubelet.ImageEndpoint != "unix:///run/flags.sock" || s.Home != "" {
+		t.Errorf("kubelet: endpoint %q from %q, HOME %q; want the flags file's, no HOME", s.Kubelet.ImageEndpoint, s.Kubelet.ImageEndpointOrigin, s.Home)
+	}
+	cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: "registry.example/app:1", Runtime: runtimeconfig.Containerd})
+	if err != nil || slices.Contains(cfg.Files, "/etc/containerd/dropin.toml") || !slices.Contains(cfg.Files, "/etc/containerd/config.toml") {
+		t.Errorf("containerd: read %v (%v), want the standard config.toml", cfg.Files, err)
+	}
+	// with the unit files, the drop-ins apply to both
+	fsys["lib/systemd/system/kubelet.service"] = &fstest.MapFile{Data: []byte("[Service]\nExecStart=/usr/bin/kubelet\n")}
+	fsys["lib/systemd/system/containerd.service"] = &fstest.MapFile{Data: []byte("[Service]\nExecStart=/usr/bin/containerd\n")}
+	if s := ReadKubelet(root); s.Kubelet.ImageEndpoint != "unix:///run/dropin.sock" || s.Home != "/dropin" {
+		t.Errorf("kubelet with its unit: endpoint %q, HOME %q; want the drop-in's", s.Kubelet.ImageEndpoint, s.Home)
+	}
+	cfg, err = runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: "registry.example/app:1", Runtime: runtimeconfig.Containerd})
+	if err != nil || !slices.Contains(cfg.Files, "/etc/containerd/dropin.toml") {
+		t.Errorf("containerd with its unit: read %v (%v), want the drop-in's --config", cfg.Files, err)
+	}
+}

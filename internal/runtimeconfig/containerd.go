@@ -180,7 +180,7 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 					continue
 				}
 				f := path.Join(dir, "hosts.toml")
-				b, err := l.root.ReadFile(f)
+				b, err := l.readFile(f)
 				if err != nil || len(b) == 0 {
 					return []Host{l.certFilesHost(server, dir)}
 				}
@@ -208,7 +208,7 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 		return []Host{defaultHost(server)}
 	}
 	// No config_path: certs.d is not read by the CRI plugin at all.
-	if es, _ := l.root.ReadDir("/etc/containerd/certs.d"); len(es) > 0 && len(c.mirrors) == 0 {
+	if es, _ := l.readDir("/etc/containerd/certs.d"); len(es) > 0 && len(c.mirrors) == 0 {
 		why := "containerd ignores them"
 		if l.cfg.Version == "" && c.major == 2 {
 			why += " (containerd 2.2 and later would read them by default; the version is unknown here)"
@@ -397,7 +397,7 @@ func (l *loader) versionBefore(major, minor int) bool {
 
 // dpkgVersion reads a package's version from the dpkg database (Debian, Ubuntu: AKS, kind images).
 func (l *loader) dpkgVersion(names ...string) string {
-	b, err := l.root.ReadFile("/var/lib/dpkg/status")
+	b, err := l.readFile("/var/lib/dpkg/status")
 	if err != nil {
 		return ""
 	}

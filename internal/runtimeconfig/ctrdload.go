@@ -58,7 +58,7 @@ func (l *loader) loadContainerd() (*ctrdConfig, error) {
 			continue
 		}
 		loaded[f] = true
-		b, err := l.root.ReadFile(f)
+		b, err := l.readFile(f)
 		if err != nil {
 			if f == main && !l.root.Exists(f) {
 				break // containerd's built-in defaults
@@ -89,7 +89,7 @@ func (l *loader) loadContainerd() (*ctrdConfig, error) {
 					pending = append(pending, path.Clean(pat))
 					continue
 				}
-				matches, err := l.root.Glob(pat)
+				matches, err := l.glob(pat)
 				if err != nil {
 					return nil, err
 				}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"net/url"
+	"path"
 	"slices"
 	"strings"
 
@@ -30,9 +31,73 @@ type loader struct {
 	cfg     *Config
 	docker  *daemonJSON // daemon.json, parsed once by dockerHosts
 	located string      // the containerd config the CRI runs with, found once by configFile
+
+	// what this load has read, so that each file is opened once: locating containerd's config,
+	// detecting the runtime and loading it all read config.toml, and several steps read a unit
+	fileCache map[string]fileRead
+	dirCache  map[string]dirRead
+	units     map[string]*unitRead
+	manager   *unitRead // DefaultEnvironment=
+	record    *[]string // while set, read notes files here instead of in cfg.Files
+}
+
+type fileRead struct {
+	b   []byte
+	err error
+}
+
+type dirRead struct {
+	es  []fs.DirEntry
+	err error
+}
+
+// readFile is Root.ReadFile, once per load.
+func (l *loader) readFile(p string) ([]byte, error) {
+	if r, ok := l.fileCache[p]; ok {
+		return r.b, r.err
+	}
+	b, err := l.root.ReadFile(p)
+	if l.fileCache == nil {
+		l.fileCache = map[string]fileRead{}
+	}
+	l.fileCache[p] = fileRead{b, err}
+	return b, err
+}
+
+// readDir is Root.ReadDir, once per load.
+func (l *loader) readDir(p string) ([]fs.DirEntry, error) {
+	if r, ok := l.dirCache[p]; ok {
+		return r.es, r.err
+	}
+	es, err := l.root.ReadDir(p)
+	if l.dirCache == nil {
+		l.dirCache = map[string]dirRead{}
+	}
+	l.dirCache[p] = dirRead{es, err}
+	return es, err
+}
+
+// glob is Root.Glob over readDir.
+func (l *loader) glob(pattern string) ([]string, error) {
+	dir := path.Dir(pattern)
+	es, err := l.readDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range es {
+		if ok, _ := path.Match(path.Base(pattern), e.Name()); ok {
+			out = append(out, path.Join(dir, e.Name()))
+		}
+	}
+	return out, nil
 }
 
 func (l *loader) read(f string) {
+	if l.record != nil {
+		*l.record = append(*l.record, f)
+		return
+	}
 	for _, x := range l.cfg.Files {
 		if x == f {
 			return
@@ -107,7 +172,7 @@ func (l *loader) checkHosts() {
 	for i := range l.cfg.Hosts {
 		h := &l.cfg.Hosts[i]
 		for _, ca := range h.CA {
-			b, err := l.root.ReadFile(ca)
+			b, err := l.readFile(ca)
 			if err != nil {
 				l.warn(WarnCAMissing, fmt.Sprintf("%s names CA file %s, which cannot be read (%v): the runtime fails TLS to %s", h.Source, ca, err, h.Host),
 					"create the file on every node of the pool, or fix the path", h.Source)
@@ -275,7 +340,7 @@ func hasCert(b []byte) bool {
 func (l *loader) loadResolver() {
 	const f = "/etc/resolv.conf"
 	l.cfg.Resolver = Resolver{File: f, Nameservers: []string{}}
-	b, err := l.root.ReadFile(f)
+	b, err := l.readFile(f)
 	if err != nil {
 		l.warn(WarnConfigInvalid, "cannot read "+f+": "+err.Error(), "", f)
 		return
@@ -290,7 +355,7 @@ func (l *loader) loadResolver() {
 	}
 	if l.cfg.Resolver.Stub {
 		const up = "/run/systemd/resolve/resolv.conf"
-		if ub, err := l.root.ReadFile(up); err == nil {
+		if ub, err := l.readFile(up); err == nil {
 			uc, _ := resolver.ParseConf(bytes.NewReader(ub))
 			l.cfg.Resolver.Upstream = uc.Nameservers
 			l.read(up)

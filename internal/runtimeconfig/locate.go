@@ -47,30 +47,39 @@ func (l *loader) locate() string {
 }
 
 // unitConfigFlag returns the --config (-c) value of svc's ExecStart, read as systemd passes it
-// (CommandLine); "" without a unit or the flag.
+// (CommandLine) and as containerd's urfave/cli parses it with Go's flag package: one or two dashes,
+// the value after = or in the next word, the last one winning, none after "--"; "" without a unit
+// or the flag.
 func (l *loader) unitConfigFlag(svc string) string {
-	if !l.unitExists(svc) {
+	u := l.readUnit(svc) // the proxy reading notes the unit's files as read
+	if len(u.execStart) == 0 {
 		return ""
 	}
-	exec, env := ServiceUnit(l.root, svc)
-	if len(exec) == 0 {
-		return ""
-	}
-	args := CommandLine(exec[len(exec)-1], env)
-	for i, a := range args {
-		var v string
-		switch {
-		case strings.HasPrefix(a.Text, "--config="):
-			v = strings.TrimPrefix(a.Text, "--config=")
-		case (a.Text == "--config" || a.Text == "-c") && i+1 < len(args):
-			v = args[i+1].Text
-		default:
+	args := CommandLine(u.execStart[len(u.execStart)-1], settings(u.env))
+	v, set := "", false
+	for i := 1; i < len(args); i++ {
+		a := args[i].Text
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			if a == "--" {
+				break
+			}
 			continue
 		}
-		if path.IsAbs(v) {
-			return path.Clean(v)
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if name != "config" && name != "c" {
+			continue
 		}
-		return ""
+		if !hasVal {
+			if i+1 >= len(args) {
+				break
+			}
+			i++
+			val = args[i].Text
+		}
+		v, set = val, true
+	}
+	if set && path.IsAbs(v) {
+		return path.Clean(v)
 	}
 	return ""
 }
@@ -79,7 +88,7 @@ func (l *loader) unitConfigFlag(svc string) string {
 // disabled_plugins list (Talos writes one name a line; docker-ce's containerd.io writes ["cri"],
 // which also tells that dockerd, not a CRI, pulls).
 func (l *loader) disablesCRI(f string) bool {
-	b, err := l.root.ReadFile(f)
+	b, err := l.readFile(f)
 	if err != nil {
 		return false
 	}
@@ -104,7 +113,7 @@ func (l *loader) wrapperEnv(configFile string) map[string]envVal {
 	if configFile != microk8sConfig {
 		return nil
 	}
-	b, err := l.root.ReadFile(microk8sEnv)
+	b, err := l.readFile(microk8sEnv)
 	if err != nil {
 		return nil
 	}

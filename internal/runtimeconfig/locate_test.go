@@ -22,6 +22,10 @@ func TestConfigFile(t *testing.T) {
 			"lib/systemd/system/containerd.service":                         file("[Service]\nExecStart=/usr/bin/containerd\n"),
 			"etc/systemd/system/containerd.service.d/10-custom-config.conf": file("[Service]\nExecStart=\nExecStart=/usr/bin/containerd -c /etc/containerd/custom.toml\n"),
 		}, "/etc/containerd/custom.toml"},
+		{"no flag after --", fstest.MapFS{
+			"lib/systemd/system/containerd.service": file("[Service]\nExecStart=/usr/bin/containerd -- --config /etc/containerd/custom.toml\n"),
+			"etc/containerd/config.toml":            file(kindConfig),
+		}, containerdConfig},
 		{"k0s", fstest.MapFS{"etc/k0s/containerd.toml": file("version = 3\n")}, k0sConfig},
 		{"Talos: the system containerd's file disables the CRI", fstest.MapFS{
 			"etc/containerd/config.toml": talosSystem,
@@ -54,6 +58,19 @@ func TestConfigFileCommandLine(t *testing.T) {
 		}},
 		{"quotes inside the word", fstest.MapFS{
 			"lib/systemd/system/containerd.service": file("[Service]\nExecStart=/usr/bin/containerd '--config=/etc/containerd/custom.toml'\n"),
+		}},
+		// Go's flag package, under urfave/cli: "One or two dashes may be used; they are equivalent"
+		{"one dash, value after =", fstest.MapFS{
+			"lib/systemd/system/containerd.service": file("[Service]\nExecStart=/usr/bin/containerd -c=/etc/containerd/custom.toml\n"),
+		}},
+		{"-config with the value in the next word", fstest.MapFS{
+			"lib/systemd/system/containerd.service": file("[Service]\nExecStart=/usr/bin/containerd -config /etc/containerd/custom.toml\n"),
+		}},
+		{"the last --config wins", fstest.MapFS{
+			"lib/systemd/system/containerd.service": file("[Service]\nExecStart=/usr/bin/containerd --config /etc/containerd/config.toml --log-level debug -c /etc/containerd/custom.toml\n"),
+		}},
+		{"a whole-word ${VAR} is one argument: --config=/x as a flag", fstest.MapFS{
+			"lib/systemd/system/containerd.service": file("[Service]\nEnvironment=\"OPTS=--config=/etc/containerd/custom.toml\"\nExecStart=/usr/bin/containerd ${OPTS}\n"),
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

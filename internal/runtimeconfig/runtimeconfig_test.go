@@ -145,6 +145,7 @@ func TestMirrorOrderAndProxy(t *testing.T) {
 `),
 		"etc/containerd/certs.d/myreg.example_5000_/mirror-ca.pem": file(testCA),
 		"etc/containerd/certs.d/myreg.example:5000/hosts.toml":     file(`server = "https://wrong.example"`),
+		"lib/systemd/system/containerd.service":                    file(containerdUnit),
 		"etc/systemd/system/containerd.service.d/http-proxy.conf": file(`[Service]
 Environment="HTTP_PROXY=http://user:secret@proxy.corp:3128/" "HTTPS_PROXY=http://user:secret@proxy.corp:3128/"
 Environment="NO_PROXY=localhost,127.0.0.1,.svc,.cluster.local"
@@ -273,6 +274,7 @@ func TestProxyOnlyForShellOrKubelet(t *testing.T) {
 	c := load(t, fstest.MapFS{
 		"etc/containerd/config.toml":                         file(kindConfig),
 		"etc/environment":                                    file("HTTPS_PROXY=http://proxy.corp:3128\n"),
+		"lib/systemd/system/kubelet.service":                 file("[Service]\nExecStart=/usr/bin/kubelet\n"),
 		"lib/systemd/system/kubelet.service.d/10-proxy.conf": file("[Service]\nEnvironmentFile=-/etc/default/kubelet-proxy\n"),
 		"etc/default/kubelet-proxy":                          file("export HTTPS_PROXY=http://proxy.corp:3128\n"),
 	}, "nginx", "")
@@ -480,15 +482,15 @@ func TestEveryWarningCodeIsReachable(t *testing.T) {
 		{"nginx", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig + "  [plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"docker.io\"]\n    endpoint = [\"https://m\"]\n")}},
 		{"nginx", fstest.MapFS{"etc/containerd/config.toml": file("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.mirrors.\"docker.io\"]\n  endpoint = [\"https://m\"]\n")}},
 		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig),
-			"etc/containerd/certs.d/r.example/hosts.toml":    file("[host.\"https://m.example\"]\n  capabilities = [\"push\"]\n  ca = \"ca.pem\"\n"),
-			"etc/containerd/certs.d/r.example/ca.pem":        file("junk"),
-			"etc/systemd/system/containerd.service.d/p.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://p:3128\n")}},
+			"etc/containerd/certs.d/r.example/hosts.toml": file("[host.\"https://m.example\"]\n  capabilities = [\"push\"]\n  ca = \"ca.pem\"\n"),
+			"etc/containerd/certs.d/r.example/ca.pem":     file("junk"),
+			"lib/systemd/system/containerd.service":       file(containerdUnit), "etc/systemd/system/containerd.service.d/p.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://p:3128\n")}},
 		{"nginx", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "etc/environment": file("HTTPS_PROXY=http://p:3128\n"),
 			"etc/resolv.conf": file("nameserver 127.0.0.53\n")}},
 		{"b.example/x:1", fstest.MapFS{"etc/crio/crio.conf": file(""), "etc/containers/registries.conf": file("[[registry]]\nlocation = \"b.example\"\nblocked = true\n")}},
 		{"i.example/x:1", fstest.MapFS{"etc/crio/crio.conf": file(""), "etc/containers/registries.conf": file("[[registry]]\nlocation = \"i.example\"\ninsecure = true\n")}},
 		{"q.example/x:1", fstest.MapFS{"etc/docker/daemon.json": file(`{"registry-mirrors":["https://m"]}`)}},
-		{"nginx", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "etc/systemd/system/containerd.service.d/p.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://p:3128\n"),
+		{"nginx", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig), "lib/systemd/system/containerd.service": file(containerdUnit), "etc/systemd/system/containerd.service.d/p.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://p:3128\n"),
 			"etc/containerd/certs.d/docker.io/hosts.toml": file("[host.\"https://m.example\"]\n  capabilities = [\"pull\"]\n")}},
 		{"r.example/a:1", fstest.MapFS{"etc/containerd/config.toml": file(kindConfig),
 			"etc/containerd/certs.d/r.example/hosts.toml": file("capabilities = [\"pull\"]\n[host]\n")}},

@@ -40,10 +40,12 @@ func TestHealthyNodesAreNotBroken(t *testing.T) {
 		}},
 		{"public registry through the proxy", "myacr.azurecr.io/team/app:1.4", WarnProxyRoute, fstest.MapFS{
 			"etc/containerd/config.toml":                              file(kindConfig),
+			"lib/systemd/system/containerd.service":                   file(containerdUnit),
 			"etc/systemd/system/containerd.service.d/http-proxy.conf": file(aksProxy),
 		}},
 		{"public registry through a proxy with no NO_PROXY at all", "mcr.microsoft.com/oss/nginx:1.27", WarnProxyRoute, fstest.MapFS{
 			"etc/containerd/config.toml":                              file(kindConfig),
+			"lib/systemd/system/containerd.service":                   file(containerdUnit),
 			"etc/systemd/system/containerd.service.d/http-proxy.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://proxy.corp.example:3128\n"),
 		}},
 		{"pull-only mirror on a tag pull", "docker.io/library/nginx:1.27", WarnMirrorNoResolve, fstest.MapFS{
@@ -105,10 +107,12 @@ func TestTrapsAreErrors(t *testing.T) {
 	}{
 		{"internal registry through the proxy", "registry.corp.internal/app:1", WarnProxyNoNoProxy, fstest.MapFS{
 			"etc/containerd/config.toml":                              file(kindConfig),
+			"lib/systemd/system/containerd.service":                   file(containerdUnit),
 			"etc/systemd/system/containerd.service.d/http-proxy.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://proxy:3128 NO_PROXY=.svc\n"),
 		}},
 		{"private address through the proxy", "10.1.2.3:5000/app:1", WarnProxyNoNoProxy, fstest.MapFS{
 			"etc/containerd/config.toml":                              file(kindConfig),
+			"lib/systemd/system/containerd.service":                   file(containerdUnit),
 			"etc/systemd/system/containerd.service.d/http-proxy.conf": file("[Service]\nEnvironment=HTTPS_PROXY=http://proxy:3128 NO_PROXY=.svc\n"),
 		}},
 		{"no host may resolve a tag", "r.example/app:1", WarnNoPullHost, fstest.MapFS{

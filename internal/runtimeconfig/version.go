@@ -130,7 +130,8 @@ func (l *loader) binaryVersion(p string, whole *regexp.Regexp) string {
 		}
 	}
 	var found []string
-	_ = l.scan(p, 1<<30, func(chunk []byte) bool {
+	// the same open file: ReadAt above left its offset at the start
+	_ = scanFile(f, 1<<30, func(chunk []byte) bool {
 		for _, run := range printableRuns(chunk) {
 			if whole.Match(run) {
 				found = append(found, string(run))
@@ -193,6 +194,11 @@ func (l *loader) scan(p string, limit int64, fn func([]byte) bool) error {
 		return err
 	}
 	defer f.Close()
+	return scanFile(f, limit, fn)
+}
+
+// scanFile is scan over a file already open (read from its current offset).
+func scanFile(f fs.File, limit int64, fn func([]byte) bool) error {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return fs.ErrInvalid
 	}
