@@ -5,6 +5,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -52,6 +54,9 @@ Exit code 0 when every diagnosis matches the staged fault, 1 otherwise.`,
 					fmt.Fprintln(out, n)
 				}
 				return nil
+			}
+			if o.only != "" && !slices.ContainsFunc(demo.Names(), func(n string) bool { return strings.Contains(n, o.only) }) {
+				return fmt.Errorf("--only %q matches no scenario (pullpath demo --list shows them)", o.only)
 			}
 			results, err := demo.Run(cmd.Context(), out, demo.RunOptions{Full: o.full, Only: o.only, Text: textOptions(cmd, o.streams.Out, false)})
 			if err != nil {

@@ -2,8 +2,10 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -43,7 +45,12 @@ Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not ru
 		Example: `  kubectl describe pod web-1 | pullpath explain
   kubectl get events -n shop -o json | pullpath explain -o json
   pullpath explain crictl-pull.log`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return fmt.Errorf("explain reads one FILE (or stdin), got %d arguments: %s", len(args), strings.Join(args, " "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.file = args[0]

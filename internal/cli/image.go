@@ -25,6 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/spf13/cobra"
+
+	"github.com/pullpath/pullpath/internal/registry"
 )
 
 // ProbePath is where the probe binary sits in the probe image; verify --probe-image runs it.
@@ -52,7 +54,8 @@ func newImageCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Build and push the probe image, for clusters that prefer verify --probe-image to ConfigMap delivery",
-		Args:  cobra.NoArgs,
+		Args:  subcommandArgs("image", "push"),
+		RunE:  needSubcommand("image", "push"),
 	}
 	cmd.AddCommand(newImagePushCmd(s))
 	return cmd
@@ -79,7 +82,7 @@ The same binaries and bundle give the same image digest. Prints the digest refer
 Exit codes: 0 pushed, 2 could not build or push.`,
 		Example: `  pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1
   pullpath image push registry.corp.example/pullpath-probe:v1 --platform linux/amd64 --probe-binary-dir dist`,
-		Args: cobra.ExactArgs(1),
+		Args: oneImage("pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ref = args[0]
 			if err := o.Validate(); err != nil {
@@ -101,6 +104,10 @@ Exit codes: 0 pushed, 2 could not build or push.`,
 
 // Validate checks the flags.
 func (o *imagePushOptions) Validate() error {
+	// the probe's parser first: it says what is wrong with the reference
+	if _, err := registry.ParseReference(o.ref); err != nil {
+		return err
+	}
 	if _, err := o.parseRef(); err != nil {
 		return fmt.Errorf("image reference %q: %w", o.ref, err)
 	}

@@ -4,8 +4,10 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/pullpath/pullpath/internal/cluster"
@@ -32,6 +34,34 @@ func (k *kubeFlags) loader() clientcmd.ClientConfig {
 		rules.ExplicitPath = k.kubeconfig
 	}
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &k.overrides)
+}
+
+// validate checks what can be checked before the API is asked: -n is a namespace name, --context
+// names a context of the kubeconfig (client-go's own word for it differs from one call to the next).
+func (k *kubeFlags) validate() error {
+	if ns := k.overrides.Context.Namespace; ns != "" {
+		if err := checkNamespace("-n", ns); err != nil {
+			return err
+		}
+	}
+	if ctx := k.overrides.CurrentContext; ctx != "" {
+		raw, err := k.loader().RawConfig()
+		if err != nil || len(raw.Contexts) == 0 {
+			return nil // said when the kubeconfig is loaded
+		}
+		if _, ok := raw.Contexts[ctx]; !ok {
+			return fmt.Errorf("--context %q: no such context in the kubeconfig (kubectl config get-contexts lists them)", ctx)
+		}
+	}
+	return nil
+}
+
+// checkNamespace refuses a name the API server would refuse as a namespace.
+func checkNamespace(flag, ns string) error {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("%s %q: not a namespace name (%s)", flag, ns, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // namespace is -n, else the kubeconfig context's namespace, else "default".

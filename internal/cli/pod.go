@@ -52,6 +52,9 @@ cluster, no rights: the RBAC verb that was missing is named).`,
   kubectl pullpath pod web-7d9f8b6c5-x2x7q -n shop -o json
   pullpath pod --all -A`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkFlags(); err != nil {
+				return err
+			}
 			if err := o.Complete(args); err != nil {
 				return err
 			}
@@ -95,10 +98,21 @@ func (o *podOptions) Complete(args []string) error {
 }
 
 // Validate checks the combination of arguments.
-func (o *podOptions) Validate() error {
+// checkFlags checks the flags that need nothing read, before the kubeconfig is.
+func (o *podOptions) checkFlags() error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
+	if o.maxImages < 1 {
+		return fmt.Errorf("--node-max-images %d: want 1 or more", o.maxImages)
+	}
+	if o.allNamespaces && !o.all {
+		return errors.New("-A/--all-namespaces goes with --all")
+	}
+	return o.kube.validate()
+}
+
+func (o *podOptions) Validate() error {
 	switch {
 	case o.all && o.name != "":
 		return errors.New("give a pod NAME or --all, not both")

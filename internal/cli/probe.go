@@ -530,22 +530,8 @@ func (o *probeOptions) checkFlags() error {
 			return fmt.Errorf("--ca-file %s: no PEM certificate found", f)
 		}
 	}
-	return checkSummaryFile(o.summaryFile)
-}
-
-// checkSummaryFile refuses, before the probe runs, a --summary-file that cannot be written: found
-// only after the walk, it would cost the report.
-func checkSummaryFile(path string) error {
-	if path == "" {
-		return nil
-	}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return fmt.Errorf("--summary-file %s is a directory: give a file to write", path)
-	}
-	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
-		return fmt.Errorf("--summary-file %s: its directory %s does not exist", path, filepath.Dir(path))
-	}
-	return nil
+	// found only after the walk, a summary file that cannot be written would cost the report
+	return checkOutFile("--summary-file", o.summaryFile)
 }
 
 // skipMissingHostsFile drops the default hosts file (/etc/hosts, or the host root's) when it does

@@ -137,6 +137,13 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		root.AddCommand(fullCommands(s)...)
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
+	// cobra's completion command prints its help and exits 0 for no shell or an unknown one
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Args = subcommandArgs("completion", "bash", "zsh", "fish", "powershell")
+		c.RunE = needSubcommand("completion", "bash", "zsh", "fish", "powershell")
+		c.Example = "  source <(pullpath completion bash)\n  pullpath completion zsh > \"${fpath[1]}/_pullpath\""
+	}
 	registerCompletions(root)
 	return root
 }
@@ -147,6 +154,55 @@ func checkOutput(output string) error {
 		return fmt.Errorf("--output %q: want text or json", output)
 	}
 	return nil
+}
+
+// checkOutFile refuses, before a run, a file flag that names a directory or a file in a directory
+// that does not exist.
+func checkOutFile(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s %s is a directory: give a file to write", flag, path)
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s %s: its directory %s does not exist", flag, path, filepath.Dir(path))
+	}
+	return nil
+}
+
+// subcommandArgs refuses an argument of a command that only groups subcommands (cobra would print
+// the help and exit 0).
+func subcommandArgs(name string, subs ...string) cobra.PositionalArgs {
+	what := "subcommand"
+	if name == "completion" {
+		what = "shell"
+	}
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("%s: unknown %s %q: want %s", name, what, args[0], orList(subs))
+		}
+		return nil
+	}
+}
+
+// needSubcommand is the RunE of a command that only groups subcommands: called bare, it says which.
+func needSubcommand(name string, subs ...string) func(*cobra.Command, []string) error {
+	what := "a subcommand"
+	if name == "completion" {
+		what = "a shell"
+	}
+	return func(c *cobra.Command, _ []string) error {
+		return fmt.Errorf("%s needs %s: %s (%s --help)", name, what, orList(subs), c.CommandPath())
+	}
+}
+
+// orList is "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }
 
 // oneImage requires exactly one IMAGE argument, with an example when it is missing.

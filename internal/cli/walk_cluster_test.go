@@ -1,0 +1,93 @@
+//go:build !probeonly
+
+package cli
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// closedKubeconfig writes a kubeconfig whose server is a loopback port that answers nothing.
+func closedKubeconfig(t *testing.T) (path, token string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	token = "walk-secret-token-4711"
+	path = filepath.Join(t.TempDir(), "kubeconfig")
+	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://" + addr + "\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: " + token + "\n"
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, token
+}
+
+// Bad flags of the cluster commands are said before the API is asked (a closed port here), in
+// one line, with exit 2; a cluster that does not answer is exit 2 too, never a report.
+func TestClusterCommandsBadInputBeforeTheAPI(t *testing.T) {
+	kc, token := closedKubeconfig(t)
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pod", "web", "-o", "yaml"}, `--output "yaml"`},
+		{[]string{"pod", "web", "-A"}, "-A/--all-namespaces goes with --all"},
+		{[]string{"pod", "web", "--node-max-images", "0"}, "--node-max-images 0: want 1 or more"},
+		{[]string{"pod", "web", "-n", "Bad_NS"}, `-n "Bad_NS": not a namespace name`},
+		{[]string{"pod", "web", "--context", "nope"}, `--context "nope": no such context in the kubeconfig`},
+		{[]string{"verify", "nginx:1", "--context", "nope"}, `--context "nope": no such context in the kubeconfig`},
+		{[]string{"verify", "nginx:1", "--timeout", "0"}, "--timeout 0s: want a positive duration"},
+		{[]string{"verify", "nginx:1", "--probe-timeout", "-1s"}, "--probe-timeout -1s: want a positive duration"},
+		{[]string{"verify", "nginx:1", "--node-max-images", "0"}, "--node-max-images 0: want 1 or more"},
+		{[]string{"verify", "nginx:1", "--junit", dir}, "--junit " + dir + " is a directory"},
+		{[]string{"verify", "nginx:1", "--junit", filepath.Join(dir, "no", "j.xml")}, "does not exist"},
+		{[]string{"verify", "nginx:1", "--probe-binary", filepath.Join(dir, "nosuch")}, "--probe-binary"},
+		{[]string{"verify", "nginx:1", "--probe-binary", dir}, "--probe-binary " + dir + " is a directory"},
+		{[]string{"verify", "nginx:1", "--probe-binary", empty}, "not a linux executable"},
+		{[]string{"verify", "nginx:1", "--run-namespace", "Bad_NS"}, `--run-namespace "Bad_NS": not a namespace name`},
+		{[]string{"verify", "nginx:1", "-n", "Bad_NS"}, `-n "Bad_NS": not a namespace name`},
+		{[]string{"verify", "nginx:1", "--pool", ""}, "--pool: an empty pool name"},
+		{[]string{"cleanup", "--run", "bad id!"}, `--run "bad id!": not a run id`},
+		{[]string{"cleanup", "--run-namespace", "Bad_NS"}, `--run-namespace "Bad_NS": not a namespace name`},
+		{[]string{"cleanup"}, "cannot reach the cluster"},
+	} {
+		args := append(tc.args, "--kubeconfig", kc)
+		r := run(t, "", args...)
+		oneLineUsage(t, r, args, tc.want)
+		if strings.Contains(r.errOut+r.out, token) {
+			t.Errorf("%q: the kubeconfig's token is echoed: %q", args, r.errOut)
+		}
+	}
+}
+
+// Commands that only group others, and the rest of the full build, refuse what they cannot do
+// with exit 2 and one line, instead of printing help and exiting 0.
+func TestGroupCommandsAndArgsOneLine(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"completion"}, "completion needs a shell: bash, zsh, fish or powershell"},
+		{[]string{"completion", "tcsh"}, `completion: unknown shell "tcsh": want bash, zsh, fish or powershell`},
+		{[]string{"image"}, "image needs a subcommand: push"},
+		{[]string{"image", "frob"}, `image: unknown subcommand "frob": want push`},
+		{[]string{"image", "push"}, "pullpath image push needs an IMAGE"},
+		{[]string{"image", "push", "a", "b"}, "pullpath image push takes one IMAGE, got 2 arguments"},
+		{[]string{"image", "push", "BAD REF"}, `invalid image reference "BAD REF"`},
+		{[]string{"explain", "a", "b"}, "explain reads one FILE (or stdin), got 2 arguments: a b"},
+		{[]string{"demo", "--only", "no such scenario"}, `--only "no such scenario" matches no scenario`},
+	} {
+		oneLineUsage(t, run(t, "", tc.args...), tc.args, tc.want)
+	}
+}
