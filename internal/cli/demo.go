@@ -39,7 +39,8 @@ By default it prints one line per scenario: ✓ when the diagnosis matches the
 staged fault (✗ when not), the class and code diagnosed, the failing host and
 its role, and the probe's time. --full prints every report in full first.
 
-Exit code 0 when every diagnosis matches the staged fault, 1 otherwise.`,
+Exit codes: 0 every diagnosis matches the staged fault, 1 one does not, 2 could not
+run (a bad flag, --only matching no scenario).`,
 		Example: `  pullpath demo
   pullpath demo --list
   pullpath demo --full --only "blob host unreachable"`,

@@ -119,7 +119,7 @@ containerd does, use --connect-timeout 30s --tls-timeout 10s --header-timeout 30
 
 Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		Example: `  pullpath probe myreg.azurecr.io/team/app:1.4
-  pullpath probe --pull-secret secret.yaml -o json registry.example:5000/app@sha256:…
+  pullpath probe --pull-secret secret.yaml -o json registry.example:5000/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
   kubectl get secret regcred -o yaml | pullpath probe --pull-secret - myreg.io/app:1
   pullpath probe --allowlist myreg.azurecr.io/team/app:1.4`,
 		Args: oneImage("pullpath probe myreg.azurecr.io/team/app:1.4"),

@@ -618,7 +618,10 @@ func newCleanupCmd(s Streams) *cobra.Command {
 or of all — and wait until they are gone. verify cleans up after itself on every exit
 path; this is for a run that was killed (SIGKILL, a lost connection).
 
-Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not run.`,
+Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not run
+(no cluster, no rights, a bad flag).`,
+		Example: `  pullpath cleanup
+  kubectl pullpath cleanup --run 3f9c04ab --run-namespace pullpath`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.run != "" {
