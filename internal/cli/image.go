@@ -25,8 +25,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/spf13/cobra"
-
-	"github.com/pullpath/pullpath/internal/registry"
 )
 
 // ProbePath is where the probe binary sits in the probe image; verify --probe-image runs it.
@@ -105,7 +103,7 @@ Exit codes: 0 pushed, 2 could not build or push.`,
 // Validate checks the flags.
 func (o *imagePushOptions) Validate() error {
 	// the probe's parser first: it says what is wrong with the reference
-	if _, err := registry.ParseReference(o.ref); err != nil {
+	if _, err := parseImage(o.ref); err != nil {
 		return err
 	}
 	if _, err := o.parseRef(); err != nil {

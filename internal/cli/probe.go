@@ -175,7 +175,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 // Complete turns flags into probe options: reads the resolver config and the credentials.
 func (o *probeOptions) Complete(args []string) error {
 	o.image = args[0]
-	ref, err := registry.ParseReference(o.image)
+	ref, err := parseImage(o.image)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pullpath/pullpath/internal/cluster"
-	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -123,11 +122,11 @@ func (o *verifyOptions) Validate() error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
-	if _, err := registry.ParseReference(o.image); err != nil {
+	if _, err := parseImage(o.image); err != nil {
 		return err
 	}
 	if o.probeImage != "" {
-		if _, err := registry.ParseReference(o.probeImage); err != nil {
+		if _, err := parseImage(o.probeImage); err != nil {
 			return fmt.Errorf("--probe-image: %w", err)
 		}
 		if o.probeBinary != "" {

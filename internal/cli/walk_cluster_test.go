@@ -91,3 +91,17 @@ func TestGroupCommandsAndArgsOneLine(t *testing.T) {
 		oneLineUsage(t, run(t, "", tc.args...), tc.args, tc.want)
 	}
 }
+
+func TestClusterImageReferenceCredentialsNotEchoed(t *testing.T) {
+	for _, args := range [][]string{
+		{"verify", "https://admin:hunter2@reg.example/app:1"},
+		{"verify", "nginx:1", "--probe-image", "admin:hunter2@reg.example/probe:1"},
+		{"image", "push", "https://admin:hunter2@reg.example/probe:1"},
+	} {
+		r := run(t, "", args...)
+		oneLineUsage(t, r, args, "credentials do not go in the image reference")
+		if strings.Contains(r.errOut, "hunter2") {
+			t.Errorf("%q: the password is echoed: %q", args, r.errOut)
+		}
+	}
+}

@@ -56,3 +56,27 @@ func TestProbeBadFlagsOneLineOnANode(t *testing.T) {
 		oneLineUsage(t, run(t, "", args...), args, tc.want)
 	}
 }
+
+// Credentials pasted into an image reference are never echoed, and the error says where they go.
+func TestImageReferenceCredentialsNotEchoed(t *testing.T) {
+	for _, args := range [][]string{
+		{"probe", "https://admin:hunter2@reg.example/app:1"},
+		{"probe", "admin:hunter2@reg.example/app:1"},
+		{"runtime", "--host-root", t.TempDir(), "admin:hunter2@reg.example/app:1"},
+	} {
+		r := run(t, "", args...)
+		oneLineUsage(t, r, args, "credentials do not go in the image reference")
+		if strings.Contains(r.errOut, "hunter2") {
+			t.Errorf("%q: the password is echoed: %q", args, r.errOut)
+		}
+	}
+}
+
+func TestParseImageKeepsDigests(t *testing.T) {
+	d := "@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+	for _, s := range []string{"nginx" + d, "library/nginx" + d, "reg.example:5000/team/app" + d} {
+		if _, err := parseImage(s); err != nil {
+			t.Errorf("parseImage(%q) = %v, want a reference", s, err)
+		}
+	}
+}
