@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Streams are the command's standard streams.
@@ -129,9 +130,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newVersionCmd(s))
 	if fullCommands != nil {
 		root.AddCommand(fullCommands(s)...)
@@ -146,6 +145,51 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	}
 	registerCompletions(root)
 	return root
+}
+
+// flagError keeps pflag's error on one line, with the flag meant when one is close.
+func flagError(c *cobra.Command, err error) error {
+	hint := c.CommandPath() + " --help lists the flags"
+	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+		if near := nearestFlag(c, name); near != "" {
+			hint = "did you mean --" + near + "? " + hint
+		}
+	}
+	return fmt.Errorf("%w (%s)", err, hint)
+}
+
+// nearestFlag is the flag of c whose name is closest to name, within two edits, or "".
+func nearestFlag(c *cobra.Command, name string) string {
+	best, bestD := "", 3
+	visit := func(f *pflag.Flag) {
+		if d := editDistance(name, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	}
+	c.Flags().VisitAll(visit)
+	c.InheritedFlags().VisitAll(visit)
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // checkOutput validates -o: every command renders text or json.
@@ -210,7 +254,11 @@ func oneImage(example string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) == 0:
-			return fmt.Errorf("%s needs an IMAGE, e.g. %s", cmd.CommandPath(), example)
+			ex := strings.Replace(example, "pullpath", cmd.Root().DisplayName(), 1)
+			return fmt.Errorf("%s needs an IMAGE, e.g. %s", cmd.CommandPath(), ex)
+		case len(args) == 2 && cmd.Flags().Changed("cri") && cmd.Flag("cri").Value.String() == "auto":
+			// an optional value is only taken with "=": "--cri SOCKET IMAGE" is two arguments
+			return fmt.Errorf("%s takes one IMAGE, got 2 arguments: %s; to name the CRI socket, write --cri=%s", cmd.CommandPath(), strings.Join(args, " "), args[0])
 		case len(args) > 1:
 			return fmt.Errorf("%s takes one IMAGE, got %d arguments: %s", cmd.CommandPath(), len(args), strings.Join(args, " "))
 		}

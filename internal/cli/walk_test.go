@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // oneLineUsage asserts the 3 a.m. contract for bad input: exit 2, nothing on stdout, exactly one
@@ -78,5 +80,43 @@ func TestParseImageKeepsDigests(t *testing.T) {
 		if _, err := parseImage(s); err != nil {
 			t.Errorf("parseImage(%q) = %v, want a reference", s, err)
 		}
+	}
+}
+
+// A misspelt flag is one line that names the flag meant, when one is close.
+func TestFlagErrorsOneLineWithSuggestion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"probe", "--timout", "5s", "r.example/a:1"}, "unknown flag: --timout (did you mean --timeout? pullpath probe --help lists the flags)"},
+		{[]string{"probe", "--no-downlaod", "r.example/a:1"}, "did you mean --no-download?"},
+		{[]string{"explain", "--ouput", "json"}, "did you mean --output?"},
+		{[]string{"--colr", "never", "version"}, "did you mean --color?"},
+		{[]string{"probe", "--zzzzzz", "r.example/a:1"}, "unknown flag: --zzzzzz (pullpath probe --help lists the flags)"},
+		{[]string{"probe", "r.example/a:1", "--timeout"}, "flag needs an argument: --timeout (pullpath probe --help lists the flags)"},
+		{[]string{"probe", "--connect-timeout", "abc", "r.example/a:1"}, `invalid argument "abc" for "--connect-timeout"`},
+	} {
+		oneLineUsage(t, run(t, "", tc.args...), tc.args, tc.want)
+	}
+}
+
+// --cri's socket is optional, so "--cri SOCKET" leaves SOCKET as an argument: say to use "=".
+func TestCRISocketWithoutEquals(t *testing.T) {
+	args := []string{"probe", "--cri", "/run/containerd/containerd.sock", "r.example/a:1"}
+	oneLineUsage(t, run(t, "", args...), args, "--cri=/run/containerd/containerd.sock")
+}
+
+// Run as the kubectl plugin, the hint of a missing IMAGE is a kubectl pullpath command too.
+func TestMissingImageHintUsesTheDisplayName(t *testing.T) {
+	root := NewRootCmd(Streams{})
+	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl pullpath"}
+	c, _, err := root.Find([]string{"probe"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = c.Args(c, nil)
+	if err == nil || !strings.Contains(err.Error(), "e.g. kubectl pullpath probe ") {
+		t.Errorf("probe without IMAGE as a plugin: %v", err)
 	}
 }
