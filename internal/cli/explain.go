@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -87,9 +88,13 @@ func (o *explainOptions) Run() error {
 		defer f.Close()
 		in = f
 	}
-	msgs, _, err := events.Parse(in)
+	seen := &seenText{r: in}
+	msgs, _, err := events.Parse(seen)
 	if err != nil {
 		return err
+	}
+	if !seen.any && !o.quiet {
+		fmt.Fprintln(o.streams.ErrOut, "pullpath: explain: the input is empty (if a command before the pipe failed, its error is above)")
 	}
 	findings := events.Explain(msgs)
 	if o.output == "json" {
@@ -103,4 +108,18 @@ func (o *explainOptions) Run() error {
 		return &ExitError{Code: ExitBroken}
 	}
 	return nil
+}
+
+// seenText notes whether anything but white space was read through it.
+type seenText struct {
+	r   io.Reader
+	any bool
+}
+
+func (s *seenText) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if !s.any && len(bytes.TrimSpace(p[:n])) > 0 {
+		s.any = true
+	}
+	return n, err
 }

@@ -395,9 +395,15 @@ func (o *probeOptions) namedSecrets() ([]creds.NamedSecret, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--pull-secret -: %w", err)
 		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil, errors.New("--pull-secret -: stdin is empty (did the command before the pipe fail?)")
+		}
 		return []creds.NamedSecret{{Label: "from stdin", Data: b}}, nil
 	case o.pullSecret != "":
 		s, err := creds.ReadPullSecretFile(o.pullSecret)
+		if err == nil && len(bytes.TrimSpace(s.Data)) == 0 {
+			return nil, fmt.Errorf("--pull-secret %s: the file is empty", o.pullSecret)
+		}
 		return []creds.NamedSecret{s}, err
 	}
 	var secrets []creds.NamedSecret
@@ -405,6 +411,9 @@ func (o *probeOptions) namedSecrets() ([]creds.NamedSecret, error) {
 		v, ok := os.LookupEnv(name)
 		if !ok {
 			return nil, fmt.Errorf("--pull-secret-env %s: the variable is not set", name)
+		}
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("--pull-secret-env %s: the variable is empty", name)
 		}
 		// $VAR_NAME says which secret that is (verify --from-pod sets it: NAMESPACE/NAME key KEY);
 		// a variable, not a flag, so that a probe image from before it still runs

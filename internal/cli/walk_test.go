@@ -120,3 +120,36 @@ func TestMissingImageHintUsesTheDisplayName(t *testing.T) {
 		t.Errorf("probe without IMAGE as a plugin: %v", err)
 	}
 }
+
+// An empty pull secret (kubectl failed before the pipe, an empty file or variable) says so.
+func TestEmptyPullSecretSaysEmpty(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("WALK_EMPTY_SECRET", "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pull-secret", "-"}, "--pull-secret -: stdin is empty (did the command before the pipe fail?)"},
+		{[]string{"--pull-secret", empty}, "--pull-secret " + empty + ": the file is empty"},
+		{[]string{"--pull-secret-env", "WALK_EMPTY_SECRET"}, "--pull-secret-env WALK_EMPTY_SECRET: the variable is empty"},
+	} {
+		args := append(append([]string{"probe", "--host-root", "none"}, tc.args...), "r.example/a:1")
+		oneLineUsage(t, run(t, "", args...), args, tc.want)
+	}
+}
+
+// Empty input to explain is not an error (kubectl get events with no events prints nothing), but
+// it is said on stderr: at 3 a.m. it is more often a failed command before the pipe.
+func TestExplainEmptyInputIsSaid(t *testing.T) {
+	r := run(t, " \n", "explain")
+	if r.code != ExitOK || !strings.Contains(r.out, "no image pull failure") ||
+		r.errOut != "pullpath: explain: the input is empty (if a command before the pipe failed, its error is above)\n" {
+		t.Errorf("empty input: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	}
+	if r = run(t, "", "explain", "-q"); r.code != ExitOK || r.out != "" || r.errOut != "" {
+		t.Errorf("empty input, -q: exit %d, stdout %q, stderr %q; want 0 and nothing", r.code, r.out, r.errOut)
+	}
+}
