@@ -52,7 +52,9 @@ run (a bad flag, --only matching no scenario).`,
 			}
 			if o.list {
 				for _, n := range demo.Names() {
-					fmt.Fprintln(out, n)
+					if _, err := fmt.Fprintln(out, n); err != nil {
+						return err
+					}
 				}
 				return nil
 			}

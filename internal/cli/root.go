@@ -136,6 +136,19 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		root.AddCommand(fullCommands(s)...)
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
+	// cobra's help command prints its usage and exits 0 for a topic it does not know
+	root.InitDefaultHelpCmd()
+	if h, _, err := root.Find([]string{"help"}); err == nil && h != root {
+		show := h.Run
+		h.Run = nil
+		h.RunE = func(c *cobra.Command, args []string) error {
+			if t, _, err := c.Root().Find(args); len(args) > 0 && (err != nil || t == c.Root()) {
+				return fmt.Errorf("help: unknown command %q (%s --help lists them)", strings.Join(args, " "), c.Root().CommandPath())
+			}
+			show(c, args)
+			return nil
+		}
+	}
 	// cobra's completion command prints its help and exits 0 for no shell or an unknown one
 	root.InitDefaultCompletionCmd()
 	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {

@@ -105,3 +105,15 @@ func TestClusterImageReferenceCredentialsNotEchoed(t *testing.T) {
 		}
 	}
 }
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+// A list that could not be written (a full disk, a closed pipe) is not a success.
+func TestDemoListWriteError(t *testing.T) {
+	err := Run(t.Context(), Streams{In: strings.NewReader(""), Out: failingWriter{}, ErrOut: failingWriter{}}, []string{"demo", "--list"})
+	if Code(err, failingWriter{}) != ExitUsage {
+		t.Errorf("demo --list into a failing writer: %v, want exit 2", err)
+	}
+}

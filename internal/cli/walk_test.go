@@ -153,3 +153,11 @@ func TestExplainEmptyInputIsSaid(t *testing.T) {
 		t.Errorf("empty input, -q: exit %d, stdout %q, stderr %q; want 0 and nothing", r.code, r.out, r.errOut)
 	}
 }
+
+func TestHelpUnknownTopic(t *testing.T) {
+	args := []string{"help", "frobnicate"}
+	oneLineUsage(t, run(t, "", args...), args, `help: unknown command "frobnicate"`)
+	if r := run(t, "", "help", "probe"); r.code != ExitOK || !strings.Contains(r.out, "pullpath probe IMAGE") {
+		t.Errorf("help probe: exit %d %q", r.code, r.out)
+	}
+}
