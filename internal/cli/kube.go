@@ -4,6 +4,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -60,6 +61,37 @@ func (k *kubeFlags) validate() error {
 func checkNamespace(flag, ns string) error {
 	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
 		return fmt.Errorf("%s %q: not a namespace name (%s)", flag, ns, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkPodName refuses what cannot name a pod, with the -n form for NAMESPACE/NAME.
+func checkPodName(name string) error {
+	if ns, n, ok := strings.Cut(name, "/"); ok && ns != "" && n != "" && !strings.Contains(n, "/") {
+		return fmt.Errorf("pod %q: give the namespace with -n: pullpath pod %s -n %s", name, n, ns)
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("pod %q: not a pod name (%s)", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkPodRef checks a NAMESPACE/NAME or NAME flag value.
+func checkPodRef(flag, ref string) error {
+	if ref == "" {
+		return nil
+	}
+	parts := strings.Split(ref, "/")
+	if len(parts) > 2 || slices.Contains(parts, "") {
+		return fmt.Errorf("%s %q: want NAMESPACE/NAME or NAME", flag, ref)
+	}
+	if len(parts) == 2 {
+		if errs := validation.IsDNS1123Label(parts[0]); len(errs) > 0 {
+			return fmt.Errorf("%s %q: not a namespace name: %s", flag, ref, parts[0])
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(parts[len(parts)-1]); len(errs) > 0 {
+		return fmt.Errorf("%s %q: not a pod name (%s)", flag, ref, strings.Join(errs, "; "))
 	}
 	return nil
 }

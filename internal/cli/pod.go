@@ -84,6 +84,9 @@ func (o *podOptions) Complete(args []string) error {
 	case len(args) == 0 && !o.all:
 		return errors.New("pod needs a pod NAME (or --all), e.g. pullpath pod web-7d9f8b6c5-x2x7q -n shop")
 	case len(args) == 1:
+		if err := checkPodName(args[0]); err != nil {
+			return err
+		}
 		o.name = args[0]
 	}
 	ns, err := o.kube.namespace()

@@ -154,6 +154,12 @@ func (o *verifyOptions) Validate() error {
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
 		return err
 	}
+	if err := checkPodRef("--pod", o.pod); err != nil {
+		return err
+	}
+	if err := checkPodRef("--from-pod", o.fromPod); err != nil {
+		return err
+	}
 	// found after the run, a JUnit file that cannot be written would cost the report
 	if err := checkOutFile("--junit", o.junit); err != nil {
 		return err

@@ -117,3 +117,22 @@ func TestDemoListWriteError(t *testing.T) {
 		t.Errorf("demo --list into a failing writer: %v, want exit 2", err)
 	}
 }
+
+// Pod names and NAMESPACE/NAME references are checked before the API is asked.
+func TestPodReferencesBeforeTheAPI(t *testing.T) {
+	kc, _ := closedKubeconfig(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pod", "shop/web-1"}, `pod "shop/web-1": give the namespace with -n: pullpath pod web-1 -n shop`},
+		{[]string{"pod", "Web_1"}, `pod "Web_1": not a pod name`},
+		{[]string{"verify", "nginx:1", "--pod", "a/b/c"}, `--pod "a/b/c": want NAMESPACE/NAME or NAME`},
+		{[]string{"verify", "nginx:1", "--pod", "Shop/web"}, `--pod "Shop/web": not a namespace name`},
+		{[]string{"verify", "nginx:1", "--pod", "shop/"}, `--pod "shop/": want NAMESPACE/NAME or NAME`},
+		{[]string{"verify", "nginx:1", "--probe-image", "r.example/p:1", "--from-pod", "/web"}, `--from-pod "/web": want NAMESPACE/NAME or NAME`},
+	} {
+		args := append(tc.args, "--kubeconfig", kc)
+		oneLineUsage(t, run(t, "", args...), args, tc.want)
+	}
+}
