@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
@@ -136,6 +138,12 @@ func (o *podOptions) Run(cmd *cobra.Command) error {
 		return err
 	}
 	ctx := cmd.Context()
+	// a mistyped namespace has no pods: without this, --all says "no pull failure" and exits 0
+	if o.namespace != "" {
+		if _, err := cs.Core.Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s does not exist (kubectl get namespaces lists them)", o.namespace)
+		}
+	}
 	if o.all {
 		l, err := cluster.DiagnoseAll(ctx, cs, o.namespace)
 		if err != nil {

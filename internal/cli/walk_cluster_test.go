@@ -3,7 +3,10 @@
 package cli
 
 import (
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +137,43 @@ func TestPodReferencesBeforeTheAPI(t *testing.T) {
 	} {
 		args := append(tc.args, "--kubeconfig", kc)
 		oneLineUsage(t, run(t, "", args...), args, tc.want)
+	}
+}
+
+// apiStub is a loopback API server that knows no namespace: every namespace GET is the 404 Status
+// kube-apiserver sends, every pod list is empty. Only what pod needs to tell a missing namespace.
+func apiStub(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+		switch {
+		case len(parts) == 4 && parts[2] == "namespaces":
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"namespaces %q not found","reason":"NotFound","details":{"name":%q,"kind":"namespaces"},"code":404}`, parts[3], parts[3])
+		case len(parts) == 6 && parts[4] == "pods":
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"pods %q not found","reason":"NotFound","details":{"name":%q,"kind":"pods"},"code":404}`, parts[5], parts[5])
+		default:
+			fmt.Fprint(w, `{"kind":"List","apiVersion":"v1","metadata":{},"items":[]}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// A namespace that does not exist (a typo at 3 a.m.) is said, not reported as "no pull failure".
+func TestPodInAMissingNamespace(t *testing.T) {
+	server := apiStub(t)
+	for _, args := range [][]string{
+		{"pod", "--all", "-n", "shpo"},
+		{"pod", "web-1", "-n", "shpo"},
+	} {
+		args = append(args, "--server", server, "--token", "walk-secret-token-4711")
+		r := run(t, "", args...)
+		oneLineUsage(t, r, args, "namespace shpo does not exist")
+		if strings.Contains(r.errOut, "walk-secret-token-4711") {
+			t.Errorf("%q: token echoed", args)
+		}
 	}
 }
