@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -166,4 +167,46 @@ func TestReadmeExamplesParse(t *testing.T) {
 		t.Errorf("only %d command lines found in the README's code blocks: the extraction is broken", n)
 	}
 	t.Logf("%d README command lines", n)
+}
+
+// Every flag the README names in an inline command (`pullpath probe --cri[=SOCKET]`) exists on
+// that command.
+func TestReadmeInlineCommandFlagsExist(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := strings.Split(string(b), "`")
+	n := 0
+	for i := 1; i < len(spans); i += 2 {
+		span := strings.TrimPrefix(strings.TrimSpace(spans[i]), "kubectl ")
+		words := strings.Fields(span)
+		root := NewRootCmd(Streams{})
+		switch {
+		case strings.HasPrefix(span, "pullpath "):
+			words = words[1:]
+		case len(words) > 1 && strings.Contains(span, " --") && slices.ContainsFunc(root.Commands(), func(c *cobra.Command) bool { return c.Name() == words[0] }):
+			// "verify --probe-image REF": a subcommand named in prose
+		default:
+			continue
+		}
+		c, _, err := root.Find(words)
+		if err != nil {
+			continue // a placeholder such as "pullpath …"
+		}
+		for _, w := range words {
+			if !strings.HasPrefix(w, "--") {
+				continue
+			}
+			name := strings.TrimPrefix(w, "--")
+			name, _, _ = strings.Cut(name, "[")
+			name, _, _ = strings.Cut(name, "=")
+			name = strings.TrimRight(name, ".,;:)")
+			n++
+			if c.Flags().Lookup(name) == nil && c.InheritedFlags().Lookup(name) == nil {
+				t.Errorf("README: `%s`: %s has no flag --%s", spans[i], c.CommandPath(), name)
+			}
+		}
+	}
+	t.Logf("%d flags in the README's inline commands", n)
 }
