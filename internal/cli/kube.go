@@ -5,7 +5,9 @@ package cli
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -40,6 +42,19 @@ func (k *kubeFlags) loader() clientcmd.ClientConfig {
 // validate checks what can be checked before the API is asked: -n is a namespace name, --context
 // names a context of the kubeconfig (client-go's own word for it differs from one call to the next).
 func (k *kubeFlags) validate() error {
+	if srv := k.overrides.ClusterInfo.Server; srv != "" && !strings.Contains(srv, "://") {
+		// client-go would speak plain HTTP to it, a bearer token included
+		return fmt.Errorf("--server %q: give the scheme, e.g. https://%s", srv, srv)
+	}
+	if t := k.overrides.Timeout; t != "" {
+		d, err := time.ParseDuration(t)
+		if n, aerr := strconv.Atoi(t); aerr == nil {
+			d, err = time.Duration(n)*time.Second, nil
+		}
+		if err != nil || d < 0 {
+			return fmt.Errorf("--request-timeout %q: want a duration such as 30s, or 0 for none", t)
+		}
+	}
 	if ns := k.overrides.Context.Namespace; ns != "" {
 		if err := checkNamespace("-n", ns); err != nil {
 			return err

@@ -177,3 +177,23 @@ func TestPodInAMissingNamespace(t *testing.T) {
 		}
 	}
 }
+
+// --server without a scheme would be spoken to in plain HTTP (client-go's default without TLS
+// settings), the token with it; --request-timeout is a flag, not the kubeconfig.
+func TestKubeConnectionFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pod", "web", "--server", "127.0.0.1:1", "--token", "walk-secret-token-4711"}, `--server "127.0.0.1:1": give the scheme, e.g. https://127.0.0.1:1`},
+		{[]string{"verify", "nginx:1", "--server", "127.0.0.1:1"}, `--server "127.0.0.1:1": give the scheme`},
+		{[]string{"pod", "web", "--server", "https://127.0.0.1:1", "--request-timeout", "abc"}, `--request-timeout "abc": want a duration such as 30s, or 0 for none`},
+		{[]string{"cleanup", "--server", "https://127.0.0.1:1", "--request-timeout", "-5s"}, `--request-timeout "-5s": want a duration such as 30s, or 0 for none`},
+	} {
+		r := run(t, "", tc.args...)
+		oneLineUsage(t, r, tc.args, tc.want)
+		if strings.Contains(r.errOut, "walk-secret-token-4711") {
+			t.Errorf("%q: token echoed", tc.args)
+		}
+	}
+}
