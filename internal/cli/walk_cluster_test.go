@@ -197,3 +197,24 @@ func TestKubeConnectionFlags(t *testing.T) {
 		}
 	}
 }
+
+// image push checks its files before building anything, and a platform without a binary says how
+// to push fewer.
+func TestImagePushFilesFirst(t *testing.T) {
+	bins := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bins, "pullpath-probe-linux-amd64"), []byte("\x7fELF"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ca-file", "/nonexistent/ca.pem"}, "--ca-file: open /nonexistent/ca.pem"},
+		{[]string{"--timeout", "0"}, "--timeout 0s: want a positive duration"},
+		{[]string{"--probe-binary-dir", bins}, "no pullpath binary for linux/arm64 in " + bins + ": "},
+		{[]string{"--probe-binary-dir", bins}, "or push only the platforms you have binaries for, e.g. --platform linux/amd64"},
+	} {
+		args := append([]string{"image", "push", "127.0.0.1:1/probe:1"}, tc.args...)
+		oneLineUsage(t, run(t, "", args...), args, tc.want)
+	}
+}
