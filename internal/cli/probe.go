@@ -520,6 +520,10 @@ func (o *probeOptions) checkFlags() error {
 	if f, ok := o.streams.In.(*os.File); ok && o.pullSecret == "-" && term.IsTerminal(int(f.Fd())) {
 		return errors.New("--pull-secret - reads the Secret from stdin: pipe it in (kubectl get secret NAME -o yaml | pullpath probe --pull-secret - IMAGE)")
 	}
+	if f, ok := o.streams.In.(*os.File); ok && o.passwordStdin && term.IsTerminal(int(f.Fd())) {
+		// read from a terminal, the password would be echoed on the screen
+		return errors.New("--password-stdin reads the password from stdin: pipe it in (pullpath probe -u USER --password-stdin IMAGE < file, or from a secret manager)")
+	}
 	if o.hostsFile != "" && o.flagChanged("hosts-file") {
 		fi, err := os.Stat(o.hostsFile)
 		if err != nil {
