@@ -3,9 +3,11 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -138,16 +140,29 @@ func (o *podOptions) Run(cmd *cobra.Command) error {
 		return err
 	}
 	ctx := cmd.Context()
-	// a mistyped namespace has no pods: without this, --all says "no pull failure" and exits 0
-	if o.namespace != "" {
+	// A mistyped namespace has no pods: --all would say "no pull failure" and exit 0. Asked only
+	// when nothing was found (an identity without get on namespaces is refused, and goes on).
+	missingNS := func() error {
+		if o.namespace == "" {
+			return nil
+		}
+		// bounded: after a failure that may be an API server that does not answer
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
 		if _, err := cs.Core.Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			return fmt.Errorf("namespace %s does not exist (kubectl get namespaces lists them)", o.namespace)
 		}
+		return nil
 	}
 	if o.all {
 		l, err := cluster.DiagnoseAll(ctx, cs, o.namespace)
 		if err != nil {
 			return err
+		}
+		if l.PodsSeen == 0 {
+			if err := missingNS(); err != nil {
+				return err
+			}
 		}
 		if o.output == "json" {
 			err = report.WriteJSON(o.streams.Out, l)
@@ -164,6 +179,9 @@ func (o *podOptions) Run(cmd *cobra.Command) error {
 	}
 	d, err := cluster.DiagnosePod(ctx, cs, o.namespace, o.name, cluster.Options{MaxImages: o.maxImages, KubeletConfig: o.kubeletConfig})
 	if err != nil {
+		if nsErr := missingNS(); nsErr != nil {
+			return nsErr
+		}
 		return err
 	}
 	if o.output == "json" {
