@@ -5,6 +5,8 @@ package cli
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -37,7 +39,8 @@ By default it prints one line per scenario: ✓ when the diagnosis matches the
 staged fault (✗ when not), the class and code diagnosed, the failing host and
 its role, and the probe's time. --full prints every report in full first.
 
-Exit code 0 when every diagnosis matches the staged fault, 1 otherwise.`,
+Exit codes: 0 every diagnosis matches the staged fault, 1 one does not, 2 could not
+run (a bad flag, --only matching no scenario).`,
 		Example: `  pullpath demo
   pullpath demo --list
   pullpath demo --full --only "blob host unreachable"`,
@@ -49,9 +52,14 @@ Exit code 0 when every diagnosis matches the staged fault, 1 otherwise.`,
 			}
 			if o.list {
 				for _, n := range demo.Names() {
-					fmt.Fprintln(out, n)
+					if _, err := fmt.Fprintln(out, n); err != nil {
+						return err
+					}
 				}
 				return nil
+			}
+			if o.only != "" && !slices.ContainsFunc(demo.Names(), func(n string) bool { return strings.Contains(n, o.only) }) {
+				return fmt.Errorf("--only %q matches no scenario (pullpath demo --list shows them)", o.only)
 			}
 			results, err := demo.Run(cmd.Context(), out, demo.RunOptions{Full: o.full, Only: o.only, Text: textOptions(cmd, o.streams.Out, false)})
 			if err != nil {

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -43,7 +46,12 @@ Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not ru
 		Example: `  kubectl describe pod web-1 | pullpath explain
   kubectl get events -n shop -o json | pullpath explain -o json
   pullpath explain crictl-pull.log`,
-		Args: cobra.MaximumNArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return fmt.Errorf("explain reads one FILE (or stdin), got %d arguments: %s", len(args), strings.Join(args, " "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				o.file = args[0]
@@ -80,9 +88,13 @@ func (o *explainOptions) Run() error {
 		defer f.Close()
 		in = f
 	}
-	msgs, _, err := events.Parse(in)
+	seen := &seenText{r: in}
+	msgs, _, err := events.Parse(seen)
 	if err != nil {
 		return err
+	}
+	if !seen.any && !o.quiet {
+		fmt.Fprintln(o.streams.ErrOut, "pullpath: explain: the input is empty (if a command before the pipe failed, its error is above)")
 	}
 	findings := events.Explain(msgs)
 	if o.output == "json" {
@@ -96,4 +108,18 @@ func (o *explainOptions) Run() error {
 		return &ExitError{Code: ExitBroken}
 	}
 	return nil
+}
+
+// seenText notes whether anything but white space was read through it.
+type seenText struct {
+	r   io.Reader
+	any bool
+}
+
+func (s *seenText) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if !s.any && len(bytes.TrimSpace(p[:n])) > 0 {
+		s.any = true
+	}
+	return n, err
 }

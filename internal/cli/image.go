@@ -40,6 +40,8 @@ type imagePushOptions struct {
 	addCAs    []string
 	noSysCAs  bool
 	timeout   time.Duration
+
+	platformsChanged bool // --platform given: a missing binary is not the defaults' fault
 }
 
 // caBundlePath is where Go (and most TLS stacks) look for the system roots on Linux.
@@ -52,7 +54,8 @@ func newImageCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Build and push the probe image, for clusters that prefer verify --probe-image to ConfigMap delivery",
-		Args:  cobra.NoArgs,
+		Args:  subcommandArgs("image", "push"),
+		RunE:  needSubcommand("image", "push"),
 	}
 	cmd.AddCommand(newImagePushCmd(s))
 	return cmd
@@ -79,9 +82,10 @@ The same binaries and bundle give the same image digest. Prints the digest refer
 Exit codes: 0 pushed, 2 could not build or push.`,
 		Example: `  pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1
   pullpath image push registry.corp.example/pullpath-probe:v1 --platform linux/amd64 --probe-binary-dir dist`,
-		Args: cobra.ExactArgs(1),
+		Args: oneImage("pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ref = args[0]
+			o.platformsChanged = cmd.Flags().Changed("platform")
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -101,6 +105,10 @@ Exit codes: 0 pushed, 2 could not build or push.`,
 
 // Validate checks the flags.
 func (o *imagePushOptions) Validate() error {
+	// the probe's parser first: it says what is wrong with the reference
+	if _, err := parseImage(o.ref); err != nil {
+		return err
+	}
 	if _, err := o.parseRef(); err != nil {
 		return fmt.Errorf("image reference %q: %w", o.ref, err)
 	}
@@ -119,7 +127,7 @@ func (o *imagePushOptions) Validate() error {
 		seen[arch] = true
 	}
 	if o.timeout <= 0 {
-		return errors.New("--timeout must be positive")
+		return fmt.Errorf("--timeout %s: want a positive duration, e.g. 5m", o.timeout)
 	}
 	return nil
 }
@@ -138,15 +146,22 @@ func (o *imagePushOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// the files given first (--ca-file, --add-ca), then the binaries: nothing built for a bad flag
+	tr, err := o.transport()
+	if err != nil {
+		return err
+	}
 	cas, err := o.caBundle()
 	if err != nil {
 		return err
 	}
-	idx, err := probeIndex(o.platforms, cas, func(arch string) ([]byte, error) { return probeBinary("", o.binDir, arch) })
-	if err != nil {
-		return err
-	}
-	tr, err := o.transport()
+	idx, err := probeIndex(o.platforms, cas, func(arch string) ([]byte, error) {
+		b, err := probeBinary("", o.binDir, arch)
+		if err != nil && !o.platformsChanged {
+			err = fmt.Errorf("%w; or push only the platforms you have binaries for, e.g. --platform linux/amd64", err)
+		}
+		return b, err
+	})
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,13 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/pullpath/pullpath/internal/cluster"
@@ -32,6 +37,78 @@ func (k *kubeFlags) loader() clientcmd.ClientConfig {
 		rules.ExplicitPath = k.kubeconfig
 	}
 	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &k.overrides)
+}
+
+// validate checks what can be checked before the API is asked: -n is a namespace name, --context
+// names a context of the kubeconfig (client-go's own word for it differs from one call to the next).
+func (k *kubeFlags) validate() error {
+	if srv := k.overrides.ClusterInfo.Server; srv != "" && !strings.Contains(srv, "://") {
+		// client-go would speak plain HTTP to it, a bearer token included
+		return fmt.Errorf("--server %q: give the scheme, e.g. https://%s", srv, srv)
+	}
+	if t := k.overrides.Timeout; t != "" {
+		d, err := time.ParseDuration(t)
+		if n, aerr := strconv.Atoi(t); aerr == nil {
+			d, err = time.Duration(n)*time.Second, nil
+		}
+		if err != nil || d < 0 {
+			return fmt.Errorf("--request-timeout %q: want a duration such as 30s, or 0 for none", t)
+		}
+	}
+	if ns := k.overrides.Context.Namespace; ns != "" {
+		if err := checkNamespace("-n", ns); err != nil {
+			return err
+		}
+	}
+	if ctx := k.overrides.CurrentContext; ctx != "" {
+		raw, err := k.loader().RawConfig()
+		if err != nil || len(raw.Contexts) == 0 {
+			return nil // said when the kubeconfig is loaded
+		}
+		if _, ok := raw.Contexts[ctx]; !ok {
+			return fmt.Errorf("--context %q: no such context in the kubeconfig (kubectl config get-contexts lists them)", ctx)
+		}
+	}
+	return nil
+}
+
+// checkNamespace refuses a name the API server would refuse as a namespace.
+func checkNamespace(flag, ns string) error {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return fmt.Errorf("%s %q: not a namespace name (%s)", flag, ns, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkPodName refuses what cannot name a pod, with the -n form for NAMESPACE/NAME.
+func checkPodName(name string) error {
+	if ns, n, ok := strings.Cut(name, "/"); ok && ns != "" && n != "" && !strings.Contains(n, "/") {
+		return fmt.Errorf("pod %q: give the namespace with -n: pullpath pod %s -n %s", name, n, ns)
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return fmt.Errorf("pod %q: not a pod name (%s)", name, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// checkPodRef checks a NAMESPACE/NAME or NAME flag value.
+func checkPodRef(flag, ref string) error {
+	if ref == "" {
+		return nil
+	}
+	parts := strings.Split(ref, "/")
+	if len(parts) > 2 || slices.Contains(parts, "") {
+		return fmt.Errorf("%s %q: want NAMESPACE/NAME or NAME", flag, ref)
+	}
+	if len(parts) == 2 {
+		if errs := validation.IsDNS1123Label(parts[0]); len(errs) > 0 {
+			return fmt.Errorf("%s %q: not a namespace name: %s", flag, ref, parts[0])
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(parts[len(parts)-1]); len(errs) > 0 {
+		return fmt.Errorf("%s %q: not a pod name (%s)", flag, ref, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // namespace is -n, else the kubeconfig context's namespace, else "default".

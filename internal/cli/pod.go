@@ -3,11 +3,15 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
@@ -52,6 +56,9 @@ cluster, no rights: the RBAC verb that was missing is named).`,
   kubectl pullpath pod web-7d9f8b6c5-x2x7q -n shop -o json
   pullpath pod --all -A`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkFlags(); err != nil {
+				return err
+			}
 			if err := o.Complete(args); err != nil {
 				return err
 			}
@@ -81,6 +88,9 @@ func (o *podOptions) Complete(args []string) error {
 	case len(args) == 0 && !o.all:
 		return errors.New("pod needs a pod NAME (or --all), e.g. pullpath pod web-7d9f8b6c5-x2x7q -n shop")
 	case len(args) == 1:
+		if err := checkPodName(args[0]); err != nil {
+			return err
+		}
 		o.name = args[0]
 	}
 	ns, err := o.kube.namespace()
@@ -95,10 +105,21 @@ func (o *podOptions) Complete(args []string) error {
 }
 
 // Validate checks the combination of arguments.
-func (o *podOptions) Validate() error {
+// checkFlags checks the flags that need nothing read, before the kubeconfig is.
+func (o *podOptions) checkFlags() error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
+	if o.maxImages < 1 {
+		return fmt.Errorf("--node-max-images %d: want 1 or more", o.maxImages)
+	}
+	if o.allNamespaces && !o.all {
+		return errors.New("-A/--all-namespaces goes with --all")
+	}
+	return o.kube.validate()
+}
+
+func (o *podOptions) Validate() error {
 	switch {
 	case o.all && o.name != "":
 		return errors.New("give a pod NAME or --all, not both")
@@ -119,10 +140,29 @@ func (o *podOptions) Run(cmd *cobra.Command) error {
 		return err
 	}
 	ctx := cmd.Context()
+	// A mistyped namespace has no pods: --all would say "no pull failure" and exit 0. Asked only
+	// when nothing was found (an identity without get on namespaces is refused, and goes on).
+	missingNS := func() error {
+		if o.namespace == "" {
+			return nil
+		}
+		// bounded: after a failure that may be an API server that does not answer
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if _, err := cs.Core.Namespaces().Get(ctx, o.namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return fmt.Errorf("namespace %s does not exist (kubectl get namespaces lists them)", o.namespace)
+		}
+		return nil
+	}
 	if o.all {
 		l, err := cluster.DiagnoseAll(ctx, cs, o.namespace)
 		if err != nil {
 			return err
+		}
+		if l.PodsSeen == 0 {
+			if err := missingNS(); err != nil {
+				return err
+			}
 		}
 		if o.output == "json" {
 			err = report.WriteJSON(o.streams.Out, l)
@@ -139,6 +179,9 @@ func (o *podOptions) Run(cmd *cobra.Command) error {
 	}
 	d, err := cluster.DiagnosePod(ctx, cs, o.namespace, o.name, cluster.Options{MaxImages: o.maxImages, KubeletConfig: o.kubeletConfig})
 	if err != nil {
+		if nsErr := missingNS(); nsErr != nil {
+			return nsErr
+		}
 		return err
 	}
 	if o.output == "json" {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,6 +64,12 @@ type probeOptions struct {
 	resolvData []byte // resolv.conf read through the host root (symlinks resolved inside it)
 	flags      *pflag.FlagSet
 	kubelet    *credprovider.KubeletSettings // read once (kubeletAt): the credentials and --cri's socket use it
+	notes      []string                      // said on stderr when the probe starts, not before a usage error
+}
+
+// note keeps a line for stderr until the probe runs: a usage error found later must stay one line.
+func (o *probeOptions) note(format string, args ...any) {
+	o.notes = append(o.notes, fmt.Sprintf("pullpath: "+format, args...))
 }
 
 func (o *probeOptions) flagChanged(name string) bool { return o.flags != nil && o.flags.Changed(name) }
@@ -112,7 +119,7 @@ containerd does, use --connect-timeout 30s --tls-timeout 10s --header-timeout 30
 
 Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		Example: `  pullpath probe myreg.azurecr.io/team/app:1.4
-  pullpath probe --pull-secret secret.yaml -o json registry.example:5000/app@sha256:…
+  pullpath probe --pull-secret secret.yaml -o json registry.example:5000/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
   kubectl get secret regcred -o yaml | pullpath probe --pull-secret - myreg.io/app:1
   pullpath probe --allowlist myreg.azurecr.io/team/app:1.4`,
 		Args: oneImage("pullpath probe myreg.azurecr.io/team/app:1.4"),
@@ -168,7 +175,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 // Complete turns flags into probe options: reads the resolver config and the credentials.
 func (o *probeOptions) Complete(args []string) error {
 	o.image = args[0]
-	ref, err := registry.ParseReference(o.image)
+	ref, err := parseImage(o.image)
 	if err != nil {
 		return err
 	}
@@ -250,7 +257,7 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 		}
 		hostRoot, detected = nodeRoot, evidence
 		if o.output == "text" {
-			fmt.Fprintf(o.streams.ErrOut, "pullpath: pulling the way %s does, with its configuration under %s (%s); --host-root none to skip\n", rt, nodeRoot, evidence)
+			o.note("pulling the way %s does, with its configuration under %s (%s); --host-root none to skip", rt, nodeRoot, evidence)
 		}
 	}
 	rt, err := loadRuntime(hostRoot, o.runtime, o.image)
@@ -297,7 +304,7 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 		}
 		if len(plans) > 0 && o.output == "text" {
 			for _, p := range plans {
-				fmt.Fprintf(o.streams.ErrOut, "pullpath: presenting the node's identity: running %s, as the kubelet does\n", p.Source())
+				o.note("presenting the node's identity: running %s, as the kubelet does", p.Source())
 			}
 		}
 		if f, b := credprovider.NodeDockerConfig(kubelet); f != "" {
@@ -310,7 +317,7 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 				}
 				node = all
 			case !errors.As(err, &none) && o.output == "text":
-				fmt.Fprintf(o.streams.ErrOut, "pullpath: the kubelet's docker config: %v; the kubelet skips it too\n", err)
+				o.note("the kubelet's docker config: %v; the kubelet skips it too", err)
 			}
 		}
 	}
@@ -322,7 +329,7 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 		switch {
 		case errors.As(err, &none) && len(node)+len(plans) > 0:
 			// the kubelet skips a secret without an entry for the image: the node's own remain
-			fmt.Fprintf(o.streams.ErrOut, "pullpath: %v: the kubelet pulls with the node's own credentials only\n", err)
+			o.note("%v: the kubelet pulls with the node's own credentials only", err)
 		case err != nil:
 			return nil, nil, err
 		default:
@@ -360,7 +367,7 @@ func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credent
 	c, err := creds.FromKeychain(reg)
 	if err != nil {
 		// an unreadable docker config should not stop a diagnosis; say it and go anonymous
-		fmt.Fprintf(o.streams.ErrOut, "pullpath: warning: %v; probing anonymously\n", err)
+		o.note("warning: %v; probing anonymously", err)
 		return creds.Credential{Source: "anonymous (docker config unreadable)"}, nil
 	}
 	return c, nil
@@ -388,9 +395,15 @@ func (o *probeOptions) namedSecrets() ([]creds.NamedSecret, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--pull-secret -: %w", err)
 		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			return nil, errors.New("--pull-secret -: stdin is empty (did the command before the pipe fail?)")
+		}
 		return []creds.NamedSecret{{Label: "from stdin", Data: b}}, nil
 	case o.pullSecret != "":
 		s, err := creds.ReadPullSecretFile(o.pullSecret)
+		if err == nil && len(bytes.TrimSpace(s.Data)) == 0 {
+			return nil, fmt.Errorf("--pull-secret %s: the file is empty", o.pullSecret)
+		}
 		return []creds.NamedSecret{s}, err
 	}
 	var secrets []creds.NamedSecret
@@ -398,6 +411,9 @@ func (o *probeOptions) namedSecrets() ([]creds.NamedSecret, error) {
 		v, ok := os.LookupEnv(name)
 		if !ok {
 			return nil, fmt.Errorf("--pull-secret-env %s: the variable is not set", name)
+		}
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("--pull-secret-env %s: the variable is empty", name)
 		}
 		// $VAR_NAME says which secret that is (verify --from-pod sets it: NAMESPACE/NAME key KEY);
 		// a variable, not a flag, so that a probe image from before it still runs
@@ -439,17 +455,23 @@ func (o *probeOptions) nodeResolvConf() (resolver.Config, error) {
 	return c, nil
 }
 
-// Validate checks flag values that Complete does not.
+// Validate applies what Complete read to the probe options (checkFlags has checked the values).
 func (o *probeOptions) Validate() error {
-	if err := checkOutput(o.output); err != nil {
-		return err
-	}
 	o.probe.NoDownload = o.noDownload
 	o.skipMissingHostsFile()
 	if o.quiet {
 		// for scripts: the exit code is the verdict; no report, no progress line
 		o.streams.Out = io.Discard
 		o.probe.Progress = nil
+	}
+	return nil
+}
+
+// checkFlags rejects flag values and combinations that cannot mean anything, before anything is
+// read or said.
+func (o *probeOptions) checkFlags() error {
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
 	if o.username != "" && !o.passwordStdin && o.pullSecret == "" {
 		return errors.New("--username needs --password-stdin (passwords are never taken as flags: they end up in shell history and ps)")
@@ -460,17 +482,25 @@ func (o *probeOptions) Validate() error {
 	if o.concurrency < 1 || o.concurrency > 64 {
 		return fmt.Errorf("--concurrency %d: want 1 to 64", o.concurrency)
 	}
-	for name, d := range map[string]time.Duration{"--connect-timeout": o.connectTimeout, "--tls-timeout": o.tlsTimeout,
-		"--header-timeout": o.headerTimeout, "--stall-timeout": o.stallTimeout, "--timeout": o.timeout} {
-		if d <= 0 {
-			return fmt.Errorf("%s must be positive", name)
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"--timeout", o.timeout}, {"--connect-timeout", o.connectTimeout}, {"--tls-timeout", o.tlsTimeout},
+		{"--header-timeout", o.headerTimeout}, {"--stall-timeout", o.stallTimeout}} {
+		if d.d <= 0 {
+			return fmt.Errorf("%s %s: want a positive duration, e.g. 30s", d.name, d.d)
 		}
 	}
-	return nil
-}
-
-// checkFlags rejects flag combinations that cannot mean anything, before anything is read.
-func (o *probeOptions) checkFlags() error {
+	switch o.runtime {
+	case "", "containerd", "crio", "docker":
+	default:
+		return fmt.Errorf("--runtime %q: want containerd, crio or docker", o.runtime)
+	}
+	if o.platform != "" {
+		if _, err := registry.ParsePlatform(o.platform); err != nil {
+			return err
+		}
+	}
 	if o.anonymous {
 		for _, c := range []struct {
 			name string
@@ -490,12 +520,31 @@ func (o *probeOptions) checkFlags() error {
 	if f, ok := o.streams.In.(*os.File); ok && o.pullSecret == "-" && term.IsTerminal(int(f.Fd())) {
 		return errors.New("--pull-secret - reads the Secret from stdin: pipe it in (kubectl get secret NAME -o yaml | pullpath probe --pull-secret - IMAGE)")
 	}
+	if f, ok := o.streams.In.(*os.File); ok && o.passwordStdin && term.IsTerminal(int(f.Fd())) {
+		// read from a terminal, the password would be echoed on the screen
+		return errors.New("--password-stdin reads the password from stdin: pipe it in (pullpath probe -u USER --password-stdin IMAGE < file, or from a secret manager)")
+	}
 	if o.hostsFile != "" && o.flagChanged("hosts-file") {
-		if _, err := os.Stat(o.hostsFile); err != nil {
+		fi, err := os.Stat(o.hostsFile)
+		if err != nil {
 			return fmt.Errorf("--hosts-file: %w", err)
 		}
+		if fi.IsDir() {
+			return fmt.Errorf("--hosts-file %s is a directory: give the hosts file (e.g. /etc/hosts), or \"\" to skip it", o.hostsFile)
+		}
 	}
-	return nil
+	for _, f := range o.caFiles {
+		// the probe reads them again; read here so that a bad one is said before anything else
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("--ca-file: %w", err)
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(b) {
+			return fmt.Errorf("--ca-file %s: no PEM certificate found", f)
+		}
+	}
+	// found only after the walk, a summary file that cannot be written would cost the report
+	return checkOutFile("--summary-file", o.summaryFile)
 }
 
 // skipMissingHostsFile drops the default hosts file (/etc/hosts, or the host root's) when it does
@@ -525,6 +574,9 @@ func (o *probeOptions) Run(cmd *cobra.Command) error {
 		}
 		defer closeCRI()
 		runtimePull = pull
+	}
+	for _, n := range o.notes {
+		fmt.Fprintln(o.streams.ErrOut, n)
 	}
 	rep, err := runBounded(ctx, o.timeout, func(ctx context.Context) (*report.Probe, error) { return probe.Run(ctx, o.probe) })
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Streams are the command's standard streams.
@@ -129,16 +130,79 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w\nSee '%s --help'.", err, c.CommandPath())
-	})
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newProbeCmd(s), newExplainCmd(s), newRuntimeCmd(s), newVersionCmd(s))
 	if fullCommands != nil {
 		root.AddCommand(fullCommands(s)...)
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
+	// cobra's help command prints its usage and exits 0 for a topic it does not know
+	root.InitDefaultHelpCmd()
+	if h, _, err := root.Find([]string{"help"}); err == nil && h != root {
+		show := h.Run
+		h.Run = nil
+		h.RunE = func(c *cobra.Command, args []string) error {
+			if t, _, err := c.Root().Find(args); len(args) > 0 && (err != nil || t == c.Root()) {
+				return fmt.Errorf("help: unknown command %q (%s --help lists them)", strings.Join(args, " "), c.Root().CommandPath())
+			}
+			show(c, args)
+			return nil
+		}
+	}
+	// cobra's completion command prints its help and exits 0 for no shell or an unknown one
+	root.InitDefaultCompletionCmd()
+	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
+		c.Args = subcommandArgs("completion", "bash", "zsh", "fish", "powershell")
+		c.RunE = needSubcommand("completion", "bash", "zsh", "fish", "powershell")
+		c.Example = "  source <(pullpath completion bash)\n  pullpath completion zsh > \"${fpath[1]}/_pullpath\""
+	}
 	registerCompletions(root)
 	return root
+}
+
+// flagError keeps pflag's error on one line, with the flag meant when one is close.
+func flagError(c *cobra.Command, err error) error {
+	hint := c.CommandPath() + " --help lists the flags"
+	if name, ok := strings.CutPrefix(err.Error(), "unknown flag: --"); ok {
+		if near := nearestFlag(c, name); near != "" {
+			hint = "did you mean --" + near + "? " + hint
+		}
+	}
+	return fmt.Errorf("%w (%s)", err, hint)
+}
+
+// nearestFlag is the flag of c whose name is closest to name, within two edits, or "".
+func nearestFlag(c *cobra.Command, name string) string {
+	best, bestD := "", 3
+	visit := func(f *pflag.Flag) {
+		if d := editDistance(name, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	}
+	c.Flags().VisitAll(visit)
+	c.InheritedFlags().VisitAll(visit)
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // checkOutput validates -o: every command renders text or json.
@@ -149,12 +213,65 @@ func checkOutput(output string) error {
 	return nil
 }
 
+// checkOutFile refuses, before a run, a file flag that names a directory or a file in a directory
+// that does not exist.
+func checkOutFile(flag, path string) error {
+	if path == "" {
+		return nil
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s %s is a directory: give a file to write", flag, path)
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s %s: its directory %s does not exist", flag, path, filepath.Dir(path))
+	}
+	return nil
+}
+
+// subcommandArgs refuses an argument of a command that only groups subcommands (cobra would print
+// the help and exit 0).
+func subcommandArgs(name string, subs ...string) cobra.PositionalArgs {
+	what := "subcommand"
+	if name == "completion" {
+		what = "shell"
+	}
+	return func(_ *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return fmt.Errorf("%s: unknown %s %q: want %s", name, what, args[0], orList(subs))
+		}
+		return nil
+	}
+}
+
+// needSubcommand is the RunE of a command that only groups subcommands: called bare, it says which.
+func needSubcommand(name string, subs ...string) func(*cobra.Command, []string) error {
+	what := "a subcommand"
+	if name == "completion" {
+		what = "a shell"
+	}
+	return func(c *cobra.Command, _ []string) error {
+		return fmt.Errorf("%s needs %s: %s (%s --help)", name, what, orList(subs), c.CommandPath())
+	}
+}
+
+// orList is "a, b or c".
+func orList(s []string) string {
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
 // oneImage requires exactly one IMAGE argument, with an example when it is missing.
 func oneImage(example string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		switch {
 		case len(args) == 0:
-			return fmt.Errorf("%s needs an IMAGE, e.g. %s", cmd.CommandPath(), example)
+			ex := strings.Replace(example, "pullpath", cmd.Root().DisplayName(), 1)
+			return fmt.Errorf("%s needs an IMAGE, e.g. %s", cmd.CommandPath(), ex)
+		case len(args) == 2 && cmd.Flags().Changed("cri") && cmd.Flag("cri").Value.String() == "auto":
+			// an optional value is only taken with "=": "--cri SOCKET IMAGE" is two arguments
+			return fmt.Errorf("%s takes one IMAGE, got 2 arguments: %s; to name the CRI socket, write --cri=%s", cmd.CommandPath(), strings.Join(args, " "), args[0])
 		case len(args) > 1:
 			return fmt.Errorf("%s takes one IMAGE, got %d arguments: %s", cmd.CommandPath(), len(args), strings.Join(args, " "))
 		}

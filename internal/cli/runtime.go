@@ -53,6 +53,9 @@ configuration.`,
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
+			if _, err := parseImage(args[0]); err != nil {
+				return err
+			}
 			c, err := loadRuntime(o.hostRoot, o.runtime, args[0])
 			if err != nil {
 				return err

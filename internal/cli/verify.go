@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pullpath/pullpath/internal/cluster"
-	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -120,11 +122,11 @@ func (o *verifyOptions) Validate() error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
-	if _, err := registry.ParseReference(o.image); err != nil {
+	if _, err := parseImage(o.image); err != nil {
 		return err
 	}
 	if o.probeImage != "" {
-		if _, err := registry.ParseReference(o.probeImage); err != nil {
+		if _, err := parseImage(o.probeImage); err != nil {
 			return fmt.Errorf("--probe-image: %w", err)
 		}
 		if o.probeBinary != "" {
@@ -138,10 +140,51 @@ func (o *verifyOptions) Validate() error {
 		return errors.New("give --secret or --pod, not both")
 	case o.concurrency < 1 || o.concurrency > 100:
 		return fmt.Errorf("--concurrency %d: want 1 to 100", o.concurrency)
-	case o.timeout <= 0 || o.probeTimeout <= 0:
-		return errors.New("--timeout and --probe-timeout must be positive")
+	case o.timeout <= 0:
+		return fmt.Errorf("--timeout %s: want a positive duration, e.g. 10m", o.timeout)
+	case o.probeTimeout <= 0:
+		return fmt.Errorf("--probe-timeout %s: want a positive duration, e.g. 3m", o.probeTimeout)
 	case o.fresh && o.allNodes:
 		return errors.New("--fresh chooses one fresh node per pool; --all-nodes probes every node: give one")
+	case o.maxImages < 1:
+		return fmt.Errorf("--node-max-images %d: want 1 or more", o.maxImages)
+	case slices.Contains(o.pools, ""):
+		return errors.New("--pool: an empty pool name (give the pool's name, as pullpath pod shows it)")
+	}
+	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
+		return err
+	}
+	if err := checkPodRef("--pod", o.pod); err != nil {
+		return err
+	}
+	if err := checkPodRef("--from-pod", o.fromPod); err != nil {
+		return err
+	}
+	// found after the run, a JUnit file that cannot be written would cost the report
+	if err := checkOutFile("--junit", o.junit); err != nil {
+		return err
+	}
+	if o.probeBinary != "" {
+		if err := checkExecutable("--probe-binary", o.probeBinary); err != nil {
+			return err
+		}
+	}
+	return o.kube.validate()
+}
+
+// checkExecutable refuses a file that cannot be a linux program: the nodes would only say so later.
+func checkExecutable(flag, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s %s is a directory: give the static linux pullpath binary", flag, path)
+	}
+	magic := make([]byte, 4)
+	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != "\x7fELF" {
+		return fmt.Errorf("%s %s is not a linux executable (scripts/build.sh writes dist/pullpath-probe-linux-<arch>)", flag, path)
 	}
 	return nil
 }
@@ -579,12 +622,36 @@ func newCleanupCmd(s Streams) *cobra.Command {
 or of all — and wait until they are gone. verify cleans up after itself on every exit
 path; this is for a run that was killed (SIGKILL, a lost connection).
 
-Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not run.`,
+Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not run
+(no cluster, no rights, a bad flag).`,
+		Example: `  pullpath cleanup
+  kubectl pullpath cleanup --run 3f9c04ab --run-namespace pullpath`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.run != "" {
+				if errs := validation.IsValidLabelValue(o.run); len(errs) > 0 {
+					return fmt.Errorf("--run %q: not a run id (verify prints it: pullpath.dev/run=ID)", o.run)
+				}
+			}
+			if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
+				return err
+			}
+			if err := o.kube.validate(); err != nil {
+				return err
+			}
 			cs, err := o.kube.client()
 			if err != nil {
 				return err
+			}
+			// a cluster that cannot be asked is "could not run" (2), not objects left behind (1)
+			if _, err := cs.Core.Pods(o.runNamespace).List(cmd.Context(), metav1.ListOptions{Limit: 1}); err != nil {
+				var se *apierrors.StatusError
+				switch {
+				case apierrors.IsForbidden(err):
+					return fmt.Errorf("cleanup: the kubeconfig's identity may not list pods in namespace %s (deploy/rbac.yaml has the rights)", o.runNamespace)
+				case !errors.As(err, &se):
+					return fmt.Errorf("cannot reach the cluster to list pods in namespace %s: %w", o.runNamespace, err)
+				}
 			}
 			left := cluster.Cleanup(cmd.Context(), cs, o.runNamespace, o.run, false)
 			if len(left) > 0 {

@@ -103,7 +103,13 @@ func newVersionCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit, build date, Go version and platform",
-		Args:  cobra.NoArgs,
+		Long: `Print the version, commit, build date, Go version and platform of this binary
+(-o json for scripts and bug reports).
+
+Exit codes: 0 printed, 2 could not run (a bad flag).`,
+		Example: `  pullpath version
+  kubectl pullpath version -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
 			if err := checkOutput(output); err != nil {
 				return err
