@@ -35,7 +35,8 @@ Input, detected automatically, from FILE or stdin:
   raw error messages (one per line or block), kubectl describe pod output,
   kubectl get events [-A] tables, kubectl get events|pod -o json|yaml (lists and
   events.k8s.io too). Only pull failures count: crash loops, probes, mounts and
-  scheduling events are not. Input that is not text is refused.
+  scheduling events are not, nor text that reports no failure (a "Pulling
+  image" or "Started container" line). Input that is not text is refused.
 
 Each finding says whether the text decides it. When it cannot (Docker Hub's
 "pull access denied", a 401 that may mean a missing repository, a bare deadline),
@@ -89,12 +90,15 @@ func (o *explainOptions) Run() error {
 		in = f
 	}
 	seen := &seenText{r: in}
-	msgs, _, err := events.Parse(seen)
+	msgs, format, err := events.Parse(seen)
 	if err != nil {
 		return err
 	}
 	if !seen.any && !o.quiet {
 		fmt.Fprintln(o.streams.ErrOut, "pullpath: explain: the input is empty (if a command before the pipe failed, its error is above)")
+	} else if len(msgs) == 0 && format == events.FormatText && !o.quiet {
+		// text was pasted but none of it reports a failure: say what was expected, not only "none"
+		fmt.Fprintln(o.streams.ErrOut, "pullpath: explain: the text reports no failure (no error, refusal or failed step in it); give the pull error itself: kubectl describe pod POD, kubectl get events, or the runtime's error")
 	}
 	findings := events.Explain(msgs)
 	if o.output == "json" {

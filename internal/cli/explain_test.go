@@ -49,9 +49,15 @@ func TestExplainCLI(t *testing.T) {
 	if r := run(t, "x", "explain", "-o", "xml"); r.code != ExitUsage {
 		t.Errorf("bad -o: exit %d", r.code)
 	}
+	// text that reports no failure is not one: exit 0, and stderr says what was expected
 	r = run(t, "the cat sat on the mat\n", "explain")
-	if r.code != ExitBroken || !strings.Contains(r.out, "class other") || !strings.Contains(r.out, "the cat sat on the mat") {
-		t.Errorf("unknown text: exit %d out %q", r.code, r.out)
+	if r.code != 0 || !strings.Contains(r.out, "no image pull failure") || !strings.Contains(r.errOut, "the text reports no failure") {
+		t.Errorf("text without a failure: exit %d out %q err %q", r.code, r.out, r.errOut)
+	}
+	// an error pullpath has no rule for is still read, and says so
+	r = run(t, "the registry exploded with an error\n", "explain")
+	if r.code != ExitBroken || !strings.Contains(r.out, "class other") || !strings.Contains(r.out, "the registry exploded") {
+		t.Errorf("unknown error: exit %d out %q", r.code, r.out)
 	}
 }
 

@@ -781,3 +781,25 @@ func TestRealmWrittenWrong(t *testing.T) {
 		t.Errorf("GitLab realm: class %s host %q role %s, want endpoint on gitlab.example.com:80 (token)", f.Class, f.Host, f.Role)
 	}
 }
+
+// TestOnlyFailuresAreRead: every real message of the corpus and the lab, pasted alone, is read —
+// an e2e log's "{kubelet node} Failed: …" too — while text that reports no failure (a kubelet's
+// progress line, a stray word) is not: explain exits 0 on it.
+func TestOnlyFailuresAreRead(t *testing.T) {
+	for _, f := range append(slices.Clone(corpusFiles), "testdata/lab.txt") {
+		for _, s := range loadCorpus(t, f) {
+			if ms, _, err := Parse(strings.NewReader(s.message)); err != nil || len(ms) == 0 {
+				t.Errorf("%s: not read (%v): %.120q", s.source, err, s.message)
+			}
+		}
+	}
+	for _, in := range []string{"Started container nginx", "x", `Successfully pulled image "nginx:1" in 2.1s (2.1s including waiting)`,
+		`Pulling image "registry.example.com/a:1"`, "Container image \"nginx:1\" already present on machine", "Status: Downloaded newer image for nginx:latest"} {
+		if ms, _, err := Parse(strings.NewReader(in)); err != nil || len(ms) != 0 {
+			t.Errorf("%q read as %d failures (err %v), want none", in, len(ms), err)
+		}
+	}
+	if _, _, err := Parse(strings.NewReader(`{"kind": "EventList", "items": [`)); err == nil {
+		t.Error("cut JSON must still be refused as JSON that does not parse")
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pullpath/pullpath/internal/report"
+
 	"sigs.k8s.io/yaml"
 )
 
@@ -78,8 +80,10 @@ func parse(b []byte) ([]Message, Format, error) {
 			return fromObjects(v), FormatJSON, nil
 		} else if !bytes.Contains(trimmed, []byte("\n")) && trimmed[0] == '[' {
 			break // "[ERROR ImagePull]: …" is text, not JSON
-		} else if trimmed[0] == '{' {
+		} else if trimmed[0] == '{' && jsonObjectStart(trimmed) {
 			return nil, FormatJSON, fmt.Errorf("input looks like JSON but does not parse: %v", err)
+		} else if trimmed[0] == '{' {
+			break // "{kubelet node-1} Failed: …", as e2e logs print an event's source: text
 		}
 	case looksLikeYAMLObject(trimmed):
 		msgs, err := fromYAML(trimmed)
@@ -104,6 +108,12 @@ var (
 )
 
 // isKubeObject reports a decoded JSON object that is a Kubernetes object or list.
+// jsonObjectStart says b opens a JSON object: "{" then a quoted key or "}".
+func jsonObjectStart(b []byte) bool {
+	rest := bytes.TrimLeft(b[1:], " \t\r\n")
+	return len(rest) == 0 || rest[0] == '"' || rest[0] == '}'
+}
+
 func isKubeObject(m map[string]any) bool {
 	for _, k := range []string{"kind", "apiVersion", "items", "involvedObject", "regarding", "metadata", "spec", "status"} {
 		if _, ok := m[k]; ok {
@@ -354,11 +364,35 @@ func fromDescribe(s string) []Message {
 // reStrongStart marks a line that starts a failure report on its own.
 var reStrongStart = regexp.MustCompile(`(?i)^\s*(?:E\d{4} |time="|level=|FATA|ERRO|Warning\s|Failed to pull image|Error response from daemon|Error:|ctr:|error pulling|failed to |\[ERROR|docker: |pulling image|rpc error|Back-off pulling)`)
 
-// notAPull reports raw text that is plainly another failure (a probe, a crash loop, a mount): it is
-// dropped. Anything else pasted as text is read, since bare network errors carry no pull words.
+// notAPull reports raw text that is plainly another failure (a probe, a crash loop, a mount), a
+// kubelet's progress line, or no failure at all (no word of an error): it is dropped. Anything else
+// pasted as text is read, since bare network errors carry no pull words.
 func notAPull(text string) bool {
-	return reNotPull.MatchString(text) && !reStrongPull.MatchString(text)
+	if reStrongPull.MatchString(text) {
+		return false
+	}
+	return reNotPull.MatchString(text) || reProgress.MatchString(text) || !reErrorWord.MatchString(text) && !namesCause(text)
 }
+
+// namesCause reports text in which a rule of classify finds a cause ("server gave HTTP response to
+// HTTPS client", "toomanyrequests").
+func namesCause(text string) bool {
+	low := strings.ToLower(text)
+	for i, r := range rules {
+		if r.code != report.CodeUnknown && rulePrefilters[i].mayMatch(low) && r.re.MatchString(text) {
+			return true
+		}
+	}
+	return false
+}
+
+var (
+	// reProgress is the kubelet's and a client's report of a pull going well, alone in a block
+	reProgress = regexp.MustCompile(`(?i)^\s*(?:Successfully pulled image \S+(?: in [^\n]*)?|Container image \S+ already present on machine[^\n]*|(?:Created|Started) container \S+|Pulling image \S+|Pulled image \S+[^\n]*|Status: (?:Downloaded newer image|Image is up to date) for \S+)\s*$`)
+	// reErrorWord is any word an error, a refusal or a failed step is written with, in the runtimes'
+	// and Go's wording and the status codes they print: text with none of them reports no failure
+	reErrorWord = regexp.MustCompile(`(?i)err|fail|fata|denied|permission|unauthenticated|unsupported|exhausted|quota|unauthori[sz]ed|forbidden|refused|reset|timeout|timed out|deadline|EOF|not found|unknown|no such|cannot|can't|could not|couldn't|unable|invalid|x509|tls|certificate|lookup|dial|unreachable|too many|\b[45]\d\d\b|exceeded|back-?off|canceled|cancelled|no match|not present|mismatch|expired|blocked|required|limit|does not|doesn't|not (?:allowed|authori[sz]ed|accessible)|abort|panic|wrong|bad|missing|no route|refus`)
+)
 
 // fromText splits raw text into messages: blank lines separate blocks, and a block whose lines each
 // start a failure of their own ("E1202 …", "Failed to pull image …") is split into lines.
