@@ -51,6 +51,9 @@ func DiagnosePod(ctx context.Context, cs *Client, ns, name string, o Options) (*
 	o.defaults()
 	pod, err := cs.Core.Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, notFound(ctx, cs, "pod", ns, name)
+		}
 		return nil, apiError(err, "get", "pods", ns, name)
 	}
 	d := &report.PodDiagnosis{APIVersion: report.APIVersion, Kind: "PodDiagnosis", Pod: podRef(pod),
@@ -210,6 +213,22 @@ func failingImage(p *corev1.Pod, fs []report.Finding) string {
 		}
 	}
 	return ""
+}
+
+// notFound is the error for an object (kind "pod", "secret") the API server did not find. A get on
+// a namespaced object says NotFound for its namespace too, so the namespace is asked about
+// (bounded: this is an error path), and when it cannot be read the question is left to the reader.
+func notFound(ctx context.Context, cs *Client, kind, ns, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s %s not found in namespace %s", kind, name, ns)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("namespace %s does not exist (kubectl get namespaces lists them)", ns)
+	}
+	return fmt.Errorf("%s %s not found in namespace %s (does the namespace exist? kubectl get namespaces lists them; it was not read: %s)", kind, name, ns, shortErr(apiError(err, "get", "namespaces", "", ns)))
 }
 
 // apiError turns an API error into one that says what was asked and, for a refusal, which RBAC
