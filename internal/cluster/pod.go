@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -254,7 +257,20 @@ func apiError(err error, verb, resource, ns, name string) error {
 	if errors.As(err, &se) {
 		return fmt.Errorf("%s %s %s: %v", verb, what, where, err)
 	}
-	return fmt.Errorf("cannot reach the cluster to %s %s: %w", verb, what, err)
+	if unreachable(err) {
+		return fmt.Errorf("cannot reach the cluster to %s %s: %w", verb, what, err)
+	}
+	// client-go refused the request before sending it (an invalid name: its error says which), or
+	// could not read the answer: the cluster was reached, or never asked
+	return fmt.Errorf("cannot %s %s %s: %w", verb, what, where, err)
+}
+
+// unreachable reports whether err is the connection's: a dial, TLS or transport failure (client-go
+// wraps them in *url.Error, a net.Error), or a connection cut while the answer was read.
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // rawRead does a raw request (a pod's log, a kubelet's endpoint through nodes/proxy) and returns

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -713,7 +716,7 @@ func TestUnreadableSecretByType(t *testing.T) {
 	}{
 		{"rbac", &forbidden{}, true, "not readable: no RBAC get on secrets; cannot tell whether it covers the registry"},
 		{"admission", apierrors.NewForbidden(corev1.Resource("secrets"), "regcred", errors.New("namespace shop is being terminated")), false, "not readable: "},
-		{"network", errors.New("dial tcp 10.0.0.1:6443: connect: connection refused"), false, "not readable: cannot reach the cluster to get secrets regcred"},
+		{"network", &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api/v1/namespaces/shop/secrets/regcred", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, false, "not readable: cannot reach the cluster to get secrets regcred"},
 	} {
 		fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) { return true, nil, c.err })
 		ps, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img)
