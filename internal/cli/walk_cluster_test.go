@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -216,5 +217,50 @@ func TestImagePushFilesFirst(t *testing.T) {
 	} {
 		args := append([]string{"image", "push", "127.0.0.1:1/probe:1"}, tc.args...)
 		oneLineUsage(t, run(t, "", args...), args, tc.want)
+	}
+}
+
+// verify --pod and --secret naming what does not exist are one line and exit 2, before anything
+// is created: the stub API server allows every access review, knows no namespace, pod or secret,
+// and counts every write.
+func TestVerifySourcesThatDoNotExist(t *testing.T) {
+	var mu sync.Mutex
+	var writes []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/selfsubjectaccessreviews") {
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprint(w, `{"kind":"SelfSubjectAccessReview","apiVersion":"authorization.k8s.io/v1","spec":{},"status":{"allowed":true}}`)
+			return
+		}
+		if r.Method != http.MethodGet {
+			mu.Lock()
+			writes = append(writes, r.Method+" "+r.URL.Path)
+			mu.Unlock()
+		}
+		parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+		if n := len(parts); n == 4 || n == 6 {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"%s %q not found","reason":"NotFound","details":{"name":%q,"kind":%q},"code":404}`, parts[n-2], parts[n-1], parts[n-1], parts[n-2])
+			return
+		}
+		fmt.Fprint(w, `{"kind":"List","apiVersion":"v1","metadata":{},"items":[]}`)
+	}))
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--pod", "nosuchns/x"}, "pullpath: --pod nosuchns/x: namespace nosuchns does not exist (kubectl get namespaces lists them) — nothing was created\n"},
+		{[]string{"--secret", "nosuch", "-n", "nosuchns"}, "pullpath: --secret nosuch: namespace nosuchns does not exist (kubectl get namespaces lists them) — nothing was created\n"},
+	} {
+		args := append([]string{"verify", "nginx:1", "--probe-image", "r.example/probe:1", "--server", srv.URL, "--token", "walk-secret-token-4711"}, tc.args...)
+		r := run(t, "", args...)
+		if r.code != ExitUsage || r.out != "" || r.errOut != tc.want {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tc.args, r.code, r.out, r.errOut, tc.want)
+		}
+	}
+	if len(writes) > 0 {
+		t.Errorf("written before the sources were read: %q", writes)
 	}
 }

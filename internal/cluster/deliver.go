@@ -15,6 +15,49 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 )
 
+// readSources reads the pod (--pod, --from-pod) and the secret (--secret) the run takes from
+// outside its namespace, with the rights checkRights asked for, before anything is created: a
+// mistyped name or namespace must not leave a namespace behind and a report of "0 of 0 pools".
+func (r *run) readSources(ctx context.Context) error {
+	getPod := func(flag, ref string) (*corev1.Pod, error) {
+		ns, name, _ := strings.Cut(ref, "/")
+		p, err := r.cs.Core.Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%s %s: %w — nothing was created", flag, ref, notFound(ctx, r.cs, "pod", ns, name))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w — nothing was created", flag, ref, apiError(err, "get", "pods", ns, name))
+		}
+		return p, nil
+	}
+	if r.o.FromPod != "" {
+		p, err := getPod("--pod", r.o.FromPod)
+		if err != nil {
+			return err
+		}
+		r.srcPod = p
+	} else if r.o.Secret != "" {
+		ns, name := r.o.SecretNamespace, r.o.Secret
+		s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("--secret %s: %w — nothing was created", name, notFound(ctx, r.cs, "secret", ns, name))
+		case err != nil:
+			return fmt.Errorf("--secret %s: %w — nothing was created", name, apiError(err, "get", "secrets", ns, name))
+		case secretKey(s.Type) == "":
+			return fmt.Errorf("--secret: secret %s/%s has type %s: the kubelet only pulls with kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg secrets — nothing was created", ns, name, s.Type)
+		}
+		r.srcSecret = s
+	}
+	if r.o.ProbeFromPod != "" {
+		// read again when the probe is added: the pod changes meanwhile (status, other probes)
+		if _, err := getPod("--from-pod", r.o.ProbeFromPod); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // prepare makes the run's owner object, its namespace when missing, and the pull secret copies.
 func (r *run) prepare(ctx context.Context) error {
 	ns := r.o.Namespace
@@ -71,11 +114,14 @@ func missingNamespace(err error) bool {
 // in the pod's order, as its kubelet tries them; with --secret that one secret.
 func (r *run) copySecrets(ctx context.Context) error {
 	var refs []secretRef
-	// add copies one secret; want is the key --pod found in it, "" for whichever its type has
-	add := func(ns, name, want string) error {
-		s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return apiError(err, "get", "secrets", ns, name)
+	// add copies one secret; want is the key --pod found in it, "" for whichever its type has; s
+	// is the secret when it was read already (--secret)
+	add := func(ns, name, want string, s *corev1.Secret) error {
+		if s == nil {
+			var err error
+			if s, err = r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+				return apiError(err, "get", "secrets", ns, name)
+			}
 		}
 		key := secretKey(s.Type)
 		if key == "" || want != "" && key != want {
@@ -92,16 +138,13 @@ func (r *run) copySecrets(ctx context.Context) error {
 	}
 	switch {
 	case r.o.FromPod != "":
-		pns, pname, _ := strings.Cut(r.o.FromPod, "/")
-		p, err := r.cs.Core.Pods(pns).Get(ctx, pname, metav1.GetOptions{})
-		if err != nil {
-			return apiError(err, "get", "pods", pns, pname)
-		}
+		pns, _, _ := strings.Cut(r.o.FromPod, "/")
+		p := r.srcPod
 		var unreadErr error
 		r.pullSecrets, unreadErr = r.podSecrets(ctx, p, "--pod", "the node probes")
 		for _, ps := range r.pullSecrets {
 			if ps.HandedOver {
-				if err := add(pns, ps.Name, ps.Key); err != nil {
+				if err := add(pns, ps.Name, ps.Key, nil); err != nil {
 					return err
 				}
 			}
@@ -123,7 +166,7 @@ func (r *run) copySecrets(ctx context.Context) error {
 		}
 	case r.o.Secret != "":
 		ns, name := r.o.SecretNamespace, r.o.Secret
-		if err := add(ns, name, ""); err != nil {
+		if err := add(ns, name, "", r.srcSecret); err != nil {
 			return err
 		}
 		r.pullSecrets = []report.PodPullSecret{{Name: name, Key: refs[0].key, HandedOver: true}}

@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +54,9 @@ func DiagnosePod(ctx context.Context, cs *Client, ns, name string, o Options) (*
 	o.defaults()
 	pod, err := cs.Core.Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, notFound(ctx, cs, "pod", ns, name)
+		}
 		return nil, apiError(err, "get", "pods", ns, name)
 	}
 	d := &report.PodDiagnosis{APIVersion: report.APIVersion, Kind: "PodDiagnosis", Pod: podRef(pod),
@@ -212,6 +218,22 @@ func failingImage(p *corev1.Pod, fs []report.Finding) string {
 	return ""
 }
 
+// notFound is the error for an object (kind "pod", "secret") the API server did not find. A get on
+// a namespaced object says NotFound for its namespace too, so the namespace is asked about
+// (bounded: this is an error path), and when it cannot be read the question is left to the reader.
+func notFound(ctx context.Context, cs *Client, kind, ns, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return fmt.Errorf("%s %s not found in namespace %s", kind, name, ns)
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("namespace %s does not exist (kubectl get namespaces lists them)", ns)
+	}
+	return fmt.Errorf("%s %s not found in namespace %s (does the namespace exist? kubectl get namespaces lists them; it was not read: %s)", kind, name, ns, shortErr(apiError(err, "get", "namespaces", "", ns)))
+}
+
 // apiError turns an API error into one that says what was asked and, for a refusal, which RBAC
 // verb on which resource the identity lacks.
 func apiError(err error, verb, resource, ns, name string) error {
@@ -235,7 +257,20 @@ func apiError(err error, verb, resource, ns, name string) error {
 	if errors.As(err, &se) {
 		return fmt.Errorf("%s %s %s: %v", verb, what, where, err)
 	}
-	return fmt.Errorf("cannot reach the cluster to %s %s: %w", verb, what, err)
+	if unreachable(err) {
+		return fmt.Errorf("cannot reach the cluster to %s %s: %w", verb, what, err)
+	}
+	// client-go refused the request before sending it (an invalid name: its error says which), or
+	// could not read the answer: the cluster was reached, or never asked
+	return fmt.Errorf("cannot %s %s %s: %w", verb, what, where, err)
+}
+
+// unreachable reports whether err is the connection's: a dial, TLS or transport failure (client-go
+// wraps them in *url.Error, a net.Error), or a connection cut while the answer was read.
+func unreachable(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // rawRead does a raw request (a pod's log, a kubelet's endpoint through nodes/proxy) and returns

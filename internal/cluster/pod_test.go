@@ -194,8 +194,20 @@ func TestDiagnosePodHealthyAndErrors(t *testing.T) {
 	if err != nil || d.Class != report.ClassOK || d.CachedImage != nil {
 		t.Fatalf("healthy pod: %v %+v", err, d)
 	}
-	if _, err := DiagnosePod(context.Background(), cs, "shop", "nope", Options{}); err == nil || !strings.Contains(err.Error(), "pods nope not found in namespace shop") {
+	// the namespace is asked about only for a pod not found: a get says NotFound for a missing namespace too
+	if _, err := DiagnosePod(context.Background(), cs, "shop", "nope", Options{}); err == nil || err.Error() != "namespace shop does not exist (kubectl get namespaces lists them)" {
+		t.Errorf("missing namespace: %v", err)
+	}
+	_, _ = fc.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, metav1.CreateOptions{})
+	if _, err := DiagnosePod(context.Background(), cs, "shop", "nope", Options{}); err == nil || err.Error() != "pod nope not found in namespace shop" {
 		t.Errorf("missing pod: %v", err)
+	}
+	fc.PrependReactor("get", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, &forbidden{}
+	})
+	if _, err := DiagnosePod(context.Background(), cs, "typo", "web-new", Options{}); err == nil ||
+		err.Error() != "pod web-new not found in namespace typo (does the namespace exist? kubectl get namespaces lists them; it was not read: no RBAC get on namespaces)" {
+		t.Errorf("missing pod, namespaces unreadable: %v", err)
 	}
 	fc.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, &forbidden{}

@@ -16,7 +16,10 @@ type need struct {
 }
 
 // checkRights asks the API server, before anything is created, whether the identity may do what
-// the run needs, and names every missing permission at once.
+// the run needs, and names every missing permission at once. get on namespaces (deploy/rbac.yaml's
+// pullpath-reader grants it) is not among them: it only says whether a namespace whose pod or
+// secret was not found exists, and whether the run namespace must be created; refused, the error
+// asks the question instead, and a missing run namespace shows when the owner is created.
 func (r *run) checkRights(ctx context.Context) error {
 	ns := r.o.Namespace
 	needs := []need{

@@ -66,6 +66,9 @@ type run struct {
 	bins        map[string]*delivery // goarch → the ConfigMaps holding the probe binary
 	notes       []string
 	madeNS      bool
+	// srcPod and srcSecret are what --pod and --secret name, read before anything is created
+	srcPod    *corev1.Pod
+	srcSecret *corev1.Secret
 }
 
 // delivery is the probe binary for one architecture, as ConfigMaps, and the loader beside it.
@@ -94,6 +97,9 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 	v = &report.Verification{APIVersion: report.APIVersion, Kind: "Verification", Image: o.Image, Run: r.id, Namespace: o.Namespace,
 		Pools: []report.PoolResult{}, LeftBehind: []string{}, Started: start.UTC()}
 	if err := r.checkRights(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.readSources(ctx); err != nil {
 		return nil, err
 	}
 	targets, err := r.choose(ctx)

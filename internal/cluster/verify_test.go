@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -713,7 +716,7 @@ func TestUnreadableSecretByType(t *testing.T) {
 	}{
 		{"rbac", &forbidden{}, true, "not readable: no RBAC get on secrets; cannot tell whether it covers the registry"},
 		{"admission", apierrors.NewForbidden(corev1.Resource("secrets"), "regcred", errors.New("namespace shop is being terminated")), false, "not readable: "},
-		{"network", errors.New("dial tcp 10.0.0.1:6443: connect: connection refused"), false, "not readable: cannot reach the cluster to get secrets regcred"},
+		{"network", &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api/v1/namespaces/shop/secrets/regcred", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, false, "not readable: cannot reach the cluster to get secrets regcred"},
 	} {
 		fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) { return true, nil, c.err })
 		ps, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img)
@@ -759,5 +762,55 @@ func TestVerifyFromPodProbeImageNotPulled(t *testing.T) {
 	}
 	if v.Class != report.ClassRoute {
 		t.Errorf("the probe in the pod is beside the verdict, not part of it: class %s, want the pool's route", v.Class)
+	}
+}
+
+// A pod or secret that verify takes credentials (or a pod network) from is read before anything is
+// created: a mistyped name or namespace is one line and exit 2, not a namespace, an owner ConfigMap
+// and a report of "0 of 0 pools".
+func TestVerifyReadsItsSourcesBeforeCreating(t *testing.T) {
+	opaque := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "opaque"}, Type: corev1.SecretTypeOpaque}
+	for _, c := range []struct {
+		name       string
+		nsReadable bool
+		o          VerifyOptions
+		want       string
+	}{
+		{"--pod, namespace missing", true, VerifyOptions{FromPod: "nosuchns/x"},
+			"--pod nosuchns/x: namespace nosuchns does not exist (kubectl get namespaces lists them) — nothing was created"},
+		{"--pod, namespaces unreadable", false, VerifyOptions{FromPod: "nosuchns/x"},
+			"--pod nosuchns/x: pod x not found in namespace nosuchns (does the namespace exist? kubectl get namespaces lists them; it was not read: no RBAC get on namespaces) — nothing was created"},
+		{"--pod, pod missing", true, VerifyOptions{FromPod: "shop/x"},
+			"--pod shop/x: pod x not found in namespace shop — nothing was created"},
+		{"--secret, namespace missing", true, VerifyOptions{SecretNamespace: "nosuchns", Secret: "nosuch"},
+			"--secret nosuch: namespace nosuchns does not exist (kubectl get namespaces lists them) — nothing was created"},
+		{"--secret, namespaces unreadable", false, VerifyOptions{SecretNamespace: "nosuchns", Secret: "nosuch"},
+			"--secret nosuch: secret nosuch not found in namespace nosuchns (does the namespace exist? kubectl get namespaces lists them; it was not read: no RBAC get on namespaces) — nothing was created"},
+		{"--secret of another type", true, VerifyOptions{SecretNamespace: "shop", Secret: "opaque"},
+			"--secret: secret shop/opaque has type Opaque: the kubelet only pulls with kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg secrets — nothing was created"},
+		{"--from-pod, pod missing", true, VerifyOptions{ProbeImage: probeImg, ProbeFromPod: "shop/gone"},
+			"--from-pod shop/gone: pod gone not found in namespace shop — nothing was created"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fc := fake.NewClientset(append(scenario(), opaque, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}})...)
+			allowing(fc)
+			if !c.nsReadable {
+				fc.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, &forbidden{}
+				})
+			}
+			o := c.o
+			o.Image, o.Namespace, o.MaxImages, o.Timeout = img, "pullpath", 50, time.Second
+			o.Binary = func(string) ([]byte, error) { return []byte("bin"), nil }
+			v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+			if v != nil || err == nil || err.Error() != c.want {
+				t.Errorf("report %v, err\n%v\nwant\n%s", v, err, c.want)
+			}
+			for _, a := range fc.Actions() {
+				if a.GetVerb() == "create" && a.GetResource().Resource != "selfsubjectaccessreviews" {
+					t.Errorf("created %s in %q before the sources were read", a.GetResource().Resource, a.GetNamespace())
+				}
+			}
+		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/pullpath/pullpath/internal/probe"
 	"github.com/pullpath/pullpath/internal/registrytest"
 	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/resolver"
 )
 
 var (
@@ -230,6 +231,27 @@ func TestExpectPrivate(t *testing.T) {
 	b, _ := json.Marshal(rep)
 	if !strings.Contains(string(b), `"failing":{"host":"pl.`) {
 		t.Errorf("json failing: %s", b)
+	}
+}
+
+// A resolv.conf without a nameserver (an empty file) is named as such where to look, not as an
+// empty list of servers ("(, from FILE)").
+func TestResolverWithoutNameserver(t *testing.T) {
+	e := lab(t)
+	o := e.Options(e.Lab.Ref("team/app:1.4"))
+	empty, err := resolver.ParseConf(strings.NewReader(""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	empty.Source = "/node/etc/resolv.conf"
+	o.Resolver = empty
+	rep, err := probe.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "the resolver this node uses (no nameserver in /node/etc/resolv.conf): it must resolve "
+	if rep.Class != report.ClassDNS || !strings.HasPrefix(rep.WhereToLook, want) {
+		t.Errorf("class %s, where to look %q; want dns and %q…", rep.Class, rep.WhereToLook, want)
 	}
 }
 

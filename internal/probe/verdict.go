@@ -172,10 +172,13 @@ func (w *walk) whereToLook(c report.Class, f *failure) string {
 	if f.cut {
 		return fmt.Sprintf("the %s step on %s, which had not finished: run again with a longer --timeout (now %s), and -v to follow each step", f.step, ep.hostport, w.opts.Timeout)
 	}
-	servers := strings.Join(w.opts.Resolver.Nameservers, ", ")
+	res := strings.Join(w.opts.Resolver.Nameservers, ", ") + ", from " + w.opts.Resolver.Source
+	if len(w.opts.Resolver.Nameservers) == 0 {
+		res = "no nameserver in " + w.opts.Resolver.Source
+	}
 	switch c {
 	case report.ClassDNS:
-		return fmt.Sprintf("the resolver this node uses (%s, from %s): it must resolve %s to the registry's reachable (private) address; check private zone links to the node's VNet/VPC, conditional forwarders, and the node's DNS settings", servers, w.opts.Resolver.Source, ep.host)
+		return fmt.Sprintf("the resolver this node uses (%s): it must resolve %s to the registry's reachable (private) address; check private zone links to the node's VNet/VPC, conditional forwarders, and the node's DNS settings", res, ep.host)
 	case report.ClassRoute:
 		var rts []string
 		for _, a := range ep.addrs {

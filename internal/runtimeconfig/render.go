@@ -24,7 +24,15 @@ func WriteText(w io.Writer, c *Config) error {
 	if c.Resolver.Stub {
 		res += " (systemd-resolved stub; upstream " + strings.Join(c.Resolver.Upstream, ", ") + ")"
 	}
-	fmt.Fprintf(b, "resolver  %s from %s\n", res, c.Resolver.File)
+	switch {
+	case len(c.Resolver.Nameservers) > 0:
+		res += " from " + c.Resolver.File
+	case !slices.Contains(c.Files, c.Resolver.File):
+		res = c.Resolver.File + " could not be read" // a warning says why
+	default:
+		res = "no nameserver in " + c.Resolver.File
+	}
+	fmt.Fprintf(b, "resolver  %s\n", res)
 	if c.Proxy.HTTPSProxy != "" || c.Proxy.HTTPProxy != "" {
 		fmt.Fprintf(b, "proxy     HTTPS_PROXY=%s HTTP_PROXY=%s NO_PROXY=%s (from %s)\n", c.Proxy.HTTPSProxy, c.Proxy.HTTPProxy, c.Proxy.NoProxy, c.Proxy.Source)
 	} else {

@@ -189,3 +189,28 @@ func TestTextSeparatesNotes(t *testing.T) {
 		t.Errorf("text:\n%s", out)
 	}
 }
+
+// A resolv.conf without a nameserver is said, not rendered as an empty list ("resolver   from
+// /etc/resolv.conf"); one that cannot be read is said as such.
+func TestTextResolverWithoutNameserver(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fsys fstest.MapFS
+		want string
+	}{
+		{"empty", fstest.MapFS{"etc/resolv.conf": file("# nothing\n")}, "resolver  no nameserver in /etc/resolv.conf\n"},
+		{"missing", fstest.MapFS{}, "resolver  /etc/resolv.conf could not be read\n"},
+		{"one", fstest.MapFS{"etc/resolv.conf": file("nameserver 10.0.0.2\n")}, "resolver  10.0.0.2:53 from /etc/resolv.conf\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fsys["etc/containerd/config.toml"] = file(kindConfig)
+			var b strings.Builder
+			if err := WriteText(&b, load(t, tc.fsys, "nginx", "")); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(b.String(), tc.want) {
+				t.Errorf("text, want %q:\n%s", tc.want, b.String())
+			}
+		})
+	}
+}

@@ -137,7 +137,7 @@ func TestPodCachedImageLie(t *testing.T) {
 		t.Errorf("pod --all (exit %d, %v): %s", code, err, out)
 	}
 	// a pod that does not exist, and no rights: exit 2 with the reason
-	if _, e, code := c.Run(t, "pod", "nope", "-n", ns); code != 2 || !strings.Contains(e, "pods nope not found in namespace "+ns) {
+	if _, e, code := c.Run(t, "pod", "nope", "-n", ns); code != 2 || !strings.Contains(e, "pod nope not found in namespace "+ns) {
 		t.Errorf("missing pod: exit %d: %s", code, e)
 	}
 }

@@ -182,6 +182,9 @@ current-context: restricted
 //     probe on its own node
 //   - verify with the runner role cluster-wide (no get on namespaces) in a run namespace that does
 //     not exist: exit 2 naming the namespace and the fix
+//   - pod in a mistyped namespace: with the reader role's get on namespaces, exit 2 "namespace …
+//     does not exist" (pod --all too); without it, the pod not found and the question
+//   - verify --pod / --secret naming what does not exist: one line, exit 2, no report
 func TestRBACRestrictedIdentity(t *testing.T) {
 	c := sharedCluster(t)
 	start := time.Now()
@@ -208,7 +211,8 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 	verifier := c.restrictedIdentity(t, roles, ns, "verifier", reader(), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
 	noProxy := c.restrictedIdentity(t, roles, ns, "noproxy", reader("nodes/proxy"))
 	// the runner role cluster-wide: its rights hold in any namespace, but it may not read namespaces
-	anyNS := c.restrictedIdentity(t, roles, ns, "anyns", reader(), grant{role: "pullpath-runner"})
+	// (the reader role less its get on namespaces, as before deploy/rbac.yaml granted it)
+	anyNS := c.restrictedIdentity(t, roles, ns, "anyns", reader("namespaces"), grant{role: "pullpath-runner"})
 	noGetNodes := c.restrictedIdentity(t, roles, ns, "nogetnodes", reader("get nodes"), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
 	lacking := []struct {
 		drop, verb, resource, scope string
@@ -296,6 +300,26 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 		t.Errorf("pod without nodes/proxy, text: no note naming the right:\n%s", text)
 	}
 
+	// 3b. a mistyped -n: the reader role may ask whether the namespace exists (else `pod --all`
+	// would say "no pull failure", exit 0); without that right the error asks the question
+	typo := ns + "-typo"
+	for _, tc := range []struct {
+		id   identity
+		args []string
+		want string
+	}{
+		{noProxy, []string{"pod", "--all"}, fmt.Sprintf("namespace %s does not exist (kubectl get namespaces lists them)", typo)},
+		{noProxy, []string{"pod", "app-fail"}, fmt.Sprintf("namespace %s does not exist (kubectl get namespaces lists them)", typo)},
+		{anyNS, []string{"pod", "app-fail"}, fmt.Sprintf("pod app-fail not found in namespace %s (does the namespace exist? kubectl get namespaces lists them; it was not read: no RBAC get on namespaces)", typo)},
+	} {
+		args := append(slices.Clone(tc.args), "-n", typo, "--kubeconfig", tc.id.kubeconfig)
+		out, errOut, code := c.Run(t, args...)
+		noLeak(strings.Join(tc.args, " ")+" in a mistyped namespace", out+errOut)
+		if code != 2 || out != "" || strings.TrimSpace(errOut) != "pullpath: "+tc.want {
+			t.Errorf("%s -n %s as %s: exit %d, want 2 with %q\nstdout: %s\nstderr: %s", strings.Join(tc.args, " "), typo, tc.id.user, code, tc.want, out, errOut)
+		}
+	}
+
 	// 4. verify in a run namespace that does not exist, as an identity that may not read namespaces
 	gone := ns + "-gone"
 	out, errOut, code = c.Run(t, "verify", c.Images[cachedImage].Ref, "--kubeconfig", anyNS.kubeconfig, "--pool", "poola", "--probe-image", probe, "--run-namespace", gone)
@@ -303,6 +327,24 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 	wantNS := fmt.Sprintf("namespace %s does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", gone)
 	if code != 2 || !strings.Contains(errOut, wantNS) || strings.Contains(errOut, "configmaps") {
 		t.Errorf("verify in a missing namespace: exit %d, want 2 with %q on stderr\nstdout: %s\nstderr: %s", code, wantNS, out, errOut)
+	}
+
+	// 4b. verify --pod and --secret naming what does not exist: one line and exit 2, no report
+	// (which a run that had created its objects would print), nothing created
+	for _, tc := range []struct {
+		id   identity
+		args []string
+		want string
+	}{
+		{verifier, []string{"--pod", typo + "/x"}, fmt.Sprintf("--pod %s/x: namespace %s does not exist (kubectl get namespaces lists them) — nothing was created", typo, typo)},
+		{anyNS, []string{"--secret", "nosuch", "-n", typo}, fmt.Sprintf("--secret nosuch: secret nosuch not found in namespace %s (does the namespace exist? kubectl get namespaces lists them; it was not read: no RBAC get on namespaces) — nothing was created", typo)},
+	} {
+		args := append([]string{"verify", c.Images[cachedImage].Ref, "--kubeconfig", tc.id.kubeconfig, "--pool", "poola", "--probe-image", probe, "--run-namespace", runNS}, tc.args...)
+		out, errOut, code := c.Run(t, args...)
+		noLeak("verify "+strings.Join(tc.args, " "), out+errOut)
+		if code != 2 || out != "" || strings.TrimSpace(errOut) != "pullpath: "+tc.want {
+			t.Errorf("verify %s as %s: exit %d, want 2 with %q\nstdout: %s\nstderr: %s", strings.Join(tc.args, " "), tc.id.user, code, tc.want, out, errOut)
+		}
 	}
 
 	wg.Wait()
