@@ -56,8 +56,9 @@ func (e *ReferenceError) Error() string {
 }
 
 // Rules a reference can break. The grammar is distribution/reference v0.6.0 regexp.go and
-// normalize.go, which containerd (ParseDockerRef) and the kubelet apply; pullpath is stricter
-// only where marked, never looser.
+// normalize.go, which containerd's CRI applies to every pull (v2.4.2
+// internal/cri/server/images/image_pull.go:153 ParseDockerRef); pullpath is stricter only where
+// marked "pullpath", never looser.
 const (
 	RuleEmpty      = "empty"
 	RuleTooLong    = "too-long"    // input over maxReference bytes (pullpath's bound)
@@ -66,12 +67,12 @@ const (
 	RuleWhitespace = "whitespace"  // no rule of the grammar admits a space
 	RuleControl    = "control"     // nor a control character
 	RuleIdentifier = "identifier"  // normalize.go:57: a bare 64-hex string is an image ID
-	RuleDomain     = "domain"      // regexp.go:61,91,99-110
+	RuleDomain     = "domain"      // regexp.go:61,91,99-110; pullpath also parses an IPv6 address
 	RulePort       = "port"        // regexp.go:65 allows any digits; pullpath also wants 1-65535
 	RuleUpperFirst = "upper-first" // pullpath: "Foo/app" would make containerd dial host "Foo" (normalize.go:152)
 	RulePath       = "path"        // regexp.go:44,53,123,129
 	RuleUppercase  = "uppercase"   // reference.go:192, normalize.go:67
-	RuleNameLength = "name-length" // containerd v1.6 reference/docker/reference.go:219: domain/path <= 255
+	RuleNameLength = "name-length" // pullpath, as containerd v1.6 reference/docker/reference.go:219: domain/path <= 255
 	RuleTag        = "tag"         // regexp.go:68
 	RuleDigest     = "digest"      // regexp.go:81 + go-digest Validate: known algorithm, lowercase hex of its length
 )
@@ -141,7 +142,7 @@ func ParseReference(s string) (Reference, error) {
 		return fail(RulePath, "the repository name is empty")
 	}
 
-	// Domain split and Docker Hub normalization, as normalize.go:126-170 (splitDockerDomain).
+	// Domain split and Docker Hub normalization, as normalize.go:126-168 (splitDockerDomain).
 	domain, remote := "docker.io", name
 	if first, rest, ok := strings.Cut(name, "/"); ok {
 		switch {
