@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -229,13 +230,14 @@ func FuzzParseReference(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		checkAgainstDistribution(t, s)
-		// user info of 8 bytes or more that occurs once in the input never reaches the message
+		// user info of 8 bytes or more that occurs once never reaches the message
 		rest, scheme := s, false
 		if i := strings.Index(rest, "://"); i >= 0 {
 			rest, scheme = rest[i+3:], true
 		}
 		host, _, slash := strings.Cut(rest, "/")
-		if at := strings.LastIndex(host, "@"); (slash || scheme) && at >= 8 && strings.Count(s, host[:at]) == 1 {
+		// counted in the quoted input: quoting can make the user info appear again ("\x00" + "00")
+		if at := strings.LastIndex(host, "@"); (slash || scheme) && at >= 8 && strings.Count(strconv.Quote(s), host[:at]) == 1 {
 			if _, err := ParseReference(s); err == nil || strings.Contains(err.Error(), host[:at]) {
 				t.Fatalf("ParseReference(%q) = %v: want a refusal without the user info", s, err)
 			}
