@@ -21,7 +21,7 @@ func TestClusterCommandsWithoutACluster(t *testing.T) {
 		{[]string{"pod", "a", "b"}, "pod takes one pod NAME, got 2"},
 		{[]string{"pod", "--all", "web"}, "give a pod NAME or --all, not both"},
 		{[]string{"verify", "nginx:1"}, "no cluster to talk to"},
-		{[]string{"verify", "BAD REF"}, "repository names must be lowercase"},
+		{[]string{"verify", "BAD REF"}, "contains whitespace"},
 		{[]string{"verify", "nginx:1", "--secret", "s", "--pod", "p"}, "give --secret or --pod, not both"},
 		{[]string{"cleanup", "--kubeconfig", "/nonexistent/kubeconfig"}, "kubeconfig: stat /nonexistent/kubeconfig"},
 	} {
