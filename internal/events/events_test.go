@@ -730,6 +730,7 @@ func TestRequestURLsOnly(t *testing.T) {
 		{"initializing source docker://registry.redhat.io/ocp/cli:v4.8: unable to retrieve auth token: invalid username/password: unauthorized: Please login. Further instructions can be found here: https://access.redhat.com/RegistryAuthentication", "registry.redhat.io:443"},
 		{"https://registry-1.docker.io/v2/\n403 Forbidden\nwe now block all IP addresses that are located in … please reach out to https://support.docker.com", "registry-1.docker.io:443"},
 		{`Failed to pull image “[123.dkr.ecr.us-east-1.amazonaws.com/nb/emr:latest](http://123.dkr.ecr.us-east-1.amazonaws.com/nb/emr:latest)”: rpc error: code = Unknown desc = no matching manifest for linux/arm64/v8 in the manifest list entries`, "123.dkr.ecr.us-east-1.amazonaws.com:443"},
+		{"Error response from daemon: pull access denied for ghcr.io/<org>/<image>, repository does not exist or may require 'docker login': denied: installation not allowed to Read organization package", "ghcr.io:443"},
 		{`failed to pull and unpack image "<private_registry>/rancher/wins:v1": failed to copy: httpReadSeeker: failed open: failed to do request: Get "https://mcr.microsoft.com/v2/windows/servercore/blobs/sha256:44": dial tcp 204.79.197.219:443: i/o timeout`, "mcr.microsoft.com:443"},
 	}
 	for _, tc := range cases {
@@ -738,7 +739,7 @@ func TestRequestURLsOnly(t *testing.T) {
 		}
 	}
 	// the foreign layer's host is not the redacted registry: a blob host, the endpoint's class
-	if f := Classify(cases[3].msg); f.Role != report.RoleBlob || f.Class != report.ClassEndpoint {
+	if f := Classify(cases[4].msg); f.Role != report.RoleBlob || f.Class != report.ClassEndpoint {
 		t.Errorf("foreign layer: role %s class %s, want blob endpoint", f.Role, f.Class)
 	}
 }

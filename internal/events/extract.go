@@ -165,8 +165,11 @@ func readFacts(msg string) facts {
 	if f.image != "" {
 		if ref, err := registry.ParseReference(f.image); err == nil {
 			f.registry = hubAlias(ref.Registry)
-		} else if first, _, ok := strings.Cut(f.image, "/"); ok && strings.HasPrefix(first, "<") {
-			f.registry = strings.ToLower(first) // a redacted registry ("<private_registry>/team/app"): not any host the text names
+		} else if first, _, ok := strings.Cut(f.image, "/"); ok && (strings.HasPrefix(first, "<") || hasRegistryHost(f.image)) {
+			// text is not a pull: a reference cut from it may break the grammar (a trailing "/", a
+			// placeholder "registry.<myip>.nip.io", a redacted "<private_registry>") and still name
+			// its registry, which is all the reading needs
+			f.registry = hubAlias(strings.ToLower(first))
 		}
 	}
 	var last *url.URL
