@@ -83,7 +83,11 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	}
 	b.WriteString("\n")
 	wrap(b, "image     ", "          ", fmt.Sprintf("%s (platform %s, from node %s, %s)", p.Image, p.Platform, p.Node, p.Duration.Std().Round(time.Millisecond)), width)
-	wrap(b, "resolver  ", "          ", fmt.Sprintf("%s from %s", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source), width)
+	res := fmt.Sprintf("%s from %s", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source)
+	if len(p.Resolver.Nameservers) == 0 {
+		res = "no nameserver in " + p.Resolver.Source
+	}
+	wrap(b, "resolver  ", "          ", res, width)
 	if p.CredentialSource != "" {
 		wrap(b, "identity  ", "          ", p.CredentialSource, width)
 	}

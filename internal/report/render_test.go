@@ -27,10 +27,20 @@ func TestWriteTextBroken(t *testing.T) {
 		"  look at   the allowlist\n",
 		"  WARNING   TLS_VERIFY_DISABLED: --insecure\n",
 		"blobs.example:443  blob  10.0.0.3 (private)  pass  ·      FAIL  skip",
+		"resolver  10.0.0.10:53 from /etc/resolv.conf\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}
+	}
+	// a resolv.conf without a nameserver says so, not an empty list
+	p.Resolver.Nameservers = nil
+	b.Reset()
+	if err := WriteText(&b, p, TextOptions{Width: 200}); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "resolver  no nameserver in /etc/resolv.conf\n") {
+		t.Errorf("empty resolver:\n%s", out)
 	}
 }
 
