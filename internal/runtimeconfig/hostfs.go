@@ -118,9 +118,11 @@ func (r Root) ReadDir(p string) ([]fs.DirEntry, error) {
 }
 
 // Glob expands a host glob pattern ("/etc/containerd/conf.d/*.toml").
-func (r Root) Glob(pattern string) ([]string, error) {
+func (r Root) Glob(pattern string) ([]string, error) { return globWith(r.ReadDir, pattern) }
+
+func globWith(readDir func(string) ([]fs.DirEntry, error), pattern string) ([]string, error) {
 	dir := path.Dir(pattern)
-	es, err := r.ReadDir(dir)
+	es, err := readDir(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"io/fs"
 	"net"
 	"net/url"
-	"path"
 	"slices"
 	"strings"
 
@@ -78,20 +77,7 @@ func (l *loader) readDir(p string) ([]fs.DirEntry, error) {
 }
 
 // glob is Root.Glob over readDir.
-func (l *loader) glob(pattern string) ([]string, error) {
-	dir := path.Dir(pattern)
-	es, err := l.readDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, e := range es {
-		if ok, _ := path.Match(path.Base(pattern), e.Name()); ok {
-			out = append(out, path.Join(dir, e.Name()))
-		}
-	}
-	return out, nil
-}
+func (l *loader) glob(pattern string) ([]string, error) { return globWith(l.readDir, pattern) }
 
 func (l *loader) read(f string) {
 	if l.record != nil {

@@ -223,23 +223,8 @@ func dockerTable(rs []*dockerResult) string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DOCKER 20.10 CASE\tDOCKERD PULL\tEXPLAIN\tPROBE --HOST-ROOT DOCKER\tRESULT")
 	for _, r := range rs {
-		pull := "ok"
-		if !r.ok {
-			pull = "fail"
-		}
-		ex := r.explain
-		if ex == "" {
-			ex = "-"
-		}
-		probe := r.probe.Class
-		if f := r.probe.Failing; f != nil {
-			probe += " " + f.Host + " (" + f.Role + ")"
-		}
-		verdict := "agree"
-		if len(r.problems) > 0 {
-			verdict = "MISMATCH"
-		}
-		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", r.c.name, pull, r.took.Round(10*time.Millisecond), ex, probe, verdict)
+		pull, ex, probe := sectionCells(r.ok, r.explain, r.probe)
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\n", r.c.name, pull, r.took.Round(10*time.Millisecond), ex, probe, agreement(r.problems))
 	}
 	_ = tw.Flush()
 	return b.String()

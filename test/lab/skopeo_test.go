@@ -214,28 +214,36 @@ func crioTable(rs []*crioResult) string {
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CRI-O CASE\tSKOPEO\tEXPLAIN\tPROBE --HOST-ROOT CRIO\tRUNTIME: FIRST HOST\tRESULT")
 	for _, r := range rs {
-		pull := "ok"
-		if !r.ok {
-			pull = "fail"
-		}
-		ex := r.explain
-		if ex == "" {
-			ex = "-"
-		}
-		probe := r.probe.Class
-		if f := r.probe.Failing; f != nil {
-			probe += " " + f.Host + " (" + f.Role + ")"
-		}
+		pull, ex, probe := sectionCells(r.ok, r.explain, r.probe)
 		first := r.first
 		if first == "" {
 			first = "(none)"
 		}
-		verdict := "agree"
-		if len(r.problems) > 0 {
-			verdict = "MISMATCH"
-		}
-		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\n", r.c.name, pull, r.took.Round(10*time.Millisecond), ex, probe, first, verdict)
+		fmt.Fprintf(tw, "%s\t%s %s\t%s\t%s\t%s\t%s\n", r.c.name, pull, r.took.Round(10*time.Millisecond), ex, probe, first, agreement(r.problems))
 	}
 	_ = tw.Flush()
 	return b.String()
+}
+
+// sectionCells are the cells a runtime's section (CRI-O, docker) shows for a case: its real pull,
+// explain's reading of its error and the probe's verdict.
+func sectionCells(ok bool, explain string, p probeResult) (pull, ex, probe string) {
+	pull, ex, probe = "ok", explain, p.Class
+	if !ok {
+		pull = "fail"
+	}
+	if ex == "" {
+		ex = "-"
+	}
+	if f := p.Failing; f != nil {
+		probe += " " + f.Host + " (" + f.Role + ")"
+	}
+	return pull, ex, probe
+}
+
+func agreement(problems []string) string {
+	if len(problems) > 0 {
+		return "MISMATCH"
+	}
+	return "agree"
 }
