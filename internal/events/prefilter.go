@@ -114,13 +114,6 @@ func (r litRegexp) findAll(text, lower string) [][]string {
 	return r.FindAllStringSubmatch(text, -1)
 }
 
-func (r litRegexp) findAllString(text, lower string) []string {
-	if !r.pf.mayMatch(lower) {
-		return nil
-	}
-	return r.FindAllString(text, -1)
-}
-
 func (r litRegexp) match(text, lower string) bool { return r.pf.mayMatch(lower) && r.MatchString(text) }
 
 func (r litRegexp) findAllIndex(text, lower string) [][]int {
