@@ -107,13 +107,13 @@ var (
 	reBlankLine     = regexp.MustCompile(`\n\s*\n`)
 )
 
-// isKubeObject reports a decoded JSON object that is a Kubernetes object or list.
 // jsonObjectStart says b opens a JSON object: "{" then a quoted key or "}".
 func jsonObjectStart(b []byte) bool {
 	rest := bytes.TrimLeft(b[1:], " \t\r\n")
 	return len(rest) == 0 || rest[0] == '"' || rest[0] == '}'
 }
 
+// isKubeObject reports a decoded JSON object that is a Kubernetes object or list.
 func isKubeObject(m map[string]any) bool {
 	for _, k := range []string{"kind", "apiVersion", "items", "involvedObject", "regarding", "metadata", "spec", "status"} {
 		if _, ok := m[k]; ok {

@@ -231,8 +231,9 @@ func total(c []classCount) int {
 
 // applyLearned sets a finding's class and alternatives from the learned table; the rules'
 // literal reading stays an alternative. With ownOnly, only the family's own row may weigh in: a
-// registry's documented answer is not reordered by what other registries' messages meant. It reports whether the table had a row for the phrase,
-// and whether that row decides alone (enough dev messages, all one class).
+// registry's documented answer is not reordered by what other registries' messages meant. It
+// reports whether the table had a row for the phrase, and whether that row decides alone (enough
+// dev messages, all one class).
 func applyLearned(fd *report.Finding, k phraseKey, ownOnly bool) (found, decides bool) {
 	counts, row := lookupLearned(k, ownOnly)
 	if counts == nil {
