@@ -635,18 +635,14 @@ func reason(fd report.Finding, f facts) string {
 	}
 	switch fd.Code {
 	case report.CodeProxyFailed:
+		target := "the registry"
+		if f.url != nil {
+			target = f.url.Host
+		}
 		if reProxyConnectRefused.MatchString(f.text) {
-			target := "the registry"
-			if f.url != nil {
-				target = f.url.Host
-			}
 			return "the HTTP proxy in the runtime's environment refused to open a tunnel to " + target + " (a bare status after \"failed to do request\" is the proxy's CONNECT answer, not the registry's)"
 		}
 		if m := reBareStatus.FindStringSubmatch(f.text); m != nil {
-			target := "the registry"
-			if f.url != nil {
-				target = f.url.Host
-			}
 			return fmt.Sprintf("the answer to %s is a bare %q: Go's client words a proxy's refused CONNECT so, and some clients a body-less refusal of the registry itself", target, m[1])
 		}
 		if fd.Host == "" {
