@@ -284,6 +284,11 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 	return best, bestKey
 }
 
+// tokenWords name a token fetch or a credential lookup: a failure the text places on the registry
+// happened while getting its token.
+var tokenWords = []string{"failed to authorize", "anonymous token", "auth token", "authentication token", "authorization token",
+	"token exchange", "GetAuthorizationToken", "credential provider"}
+
 // classifyOne reads one error and returns its finding, the text of the cause it matched and the
 // phrase key it was (or, without learn, would be) looked up by in the learned table.
 func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
@@ -305,8 +310,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// the message names the target, not the proxy: the proxy is the failing hop
 		host, role = "", report.RoleProxy
 	}
-	if (role == report.RoleRegistry || role == "") && (strings.Contains(f.text, "failed to authorize") || strings.Contains(f.text, "anonymous token") || strings.Contains(f.text, "auth token") || strings.Contains(f.text, "authentication token") || strings.Contains(f.text, "authorization token") || strings.Contains(f.text, "token exchange") ||
-		strings.Contains(f.text, "GetAuthorizationToken") || strings.Contains(f.text, "credential provider")) {
+	if (role == report.RoleRegistry || role == "") && slices.ContainsFunc(tokenWords, func(w string) bool { return strings.Contains(f.text, w) }) {
 		role = report.RoleToken
 	}
 	switch {
