@@ -7,8 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -230,12 +231,7 @@ func FromPullSecrets(secrets []NamedSecret, image string) ([]Credential, error) 
 		if err != nil {
 			return nil, fmt.Errorf("pull secret %s: %w", s.Label, err)
 		}
-		names := make([]string, 0, len(auths))
-		for k := range auths {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		for _, k := range names {
+		for _, k := range slices.Sorted(maps.Keys(auths)) {
 			all = append(all, entry{s.Label, k, auths[k]})
 			keys = append(keys, k)
 		}

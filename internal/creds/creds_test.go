@@ -190,3 +190,13 @@ func TestFromPullSecretsKubeletOrder(t *testing.T) {
 		t.Errorf("an unusable secret fails the kubelet's keyring: %v", err)
 	}
 }
+
+// Two keys of one secret that the keyring normalises alike keep the secret's keys in string order
+// (the kubelet ranges over a map; pullpath fixes one order): "https://reg.test" before "reg.test".
+func TestFromPullSecretsOneSecretSameKey(t *testing.T) {
+	s := fmt.Sprintf(`{"auths":{"reg.test":{"auth":%q},"https://reg.test":{"auth":%q}}}`, b64("bare:1"), b64("scheme:2"))
+	cs, err := FromPullSecrets([]NamedSecret{{"one", []byte(s)}}, "reg.test/app")
+	if err != nil || len(cs) != 2 || cs[0].Username != "scheme" || cs[1].Username != "bare" {
+		t.Fatalf("FromPullSecrets = %v, %v; want the https:// key's entry, then the bare key's", cs, err)
+	}
+}

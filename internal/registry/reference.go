@@ -106,9 +106,8 @@ var digestHexLen = map[string]int{"sha256": 64, "sha384": 96, "sha512": 128}
 // by the grammar containerd applies. Nothing is trimmed: a malformed reference is a
 // *ReferenceError naming the rule and the part, never a panic.
 func ParseReference(s string) (Reference, error) {
-	shown := showRef(s)
 	fail := func(rule, format string, args ...any) (Reference, error) {
-		return Reference{}, &ReferenceError{Ref: shown, Rule: rule, Reason: fmt.Sprintf(format, args...)}
+		return Reference{}, &ReferenceError{Ref: showRef(s), Rule: rule, Reason: fmt.Sprintf(format, args...)}
 	}
 	switch {
 	case s == "":
