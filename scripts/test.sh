@@ -41,8 +41,10 @@ if [ "$(id -u)" = 0 ] && [ "${PULLPATH_LAB:-1}" != 0 ]; then
       dpkg-deb -x docker.io_*.deb root ) || echo "lab: docker.io could not be fetched; the docker section will skip"
   fi
   if [ -x "$dk/root/usr/sbin/dockerd" ] && ldd "$dk/root/usr/sbin/dockerd" | grep -q "not found"; then
-    echo "lab: installing dockerd's libraries (libdevmapper1.02.1)"
-    apt-get install -y -qq libdevmapper1.02.1 libsystemd0 libgcrypt20 liblz4-1 libzstd1 liblzma5 libcap2 >/dev/null || { apt-get update -qq && apt-get install -y -qq libdevmapper1.02.1 >/dev/null; }
+    echo "lab: installing dockerd's libraries (libdevmapper1.02.1 and the others it links)"
+    dklibs="libdevmapper1.02.1 libsystemd0 libgcrypt20 liblz4-1 libzstd1 liblzma5 libcap2"
+    # shellcheck disable=SC2086
+    apt-get install -y -qq $dklibs >/dev/null || { apt-get update -qq && apt-get install -y -qq $dklibs >/dev/null; }
   fi
   # the second runtime: containerd 2.x from the module proxy (3–11 min cold, cached)
   if PULLPATH_CONTAINERD2=$(bash scripts/containerd2.sh); then
