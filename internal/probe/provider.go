@@ -75,9 +75,10 @@ var (
 
 // tryInTurn does what the kubelet does when the pull with the first credential it has for the image
 // fails (the pod's pull secrets, then its providers' answers): it pulls again with each further
-// credential, in order, until one pulls; when none does, there is no anonymous pull. The report of the pull that held keeps the providers'
-// steps and lists what each credential got; when none held, the first credential's report stands,
-// with that list. secrets are scrubbed from the report as the walk's are.
+// credential, in order, until one pulls; when none does, there is no anonymous pull. The report of
+// the pull that held keeps the providers' steps and lists what each credential got; when none held,
+// the first credential's report stands, with that list. secrets are scrubbed from the report as the
+// walk's are.
 func tryInTurn(parent context.Context, opts Options, by turns, all []creds.Credential, secrets []string, first *report.Probe) *report.Probe {
 	if len(all) < 2 || first.Class == report.ClassOK || first.Interrupted != nil {
 		return first

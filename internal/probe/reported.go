@@ -41,7 +41,7 @@ func ruleOf(rt *runtimeconfig.Config) resolverRule {
 			return containerd1
 		}
 		return containerd2
-	case dockerContainerdStore(rt):
+	case dockerStore(rt, runtimeconfig.StoreContainerd):
 		if n, ok := runtimeconfig.DockerMajor(rt.Version); ok && n < 28 {
 			return containerd1
 		}
@@ -50,9 +50,11 @@ func ruleOf(rt *runtimeconfig.Config) resolverRule {
 	return lastHost
 }
 
-// dockerContainerdStore says whether dockerd pulls through its containerd image store.
-func dockerContainerdStore(rt *runtimeconfig.Config) bool {
-	return rt != nil && rt.Runtime == runtimeconfig.Docker && rt.ImageStore != nil && rt.ImageStore.Store == runtimeconfig.StoreContainerd
+// dockerStore says whether the runtime is dockerd running with the image store store
+// (runtimeconfig.StoreContainerd: it pulls through containerd's resolver; StoreGraphdriver: its own
+// puller).
+func dockerStore(rt *runtimeconfig.Config, store string) bool {
+	return rt != nil && rt.Runtime == runtimeconfig.Docker && rt.ImageStore != nil && rt.ImageStore.Store == store
 }
 
 // stopsPull says whether the runtime gives up at this failed host rather than try the next. From
@@ -64,7 +66,7 @@ func dockerContainerdStore(rt *runtimeconfig.Config) bool {
 // error is wrapped and falls back, pull_v2.go:525); the probe does not say which blob failed first,
 // so a blob host keeps the fallback.
 func stopsPull(rt *runtimeconfig.Config, t target, f *failure) bool {
-	if rt == nil || rt.Runtime != runtimeconfig.Docker || rt.ImageStore == nil || rt.ImageStore.Store != runtimeconfig.StoreGraphdriver {
+	if !dockerStore(rt, runtimeconfig.StoreGraphdriver) {
 		return false
 	}
 	n, ok := runtimeconfig.DockerMajor(rt.Version)
@@ -138,7 +140,7 @@ func resolveRank(f *failure) int {
 func reportRule(rt *runtimeconfig.Config) string {
 	docker := rt != nil && rt.Runtime == runtimeconfig.Docker
 	switch rule := ruleOf(rt); {
-	case rule == lastHost && docker && rt.ImageStore != nil && rt.ImageStore.Store == runtimeconfig.StoreGraphdriver:
+	case rule == lastHost && dockerStore(rt, runtimeconfig.StoreGraphdriver):
 		return "dockerd without the containerd image store falls back from a failed mirror and reports the last endpoint's error"
 	case rule == lastHost:
 		return "the last host's"

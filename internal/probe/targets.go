@@ -64,7 +64,7 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 			t.role = report.RoleMirror
 			// containerd's resolver sends ns, dockerd's with the containerd image store too (it vendors
 			// it); CRI-O's client and dockerd's own puller do not
-			if w.opts.Runtime.Runtime == runtimeconfig.Containerd || dockerContainerdStore(w.opts.Runtime) {
+			if w.opts.Runtime.Runtime == runtimeconfig.Containerd || dockerStore(w.opts.Runtime, runtimeconfig.StoreContainerd) {
 				t.ns = w.opts.Runtime.Registry
 			}
 		}

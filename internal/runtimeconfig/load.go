@@ -33,47 +33,40 @@ type loader struct {
 
 	// what this load has read, so that each file is opened once: locating containerd's config,
 	// detecting the runtime and loading it all read config.toml, and several steps read a unit
-	fileCache map[string]fileRead
-	dirCache  map[string]dirRead
+	fileCache map[string]cached[[]byte]
+	dirCache  map[string]cached[[]fs.DirEntry]
 	units     map[string]*unitRead
 	manager   *unitRead // DefaultEnvironment=
 	record    *[]string // while set, read notes files here instead of in cfg.Files
 }
 
-type fileRead struct {
-	b   []byte
+// cached is one read's result, kept for the rest of the load.
+type cached[T any] struct {
+	v   T
 	err error
 }
 
-type dirRead struct {
-	es  []fs.DirEntry
-	err error
+// readOnce returns read(p) from cache, reading it the first time.
+func readOnce[T any](cache *map[string]cached[T], p string, read func(string) (T, error)) (T, error) {
+	if r, ok := (*cache)[p]; ok {
+		return r.v, r.err
+	}
+	v, err := read(p)
+	if *cache == nil {
+		*cache = map[string]cached[T]{}
+	}
+	(*cache)[p] = cached[T]{v, err}
+	return v, err
 }
 
 // readFile is Root.ReadFile, once per load.
 func (l *loader) readFile(p string) ([]byte, error) {
-	if r, ok := l.fileCache[p]; ok {
-		return r.b, r.err
-	}
-	b, err := l.root.ReadFile(p)
-	if l.fileCache == nil {
-		l.fileCache = map[string]fileRead{}
-	}
-	l.fileCache[p] = fileRead{b, err}
-	return b, err
+	return readOnce(&l.fileCache, p, l.root.ReadFile)
 }
 
 // readDir is Root.ReadDir, once per load.
 func (l *loader) readDir(p string) ([]fs.DirEntry, error) {
-	if r, ok := l.dirCache[p]; ok {
-		return r.es, r.err
-	}
-	es, err := l.root.ReadDir(p)
-	if l.dirCache == nil {
-		l.dirCache = map[string]dirRead{}
-	}
-	l.dirCache[p] = dirRead{es, err}
-	return es, err
+	return readOnce(&l.dirCache, p, l.root.ReadDir)
 }
 
 // glob is Root.Glob over readDir.

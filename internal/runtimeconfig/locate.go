@@ -56,13 +56,13 @@ func (l *loader) unitConfigFlag(svc string) string {
 		return ""
 	}
 	args := CommandLine(u.execStart[len(u.execStart)-1], settings(u.env))
-	v, set := "", false
+	v := ""
 	for i := 1; i < len(args); i++ {
 		a := args[i].Text
-		if a == "--" || !strings.HasPrefix(a, "-") {
-			if a == "--" {
-				break
-			}
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
 			continue
 		}
 		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
@@ -76,9 +76,9 @@ func (l *loader) unitConfigFlag(svc string) string {
 			i++
 			val = args[i].Text
 		}
-		v, set = val, true
+		v = val
 	}
-	if set && path.IsAbs(v) {
+	if path.IsAbs(v) { // "" when no flag was given
 		return path.Clean(v)
 	}
 	return ""

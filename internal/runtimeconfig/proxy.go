@@ -126,8 +126,7 @@ func (l *loader) dropInFiles(bases []string, sub ...string) []string {
 // EnvironmentFile= files, whose settings override Environment= whatever the order of the lines.
 // An empty Environment= or EnvironmentFile= resets the list before it.
 func (l *loader) unitEnv(svc string) map[string]envVal {
-	_, env := l.unit(svc)
-	return env
+	return l.readUnit(svc).replay()
 }
 
 // unitRead is one reading of a unit: what it gives, and the files it read in order.
@@ -155,14 +154,9 @@ func (l *loader) capture(files *[]string, fn func()) {
 	fn()
 }
 
-// unit reads svc's unit file and drop-ins once per load for both its ExecStart= values (ServiceUnit,
-// containerd's --config) and its environment (unitEnv). Without a unit file there is no ExecStart=.
-func (l *loader) unit(svc string) (execStart []Setting, env map[string]envVal) {
-	u := l.readUnit(svc)
-	return u.execStart, u.replay()
-}
-
-// readUnit reads svc's unit once per load; it notes no file as read (replay does).
+// readUnit reads svc's unit file and drop-ins once per load for both its ExecStart= values
+// (ServiceUnit, containerd's --config) and its environment (unitEnv); it notes no file as read
+// (replay does). Without a unit file there is no ExecStart=.
 func (l *loader) readUnit(svc string) *unitRead {
 	if u, ok := l.units[svc]; ok {
 		return u

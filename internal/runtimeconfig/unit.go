@@ -20,8 +20,8 @@ func ServiceUnit(root Root, svc string) (execStart []Setting, env map[string]Set
 	if l.unitFile(svc) == "" {
 		return nil, settings(l.managerEnv())
 	}
-	execStart, vals := l.unit(svc)
-	return execStart, settings(vals)
+	u := l.readUnit(svc)
+	return u.execStart, settings(u.env)
 }
 
 func settings(env map[string]envVal) map[string]Setting {
