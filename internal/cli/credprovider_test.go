@@ -145,12 +145,7 @@ func TestProbeUsesTheKubeletsCredentialProvider(t *testing.T) {
 		if err := json.Unmarshal([]byte(r.out), &full); err != nil || full.Class != "ok" || !strings.HasPrefix(full.CredentialSource, c.source) {
 			t.Errorf("%s: exit %d class %s %s identity %q %v\n%s", c.name, r.code, full.Class, full.Code, full.CredentialSource, err, r.errOut)
 		}
-		turns := ""
-		for _, w := range full.Warnings {
-			if w.Code == "PULL_SECRET_MORE" {
-				turns = w.Message
-			}
-		}
+		turns := inTurnMessage(full.Warnings)
 		at := 0
 		for _, part := range c.order {
 			i := strings.Index(turns[at:], part)

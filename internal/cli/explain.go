@@ -77,7 +77,7 @@ func (o *explainOptions) Run() error {
 	var in io.Reader
 	switch o.file {
 	case "", "-":
-		if f, ok := o.streams.In.(*os.File); ok && isTerminal(f) && o.file == "" {
+		if o.file == "" && isTerminal(o.streams.In) {
 			return errors.New("explain reads FILE or stdin: pipe kubectl output in, or give a file")
 		}
 		in = o.streams.In

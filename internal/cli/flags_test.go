@@ -129,12 +129,7 @@ func TestPullSecretsFromEnvInTurn(t *testing.T) {
 	if r.code != ExitOK || doc.Class != "ok" || !strings.Contains(doc.CredentialSource, "shop/old key .dockercfg") {
 		t.Errorf("in turn: exit %d class %s identity %q, want ok with shop/old", r.code, doc.Class, doc.CredentialSource)
 	}
-	var turns string
-	for _, w := range doc.Warnings {
-		if w.Code == "PULL_SECRET_MORE" {
-			turns = w.Message
-		}
-	}
+	turns := inTurnMessage(doc.Warnings)
 	if !strings.Contains(turns, "shop/wrong key .dockerconfigjson via $PULLPATH_TEST_SECRET_1 (entry "+reg+"): auth (AUTH_401)") ||
 		!strings.Contains(turns, "shop/old key .dockercfg via $PULLPATH_TEST_SECRET_2 (entry "+reg+"): ok (OK)") {
 		t.Errorf("what each secret got: %q (warnings %+v)", turns, doc.Warnings)
@@ -176,12 +171,7 @@ func TestPullSecretFileInTurn(t *testing.T) {
 		if r.code != ExitOK || doc.Class != "ok" || doc.CredentialSource != "pull secret "+input.label+" (entry "+reg+")" {
 			t.Errorf("%s: exit %d class %s identity %q, want ok with the host's entry", input.name, r.code, doc.Class, doc.CredentialSource)
 		}
-		var turns string
-		for _, w := range doc.Warnings {
-			if w.Code == "PULL_SECRET_MORE" {
-				turns = w.Message
-			}
-		}
+		turns := inTurnMessage(doc.Warnings)
 		want := "pull secret " + input.label + " (entry " + reg + "/team): auth (AUTH_401); pull secret " + input.label + " (entry " + reg + "): ok (OK)"
 		if !strings.Contains(turns, want) {
 			t.Errorf("%s: what each entry got: %q, want %q", input.name, turns, want)
@@ -220,4 +210,16 @@ func TestNoDownloadFlag(t *testing.T) {
 	if !strings.Contains(r.out, "OK  the pull path is reachable, not downloaded") || !strings.Contains(r.out, "NOT a full pull") {
 		t.Errorf("text:\n%s", r.out)
 	}
+}
+
+// inTurnMessage is the message of the PULL_SECRET_MORE warning (what each credential tried in
+// turn got), or "" without one.
+func inTurnMessage(ws []struct{ Code, Message string }) string {
+	turns := ""
+	for _, w := range ws {
+		if w.Code == "PULL_SECRET_MORE" {
+			turns = w.Message
+		}
+	}
+	return turns
 }

@@ -54,9 +54,8 @@ func newImageCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Build and push the probe image, for clusters that prefer verify --probe-image to ConfigMap delivery",
-		Args:  subcommandArgs("image", "push"),
-		RunE:  needSubcommand("image", "push"),
 	}
+	onlySubcommands(cmd, "subcommand", "push")
 	cmd.AddCommand(newImagePushCmd(s))
 	return cmd
 }

@@ -5,9 +5,7 @@ package cli
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -47,11 +45,8 @@ func (k *kubeFlags) validate() error {
 		return fmt.Errorf("--server %q: give the scheme, e.g. https://%s", srv, srv)
 	}
 	if t := k.overrides.Timeout; t != "" {
-		d, err := time.ParseDuration(t)
-		if n, aerr := strconv.Atoi(t); aerr == nil {
-			d, err = time.Duration(n)*time.Second, nil
-		}
-		if err != nil || d < 0 {
+		// client-go's own parser of the flag; it lets a negative duration through
+		if d, err := clientcmd.ParseTimeout(t); err != nil || d < 0 {
 			return fmt.Errorf("--request-timeout %q: want a duration such as 30s, or 0 for none", t)
 		}
 	}

@@ -62,9 +62,6 @@ cluster, no rights: the RBAC verb that was missing is named).`,
 			if err := o.Complete(args); err != nil {
 				return err
 			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
 			return o.Run(cmd)
 		},
 	}
@@ -78,7 +75,8 @@ cluster, no rights: the RBAC verb that was missing is named).`,
 	return cmd
 }
 
-// Complete reads the pod name and the namespace from the kubeconfig when -n is not given.
+// Complete checks and reads the pod name (against --all), and the namespace from the kubeconfig
+// when -n is not given.
 func (o *podOptions) Complete(args []string) error {
 	switch {
 	case len(args) > 1:
@@ -104,7 +102,6 @@ func (o *podOptions) Complete(args []string) error {
 	return nil
 }
 
-// Validate checks the combination of arguments.
 // checkFlags checks the flags that need nothing read, before the kubeconfig is.
 func (o *podOptions) checkFlags() error {
 	if err := checkOutput(o.output); err != nil {
@@ -117,20 +114,6 @@ func (o *podOptions) checkFlags() error {
 		return errors.New("-A/--all-namespaces goes with --all")
 	}
 	return o.kube.validate()
-}
-
-func (o *podOptions) Validate() error {
-	switch {
-	case o.all && o.name != "":
-		return errors.New("give a pod NAME or --all, not both")
-	case !o.all && o.name == "":
-		return errors.New("pod needs a pod NAME (or --all), e.g. pullpath pod web-7d9f8b6c5-x2x7q -n shop")
-	case o.allNamespaces && !o.all:
-		return errors.New("-A/--all-namespaces goes with --all")
-	case o.maxImages < 1:
-		return fmt.Errorf("--node-max-images %d: want 1 or more", o.maxImages)
-	}
-	return nil
 }
 
 // Run diagnoses; a pull failure returns ExitError{1} after the report is written.

@@ -517,10 +517,10 @@ func (o *probeOptions) checkFlags() error {
 	if o.pullSecret == "-" && o.passwordStdin {
 		return errors.New("--pull-secret - and --password-stdin both read stdin: use one")
 	}
-	if f, ok := o.streams.In.(*os.File); ok && o.pullSecret == "-" && term.IsTerminal(int(f.Fd())) {
+	if o.pullSecret == "-" && isTerminal(o.streams.In) {
 		return errors.New("--pull-secret - reads the Secret from stdin: pipe it in (kubectl get secret NAME -o yaml | pullpath probe --pull-secret - IMAGE)")
 	}
-	if f, ok := o.streams.In.(*os.File); ok && o.passwordStdin && term.IsTerminal(int(f.Fd())) {
+	if o.passwordStdin && isTerminal(o.streams.In) {
 		// read from a terminal, the password would be echoed on the screen
 		return errors.New("--password-stdin reads the password from stdin: pipe it in (pullpath probe -u USER --password-stdin IMAGE < file, or from a secret manager)")
 	}
@@ -650,8 +650,9 @@ func runBounded[T any](ctx context.Context, timeout time.Duration, f func(contex
 	return zero, fmt.Errorf("the run did not stop within %s of being cut; giving up (please report this as a bug)", stopGrace)
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal reports whether a standard stream (stdin, stdout or stderr) is a terminal.
+func isTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

@@ -152,8 +152,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	// cobra's completion command prints its help and exits 0 for no shell or an unknown one
 	root.InitDefaultCompletionCmd()
 	if c, _, err := root.Find([]string{"completion"}); err == nil && c != root {
-		c.Args = subcommandArgs("completion", "bash", "zsh", "fish", "powershell")
-		c.RunE = needSubcommand("completion", "bash", "zsh", "fish", "powershell")
+		onlySubcommands(c, "shell", "bash", "zsh", "fish", "powershell")
 		c.Example = "  source <(pullpath completion bash)\n  pullpath completion zsh > \"${fpath[1]}/_pullpath\""
 	}
 	registerCompletions(root)
@@ -228,29 +227,17 @@ func checkOutFile(flag, path string) error {
 	return nil
 }
 
-// subcommandArgs refuses an argument of a command that only groups subcommands (cobra would print
-// the help and exit 0).
-func subcommandArgs(name string, subs ...string) cobra.PositionalArgs {
-	what := "subcommand"
-	if name == "completion" {
-		what = "shell"
-	}
-	return func(_ *cobra.Command, args []string) error {
+// onlySubcommands makes c, a command that only groups subcommands (what names them: "subcommand",
+// "shell"), refuse an argument and a bare call: cobra would print the help and exit 0.
+func onlySubcommands(c *cobra.Command, what string, subs ...string) {
+	c.Args = func(_ *cobra.Command, args []string) error {
 		if len(args) > 0 {
-			return fmt.Errorf("%s: unknown %s %q: want %s", name, what, args[0], orList(subs))
+			return fmt.Errorf("%s: unknown %s %q: want %s", c.Name(), what, args[0], orList(subs))
 		}
 		return nil
 	}
-}
-
-// needSubcommand is the RunE of a command that only groups subcommands: called bare, it says which.
-func needSubcommand(name string, subs ...string) func(*cobra.Command, []string) error {
-	what := "a subcommand"
-	if name == "completion" {
-		what = "a shell"
-	}
-	return func(c *cobra.Command, _ []string) error {
-		return fmt.Errorf("%s needs %s: %s (%s --help)", name, what, orList(subs), c.CommandPath())
+	c.RunE = func(*cobra.Command, []string) error {
+		return fmt.Errorf("%s needs a %s: %s (%s --help)", c.Name(), what, orList(subs), c.CommandPath())
 	}
 }
 

@@ -157,17 +157,9 @@ func TestJUnitReportsEveryVerdict(t *testing.T) {
 		{Pool: "h", Node: "h-1", Delivery: "configmap", Class: report.ClassOther, Error: "the probe pod on h-1 could not start: CreateContainerError: …",
 			Findings: []report.Finding{{Class: report.ClassOther, Code: report.CodeDiskFull, Message: "no space left on device", Reason: "the node's disk is full"}}},
 	}}
-	path := filepath.Join(t.TempDir(), "verify.xml")
-	if err := writeJUnit(path, v); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc junitSuites
-	if err := xml.Unmarshal(b, &doc); err != nil || len(doc.Suites) != 1 {
-		t.Fatalf("%v\n%s", err, b)
+	doc, b := readJUnit(t, v)
+	if len(doc.Suites) != 1 {
+		t.Fatalf("%d suites\n%s", len(doc.Suites), b)
 	}
 	s := doc.Suites[0]
 	if s.Tests != 8 || s.Failures != 3 || s.Errors != 3 {
@@ -246,18 +238,7 @@ func TestVerifyPoolWithoutProbeAgrees(t *testing.T) {
 			t.Errorf("text lacks %s:\n%s", re, text)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "verify.xml")
-	if err := writeJUnit(path, v); err != nil {
-		t.Fatal(err)
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ju junitSuites
-	if err := xml.Unmarshal(raw, &ju); err != nil {
-		t.Fatal(err)
-	}
+	ju, _ := readJUnit(t, v)
 	cs := ju.Suites[0].Cases
 	if cs[0].Failure == nil || cs[0].Failure.Type != "route" || cs[1].Failure != nil || cs[1].Error == nil || cs[1].Error.Type != "no-probe" {
 		t.Errorf("JUnit: %+v / %+v", cs[0], cs[1])
@@ -269,4 +250,22 @@ func TestVerifyPoolWithoutProbeAgrees(t *testing.T) {
 	if f := v.Pools[1].PodCause(); f != nil {
 		t.Errorf("a probe pod delivered in ConfigMaps pulled nothing, yet has a cause: %+v", f)
 	}
+}
+
+// readJUnit writes v's JUnit file and reads it back: the document and its bytes.
+func readJUnit(t *testing.T, v *report.Verification) (junitSuites, []byte) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "verify.xml")
+	if err := writeJUnit(path, v); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc junitSuites
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	return doc, b
 }

@@ -264,3 +264,17 @@ func TestVerifySourcesThatDoNotExist(t *testing.T) {
 		t.Errorf("written before the sources were read: %q", writes)
 	}
 }
+
+// --request-timeout takes what client-go takes (whole seconds, or a duration), never a negative.
+func TestRequestTimeoutValues(t *testing.T) {
+	for v, ok := range map[string]bool{
+		"0": true, "-0": true, "5": true, "+5": true, "30s": true, "1m30s": true, "0s": true,
+		"-5": false, "-5s": false, "abc": false, "1.5": false, "99999999999999999999": false,
+	} {
+		var k kubeFlags
+		k.overrides.Timeout = v
+		if err := k.validate(); (err == nil) != ok {
+			t.Errorf("--request-timeout %q: %v, want accepted %v", v, err, ok)
+		}
+	}
+}
