@@ -334,14 +334,14 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 		for _, s := range verifySteps {
 			fmt.Fprint(tw, "\t"+cell(p.Probe, s.steps))
 		}
-		host := "-"
+		host, cause := "-", p.PodCause()
 		switch {
 		case p.Probe != nil && p.Probe.Failing != nil:
 			host = p.Probe.Failing.Host + " (" + string(p.Probe.Failing.Role) + ")"
 		case p.Summary != nil && p.Summary.Host != "":
 			host = p.Summary.Host + " (" + string(p.Summary.Role) + ")"
-		case p.PodCause() != nil && p.PodCause().Host != "":
-			host = p.PodCause().Host + " (" + string(p.PodCause().Role) + ")"
+		case cause != nil && cause.Host != "":
+			host = cause.Host + " (" + string(cause.Role) + ")"
 		}
 		fmt.Fprintf(tw, "\t%s\t%s\n", p.Class, host)
 	}
@@ -358,6 +358,7 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			fmt.Fprintf(b, " · node %s (created %s, image %s before) · %s", p.Node, p.NodeCreated.Format("2006-01-02 15:04Z"), cache, p.Choice)
 		}
 		b.WriteString("\n")
+		cause := p.PodCause()
 		switch {
 		case p.Probe != nil && p.Probe.Class == report.ClassOK:
 			fmt.Fprintf(b, "  OK      %s\n", p.Probe.Summary)
@@ -373,10 +374,9 @@ func writeVerifyText(w io.Writer, v *report.Verification) error {
 			}
 		case p.Summary != nil:
 			writeTermVerdict(b, p.Summary)
-		case p.PodCause() != nil:
-			f := p.PodCause()
+		case cause != nil:
 			fmt.Fprintf(b, "  NOT VERIFIED  class %s%s · %s · the probe pod could not pull its own image: %s was not probed on this node\n          %s\n          %s\n",
-				f.Class, hostRole(f), f.Code, v.Image, f.Reason, p.Error)
+				cause.Class, hostRole(cause), cause.Code, v.Image, cause.Reason, p.Error)
 		default:
 			fmt.Fprintf(b, "  NO PROBE  %s\n", p.Error)
 			for _, f := range p.Findings {
@@ -563,6 +563,7 @@ func writeJUnit(path string, v *report.Verification) error {
 	s := junitSuite{Name: "pullpath verify " + v.Image, Time: fmt.Sprintf("%.3f", v.Duration.Std().Seconds())}
 	for _, p := range v.Pools {
 		c := junitCase{Name: "pool " + p.Pool + " node " + p.Node, Classname: "pullpath.verify", Time: "0"}
+		cause := p.PodCause()
 		switch {
 		case p.Probe != nil:
 			c.Time = fmt.Sprintf("%.3f", p.Probe.Duration.Std().Seconds())
@@ -581,9 +582,9 @@ func writeJUnit(path string, v *report.Verification) error {
 			} else {
 				c.SystemOut = p.Summary.Summary + from
 			}
-		case p.PodCause() != nil:
+		case cause != nil:
 			// the probe pod could not pull its own image: the pool's class (PodCause's rule)
-			c.Failure = junitFinding(p.PodCause(), p.Error)
+			c.Failure = junitFinding(cause, p.Error)
 			s.Failures++
 		default:
 			text := p.Error
