@@ -72,8 +72,9 @@ func (r *run) prepare(ctx context.Context) error {
 	}
 	switch {
 	case apierrors.IsForbidden(err):
-		// deploy/rbac.yaml grants no get on namespaces: its run namespace exists, made by the
-		// admin who bound the roles. Whether it does shows when the owner ConfigMap is created.
+		// an identity without pullpath-reader's get on namespaces: deploy/rbac.yaml's run namespace
+		// exists, made by the admin who bound the roles. Whether it does shows when the owner
+		// ConfigMap is created.
 	case apierrors.IsNotFound(err):
 		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{LabelManaged: "pullpath",
 			"pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/warn": "privileged"}}}
