@@ -30,7 +30,7 @@ func credentials(ctx context.Context, cs *Client, p *corev1.Pod, image string, n
 	inPod := map[string]bool{}
 	for _, s := range p.Spec.ImagePullSecrets {
 		inPod[s.Name] = true
-		ps, _ := readSecret(ctx, cs, p.Namespace, s.Name, "pod", image)
+		ps, _, _ := readSecret(ctx, cs, p.Namespace, s.Name, "pod", image)
 		pc.PullSecrets = append(pc.PullSecrets, ps)
 	}
 	sa, err := cs.Core.ServiceAccounts(p.Namespace).Get(ctx, pc.ServiceAccount, metav1.GetOptions{})
@@ -40,7 +40,7 @@ func credentials(ctx context.Context, cs *Client, p *corev1.Pod, image string, n
 			if inPod[s.Name] {
 				continue
 			}
-			ps, _ := readSecret(ctx, cs, p.Namespace, s.Name, "serviceaccount", image)
+			ps, _, _ := readSecret(ctx, cs, p.Namespace, s.Name, "serviceaccount", image)
 			ps.Problem = strings.TrimPrefix(ps.Problem+"; ", "; ") + "on the service account but not in the pod: it was added after the pod was created, and the kubelet does not use it for this pod (recreate the pod)"
 			pc.PullSecrets = append(pc.PullSecrets, ps)
 		}
@@ -134,20 +134,21 @@ func (e *unreadableSecret) rbac() bool {
 	return errors.As(e.err, &re) && re.admission() == ""
 }
 
-// readSecret reads one pull secret's keys and whether one covers image; the error is an
-// *unreadableSecret when the secret could not be read (ps.Problem says the same).
-func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) (report.PullSecret, error) {
+// readSecret reads one pull secret's keys and whether one covers image, and returns the secret
+// when it was read (verify --pod copies it from this read); the error is an *unreadableSecret
+// when the secret could not be read (ps.Problem says the same).
+func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) (report.PullSecret, *corev1.Secret, error) {
 	ps := report.PullSecret{Name: name, From: from}
 	s, err := cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		ps.Exists = boolp(false)
 		ps.Problem = "the secret does not exist: the kubelet skips it"
-		return ps, nil
+		return ps, nil, nil
 	case err != nil:
 		u := &unreadableSecret{err: apiError(err, "get", "secrets", ns, name)}
 		ps.Problem = u.Error()
-		return ps, u
+		return ps, nil, u
 	}
 	ps.Exists, ps.Type = boolp(true), string(s.Type)
 	var data []byte
@@ -159,23 +160,23 @@ func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) (
 	default:
 		ps.CoversRegistry = boolp(false)
 		ps.Problem = fmt.Sprintf("type %s: the kubelet only reads kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg secrets", s.Type)
-		return ps, nil
+		return ps, s, nil
 	}
 	keys, err := creds.SecretKeys(data)
 	if err != nil {
 		ps.CoversRegistry = boolp(false)
 		ps.Problem = "unusable: " + err.Error()
-		return ps, nil
+		return ps, s, nil
 	}
 	sort.Strings(keys)
 	if k, ok := creds.MatchImage(keys, image); ok {
 		ps.CoversRegistry, ps.Entry = boolp(true), k
-		return ps, nil
+		return ps, s, nil
 	}
 	ps.CoversRegistry = boolp(false)
 	ps.Entry = strings.Join(keys, ", ")
 	ps.Problem = "has no entry for this registry (it has: " + report.JoinCut(keys, 5) + ")"
-	return ps, nil
+	return ps, s, nil
 }
 
 // providerTurn says what the kubelet's credential providers present, from the node's cloud when

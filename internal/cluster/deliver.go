@@ -115,19 +115,10 @@ func missingNamespace(err error) bool {
 // in the pod's order, as its kubelet tries them; with --secret that one secret.
 func (r *run) copySecrets(ctx context.Context) error {
 	var refs []secretRef
-	// add copies one secret; want is the key --pod found in it, "" for whichever its type has; s
-	// is the secret when it was read already (--secret)
-	add := func(ns, name, want string, s *corev1.Secret) error {
-		if s == nil {
-			var err error
-			if s, err = r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-				return apiError(err, "get", "secrets", ns, name)
-			}
-		}
+	// add copies secret ns/name as it was read: readSources checked --secret's type, and podSecrets
+	// hands over only a secret with the key the kubelet reads
+	add := func(ns, name string, s *corev1.Secret) error {
 		key := secretKey(s.Type)
-		if key == "" || want != "" && key != want {
-			return fmt.Errorf("secret %s/%s has type %s: the kubelet only pulls with kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg secrets", ns, name, s.Type)
-		}
 		cp := &corev1.Secret{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-pull-%d", r.id, len(refs)+1), "secret"), Type: s.Type,
 			Data: map[string][]byte{key: s.Data[key]}}
 		if _, err := r.cs.Core.Secrets(r.o.Namespace).Create(ctx, cp, metav1.CreateOptions{}); err != nil {
@@ -139,15 +130,13 @@ func (r *run) copySecrets(ctx context.Context) error {
 	}
 	switch {
 	case r.o.FromPod != "":
-		pns, _, _ := strings.Cut(r.o.FromPod, "/")
 		p := r.srcPod
+		var handed []*corev1.Secret
 		var unreadErr error
-		r.pullSecrets, unreadErr = r.podSecrets(ctx, p, "--pod", "the node probes")
-		for _, ps := range r.pullSecrets {
-			if ps.HandedOver {
-				if err := add(pns, ps.Name, ps.Key, nil); err != nil {
-					return err
-				}
+		r.pullSecrets, handed, unreadErr = r.podSecrets(ctx, p, "--pod", "the node probes")
+		for _, s := range handed {
+			if err := add(p.Namespace, s.Name, s); err != nil {
+				return err
 			}
 		}
 		var u *unreadableSecret
@@ -167,7 +156,7 @@ func (r *run) copySecrets(ctx context.Context) error {
 		}
 	case r.o.Secret != "":
 		ns, name := r.o.SecretNamespace, r.o.Secret
-		if err := add(ns, name, "", r.srcSecret); err != nil {
+		if err := add(ns, name, r.srcSecret); err != nil {
 			return err
 		}
 		r.pullSecrets = []report.PodPullSecret{{Name: name, Key: refs[0].key, HandedOver: true}}

@@ -129,7 +129,7 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 // fromPodSecrets hands the probe in the pod every pull secret of the pod that covers the image,
 // from the pod's own Secrets, and records in pp what became of each.
 func (r *run) fromPodSecrets(ctx context.Context, pod *corev1.Pod, pp *report.PodProbe) []corev1.EnvVar {
-	pp.PullSecrets, _ = r.podSecrets(ctx, pod, "--from-pod", "the probe in the pod") // each unreadable one has its note
+	pp.PullSecrets, _, _ = r.podSecrets(ctx, pod, "--from-pod", "the probe in the pod") // each unreadable one has its note
 	var refs []secretRef
 	for _, ps := range pp.PullSecrets {
 		if ps.HandedOver {

@@ -57,18 +57,19 @@ func secretKey(t corev1.SecretType) string {
 }
 
 // podSecrets reads pod's pull secrets as the kubelet uses them and returns each with whether it
-// covers the image and can be handed over (HandedOver, Key). A secret the operator cannot read is
-// not handed over (its type and coverage are unknown, and the run does not route around the
-// missing right): a note names it and the right, since whom (the probe in the pod, the node
-// probes) then presents less than the kubelet.
+// covers the image and can be handed over (HandedOver, Key), and the Secrets handed over, in order,
+// as they were read. A secret the operator cannot read is not handed over (its type and coverage
+// are unknown, and the run does not route around the missing right): a note names it and the
+// right, since whom (the probe in the pod, the node probes) then presents less than the kubelet.
 // The error joins the *unreadableSecret of each secret that could not be read.
-func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string) ([]report.PodPullSecret, error) {
+func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string) ([]report.PodPullSecret, []*corev1.Secret, error) {
 	var out []report.PodPullSecret
+	var handed []*corev1.Secret
 	var unread []error
 	// the pod's own only, as credentials reads them: a service account's secret that is not in the
 	// pod is not the kubelet's for this pod, so neither the account nor its secrets are read
 	for _, ref := range pod.Spec.ImagePullSecrets {
-		s, err := readSecret(ctx, r.cs, pod.Namespace, ref.Name, "pod", r.o.Image)
+		s, secret, err := readSecret(ctx, r.cs, pod.Namespace, ref.Name, "pod", r.o.Image)
 		ps := report.PodPullSecret{Name: s.Name, Problem: s.Problem, Key: secretKey(corev1.SecretType(s.Type))}
 		var u *unreadableSecret
 		switch {
@@ -82,10 +83,11 @@ func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string
 				flag, pod.Namespace, s.Name, pod.Namespace, pod.Name, shortErr(u.err), whom, fix)
 		case ps.Key != "" && s.CoversRegistry != nil && *s.CoversRegistry:
 			ps.HandedOver, ps.Problem = true, ""
+			handed = append(handed, secret)
 		}
 		out = append(out, ps)
 	}
-	return out, errors.Join(unread...)
+	return out, handed, errors.Join(unread...)
 }
 
 // handedNames are the names of the secrets handed over, in order.

@@ -719,7 +719,7 @@ func TestUnreadableSecretByType(t *testing.T) {
 		{"network", &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api/v1/namespaces/shop/secrets/regcred", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, false, "not readable: cannot reach the cluster to get secrets regcred"},
 	} {
 		fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) { return true, nil, c.err })
-		ps, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img)
+		ps, _, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img)
 		var u *unreadableSecret
 		if !errors.As(err, &u) || u.rbac() != c.rbac || ps.Problem != err.Error() || !strings.HasPrefix(ps.Problem, c.why) || ps.Exists != nil {
 			t.Errorf("%s: err %v (rbac %t), problem %q, want %q…", c.name, err, u != nil && u.rbac(), ps.Problem, c.why)
@@ -728,7 +728,7 @@ func TestUnreadableSecretByType(t *testing.T) {
 	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(corev1.Resource("secrets"), "regcred")
 	})
-	if ps, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img); err != nil || ps.Exists == nil || *ps.Exists {
+	if ps, _, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img); err != nil || ps.Exists == nil || *ps.Exists {
 		t.Errorf("a missing secret was read as unreadable: %v %+v", err, ps)
 	}
 }
