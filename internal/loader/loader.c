@@ -7,14 +7,15 @@
  *
  * Joins PARTS_DIR/part-000, part-001, ... (until the next one does not exist) into OUT_FILE
  * (replaced by a new file, mode 0755), checks that the joined size is SIZE, then execs
- * OUT_FILE ARGS... with the same environment.
+ * OUT_FILE ARGS... with the same environment. PARTS_DIR "-" reads the binary from standard input
+ * until its end instead: verify streams it through the attach API, so nothing is stored in the API.
  *
  * No libc, on purpose: it ships in a ConfigMap (at most 1 MiB) and must run on whatever image the
  * node already has, so it is static and a few KB. Raw syscalls for x86_64 and aarch64.
  * Every failure removes OUT_FILE (a partial binary must never run), writes one line to stderr and
  * to /dev/termination-log (when it exists, so the reason comes back through the API) and exits
  * with its own status:
- *   120 usage   121 PARTS_DIR   122 a part   123 OUT_FILE   124 size mismatch   125 execve
+ *   120 usage   121 PARTS_DIR   122 a part (or stdin)   123 OUT_FILE   124 size mismatch   125 execve
  */
 
 typedef unsigned long u64;
@@ -248,9 +249,13 @@ int __attribute__((noreturn, used)) loader_main(long *sp)
 		die(EXIT_USAGE);
 	}
 
-	long dfd = sys(SYS_openat, AT_FDCWD, (long)dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	if (dfd < 0)
-		fail(dir, "open", dfd, EXIT_DIR);
+	int stream = streq(dir, "-");
+	long dfd = -1;
+	if (!stream) {
+		dfd = sys(SYS_openat, AT_FDCWD, (long)dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+		if (dfd < 0)
+			fail(dir, "open", dfd, EXIT_DIR);
+	}
 	/* replaced, not rewritten: an old file keeps its mode, and one still running gives ETXTBSY */
 	sys(SYS_unlinkat, AT_FDCWD, (long)out, 0, 0);
 	long ofd = sys(SYS_openat, AT_FDCWD, (long)out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
@@ -260,17 +265,24 @@ int __attribute__((noreturn, used)) loader_main(long *sp)
 
 	u64 total = 0, parts = 0;
 	for (;; parts++) {
-		long fd = sys(SYS_openat, dfd, (long)partname(name, parts), O_RDONLY | O_CLOEXEC, 0);
-		if (fd == -ENOENT && parts > 0)
+		long fd = 0; /* stdin: one part */
+		const char *src = "stdin";
+		if (stream && parts > 0)
 			break;
-		if (fd < 0)
-			fail(name, "open", fd, EXIT_PART);
+		if (!stream) {
+			src = partname(name, parts);
+			fd = sys(SYS_openat, dfd, (long)src, O_RDONLY | O_CLOEXEC, 0);
+			if (fd == -ENOENT && parts > 0)
+				break;
+			if (fd < 0)
+				fail(src, "open", fd, EXIT_PART);
+		}
 		for (;;) {
 			long n = sys(SYS_read, fd, (long)buf, sizeof buf, 0);
 			if (n == -EINTR)
 				continue;
 			if (n < 0)
-				fail(name, "read", n, EXIT_PART);
+				fail(src, "read", n, EXIT_PART);
 			if (n == 0)
 				break;
 			long w = xwrite((int)ofd, buf, (u64)n);
@@ -278,14 +290,25 @@ int __attribute__((noreturn, used)) loader_main(long *sp)
 				fail(out, "write", w, EXIT_OUT);
 			total += (u64)n;
 		}
-		sys(SYS_close, fd, 0, 0, 0);
+		if (!stream) /* stdin stays open, at its end, for the program exec'd */
+			sys(SYS_close, fd, 0, 0, 0);
 	}
-	sys(SYS_close, dfd, 0, 0, 0);
+	if (!stream)
+		sys(SYS_close, dfd, 0, 0, 0);
 	/* closed before execve, or the kernel refuses to run a file open for writing (ETXTBSY) */
 	long c = sys(SYS_close, ofd, 0, 0, 0);
 	if (c < 0)
 		fail(out, "close", c, EXIT_OUT);
 
+	if (total != want && stream) {
+		start();
+		put("read ");
+		putu(total);
+		put(" bytes from stdin, want ");
+		putu(want);
+		put(total < want ? ": the stream was cut" : ": more bytes than expected");
+		die(EXIT_SIZE);
+	}
 	if (total != want) {
 		start();
 		put("joined ");

@@ -67,6 +67,17 @@ func Split(bin []byte, partSize int) []Part {
 	return parts
 }
 
+// Stdin is the PARTS_DIR that makes the loader read the binary from its standard input, to its
+// end: what verify streams through the attach API, so that nothing but the loader is stored.
+const Stdin = "-"
+
+// StreamCommand is the container command that runs the loader at loaderPath reading the binary
+// from stdin into out, checks size, and execs out with args.
+func StreamCommand(loaderPath, out string, size int, args ...string) []string {
+	cmd := []string{loaderPath, Stdin, out, strconv.Itoa(size), "--"}
+	return append(cmd, args...)
+}
+
 // Command is the container command that runs the loader from partsDir (where the parts and the
 // loader are projected): it joins the parts into out, checks size, and execs out with args.
 func Command(partsDir, out string, size int, args ...string) []string {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -65,6 +67,14 @@ func TestPartSizeFitsAConfigMap(t *testing.T) {
 	// the API server refuses a ConfigMap whose data exceeds 1 MiB; leave room for key and metadata
 	if loader.PartSize+len("part-000") > 1<<20-16*1024 {
 		t.Errorf("PartSize %d leaves less than 16 KiB under the 1 MiB ConfigMap limit", loader.PartSize)
+	}
+}
+
+func TestStreamCommand(t *testing.T) {
+	got := loader.StreamCommand("/pp/l/loader", "/pp/run/pullpath", 42, "probe", "-o", "json")
+	want := []string{"/pp/l/loader", "-", "/pp/run/pullpath", "42", "--", "probe", "-o", "json"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("StreamCommand = %q, want %q", got, want)
 	}
 }
 
@@ -203,6 +213,12 @@ type result struct {
 // where a real /dev/termination-log exists (a container's own, which they would overwrite).
 func runLoader(t *testing.T, arch string, failing bool, args ...string) result {
 	t.Helper()
+	return runLoaderIn(t, arch, failing, nil, args...)
+}
+
+// runLoaderIn is runLoader with stdin as the loader's standard input.
+func runLoaderIn(t *testing.T, arch string, failing bool, stdin io.Reader, args ...string) result {
+	t.Helper()
 	bin, err := loader.Binary(arch)
 	if err != nil {
 		t.Fatal(err)
@@ -228,6 +244,7 @@ func runLoader(t *testing.T, arch string, failing bool, args ...string) result {
 		cmd = exec.Command(args[0], args[1:]...)
 	}
 	cmd.Env = append(os.Environ(), "LOADER_TEST_ENV=kept", "TL="+tl)
+	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
@@ -340,6 +357,51 @@ func testRun(t *testing.T, arch string) {
 		t.Errorf("%s: %d bytes, mode %v; want %d bytes, executable", out, fi.Size(), fi.Mode(), len(bin))
 	}
 	t.Logf("%d bytes in %d parts joined and run", len(bin), nparts)
+}
+
+// TestStream runs the real loader on a real static program read from its standard input, as
+// verify streams it through the attach API: whole, cut short, and too long.
+func TestStream(t *testing.T) { eachArch(t, testStream) }
+
+func testStream(t *testing.T, arch string) {
+	launcher(t, arch)
+	bin, err := echoBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		input  []byte
+		status int
+		line   string // stderr, the loader's line; "" for the program's own run
+	}{
+		{"whole", bin, 7, ""},
+		{"cut", bin[:len(bin)/3], loader.ExitSize, fmt.Sprintf("read %d bytes from stdin, want %d: the stream was cut", len(bin)/3, len(bin))},
+		{"empty", nil, loader.ExitSize, fmt.Sprintf("read 0 bytes from stdin, want %d: the stream was cut", len(bin))},
+		{"too long", append(slices.Clone(bin), "tail"...), loader.ExitSize, fmt.Sprintf("read %d bytes from stdin, want %d: more bytes than expected", len(bin)+4, len(bin))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "pullpath")
+			args := loader.StreamCommand("loader", out, len(bin), "probe", "two words")[1:]
+			r := runLoaderIn(t, arch, tc.status != 7, bytes.NewReader(tc.input), args...)
+			if r.status != tc.status {
+				t.Fatalf("status %d, want %d\nstdout: %s\nstderr: %s", r.status, tc.status, r.stdout, r.stderr)
+			}
+			if tc.line == "" {
+				want := "argv0=" + out + "\narg=probe\narg=two words\nenv=kept\n"
+				if r.stdout != want || r.stderr != "" {
+					t.Errorf("stdout = %q, stderr = %q; want %q and nothing", r.stdout, r.stderr, want)
+				}
+				return
+			}
+			if want := "pullpath-loader: " + tc.line + "\n"; r.stderr != want || (r.termLog != "?" && r.termLog != want) {
+				t.Errorf("stderr = %q, termination log %q\nwant both %q", r.stderr, r.termLog, want)
+			}
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s left behind after a failure (%v): a partial binary must never run", out, err)
+			}
+		})
+	}
 }
 
 // TestFailures: every failure is one clear line, on stderr and in the termination log, with its
