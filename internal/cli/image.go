@@ -155,7 +155,7 @@ func (o *imagePushOptions) Run(ctx context.Context) error {
 		return err
 	}
 	idx, err := probeIndex(o.platforms, cas, func(arch string) ([]byte, error) {
-		b, err := probeBinary("", o.binDir, arch)
+		b, _, err := probeBinary("", o.binDir, arch)
 		if err != nil && !o.platformsChanged {
 			err = fmt.Errorf("%w; or push only the platforms you have binaries for, e.g. --platform linux/amd64", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"archive/tar"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/binary"
 	"encoding/pem"
 	"io"
 	"log"
@@ -37,12 +38,31 @@ func testRegistry(t *testing.T) (host, caFile string, tr http.RoundTripper) {
 	return strings.TrimPrefix(srv.URL, "https://"), caFile, &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
 }
 
+// minimalELF is an ELF header of a static linux executable for arch, no more: what the checks
+// of a probe binary read.
+func minimalELF(t *testing.T, arch string) []byte {
+	t.Helper()
+	machine := map[string]uint16{"amd64": 62, "arm64": 183}[arch]
+	if machine == 0 {
+		t.Fatalf("no ELF machine for %s", arch)
+	}
+	h := make([]byte, 64)
+	copy(h, "\x7fELF\x02\x01\x01")
+	binary.LittleEndian.PutUint16(h[16:], 2) // ET_EXEC
+	binary.LittleEndian.PutUint16(h[18:], machine)
+	binary.LittleEndian.PutUint32(h[20:], 1)
+	binary.LittleEndian.PutUint16(h[52:], 64) // e_ehsize
+	binary.LittleEndian.PutUint16(h[54:], 56) // e_phentsize
+	binary.LittleEndian.PutUint16(h[58:], 64) // e_shentsize
+	return h
+}
+
 func probeBins(t *testing.T, arches ...string) (string, map[string][]byte) {
 	t.Helper()
 	dir := t.TempDir()
 	bins := map[string][]byte{}
 	for _, a := range arches {
-		b := []byte("\x7fELF not really a probe for " + a + strings.Repeat("x", 4096))
+		b := append(minimalELF(t, a), "not really a probe for "+a+strings.Repeat("x", 4096)...)
 		bins[a] = b
 		if err := os.WriteFile(filepath.Join(dir, "pullpath-probe-linux-"+a), b, 0o755); err != nil {
 			t.Fatal(err)

@@ -3,35 +3,101 @@
 package cli
 
 import (
+	"bytes"
+	"debug/elf"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
+
+	"github.com/pullpath/pullpath/internal/probebin"
 )
 
-// probeBinary returns the static linux binary for goarch that a node will run: the file given,
-// else pullpath-probe-linux-<goarch> in dir, else next to this program, else this program itself
-// when it is linux/<goarch>.
-func probeBinary(file, dir, goarch string) ([]byte, error) {
-	if file != "" {
-		return os.ReadFile(file)
-	}
+// probeBinary returns the static linux binary for goarch that a node will run, and where it came
+// from: the file given, else pullpath-probe-linux-<goarch> in dir, else next to this program, else
+// the probe-only build every pullpath build embeds. This program itself is never shipped: it links
+// client-go (five times the probe's size), and a plain `go build` with a C compiler at hand links
+// it dynamically, which a node's pause image cannot run (execve: ENOENT).
+func probeBinary(file, dir, goarch string) ([]byte, string, error) {
 	name := "pullpath-probe-linux-" + goarch
-	if dir != "" {
-		b, err := os.ReadFile(filepath.Join(dir, name))
+	from := func(path string) ([]byte, string, error) {
+		b, err := readCapped(path, 256<<20)
 		if err != nil {
-			return nil, fmt.Errorf("no pullpath binary for linux/%s in %s: %w", goarch, dir, err)
+			return nil, "", err
 		}
-		return b, nil
+		if err := staticELF(b, goarch); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", path, err)
+		}
+		return b, path, nil
 	}
-	self, err := os.Executable()
-	if err == nil {
-		if b, err := os.ReadFile(filepath.Join(filepath.Dir(self), name)); err == nil {
-			return b, nil
+	switch {
+	case file != "":
+		return from(file)
+	case dir != "":
+		b, src, err := from(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, "", fmt.Errorf("no pullpath binary for linux/%s in %s: %w", goarch, dir, err)
 		}
-		if runtime.GOOS == "linux" && runtime.GOARCH == goarch {
-			return os.ReadFile(self)
+		return b, src, err
+	}
+	if self, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(self), name)
+		if _, err := os.Stat(beside); err == nil {
+			return from(beside)
 		}
 	}
-	return nil, fmt.Errorf("no pullpath binary for linux/%s: give the binary's location (scripts/build.sh writes dist/%s)", goarch, name)
+	b, err := probebin.Binary(goarch)
+	if err != nil {
+		return nil, "", fmt.Errorf("no pullpath binary for linux/%s: %w (give one built with scripts/build.sh: dist/probe/%s)", goarch, err, name)
+	}
+	return b, "the probe-only build embedded in pullpath", nil
+}
+
+// staticELF refuses what a node could not run on an arbitrary image: another architecture, or a
+// dynamically linked program (its interpreter is missing from most images: execve says ENOENT).
+func staticELF(b []byte, goarch string) error {
+	f, err := elf.NewFile(bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("not a linux executable (scripts/build.sh writes dist/probe/pullpath-probe-linux-<arch>)")
+	}
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[goarch]
+	if want != 0 && f.Machine != want {
+		return fmt.Errorf("built for %v, the node is linux/%s", f.Machine, goarch)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("dynamically linked: the probe runs on whatever image the node has, so it must be static (build it with CGO_ENABLED=0 -tags probeonly, as scripts/build.sh does)")
+		}
+	}
+	return nil
+}
+
+// readCapped reads a regular file of at most max bytes: a FIFO, a device or a directory given by
+// mistake is refused before it is read, and a file that grows past max is refused, not read forever.
+func readCapped(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	if fi.Size() > max {
+		return nil, fmt.Errorf("%s is %d bytes, more than the %d a probe binary can be", path, fi.Size(), max)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s grew past %d bytes while read", path, max)
+	}
+	return b, nil
 }

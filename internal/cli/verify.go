@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -37,6 +38,7 @@ type verifyOptions struct {
 	runtimePull    bool
 	probeBinary    string
 	probeImage     string
+	delivery       string
 	fromPod        string
 	timeout        time.Duration
 	probeTimeout   time.Duration
@@ -56,11 +58,13 @@ the nodes that do not have the image in their cache (the newest Ready one), with
 complete probe of every layer, the node's resolver, routes and runtime configuration
 (hostNetwork, dnsPolicy: Default, the host's files read-only for --host-root).
 
-The probe reaches the node without any pull: the static pullpath binary travels in
-ConfigMaps, a tiny static loader (not Go: no Go binary fits in a ConfigMap) joins the
-parts in an emptyDir and runs it, on an image the node already has (the sandbox
-image first) with imagePullPolicy: Never. A probe pod that cannot start is itself a
-finding, explained from its events.
+The probe reaches the node without any pull, on an image the node already has (the
+sandbox image first, imagePullPolicy: Never): a 3 KB static loader in a ConfigMap
+reads the probe-only build (12.8 MB, embedded in every pullpath build) from the pod's
+stdin, streamed through the attach API into a memory volume, and runs it. Nothing but
+the loader is stored in the API. Without create on pods/attach, or when a node's
+stream fails, the binary goes in ConfigMaps instead (--delivery configmap: 13 of them).
+A probe pod that cannot start is itself a finding, in the kubelet's words.
 
 With --probe-image REF the probe pods run that image instead (built and pushed by
 'pullpath image push'; pulled by the node with imagePullPolicy: IfNotPresent): no
@@ -77,9 +81,9 @@ of the image (pull policy Always, the same credentials, a command that never run
 its result is explained and compared with the probe's verdict. A pull that succeeds
 because the layers were cached proves nothing about the network, and is said so.
 
-Everything a run creates carries the label pullpath.dev/run=<id> and an owner; it
-is deleted on every exit path (success, failure, Ctrl-C, timeout); 'pullpath
-cleanup' removes what an interrupted run left. Rights are checked first: a missing
+Everything a run creates carries the label pullpath.dev/run=<id>, an owner and an
+expiry; it is deleted on every exit path (success, failure, Ctrl-C, SIGTERM, timeout),
+retrying while the API server is away; 'pullpath cleanup' removes what a killed run left. Rights are checked first: a missing
 permission is named before anything is created (deploy/rbac.yaml has them all).
 
 Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
@@ -105,7 +109,8 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
 	f.StringVar(&o.runNamespace, "run-namespace", "pullpath", "namespace for the run's pods and ConfigMaps (Pod Security level privileged: hostNetwork and hostPath); created when missing and allowed")
 	f.BoolVar(&o.includeUnready, "include-unready", false, "also probe NotReady and cordoned nodes")
 	f.BoolVar(&o.runtimePull, "runtime-pull", false, "beside each probe, a canary pod with the image: the kubelet's real pull, compared with the probe")
-	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else this program when it is linux/<arch>)")
+	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else the probe-only build embedded in pullpath)")
+	f.StringVar(&o.delivery, "delivery", "auto", "how the probe binary reaches the nodes: attach (streamed into the probe pod, nothing stored), configmap (stored in ConfigMaps), or auto (attach when allowed, else ConfigMaps)")
 	f.StringVar(&o.probeImage, "probe-image", "", "run the probe pods on this probe image (pullpath image push) instead of shipping the binary in ConfigMaps")
 	f.StringVar(&o.fromPod, "from-pod", "", "also probe from this pod's own network namespace (NAMESPACE/NAME, or NAME in -n's namespace), as an ephemeral container of --probe-image")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
@@ -150,6 +155,10 @@ func (o *verifyOptions) Validate() error {
 		return fmt.Errorf("--node-max-images %d: want 1 or more", o.maxImages)
 	case slices.Contains(o.pools, ""):
 		return errors.New("--pool: an empty pool name (give the pool's name, as pullpath pod shows it)")
+	case o.delivery != "auto" && o.delivery != cluster.ModeAttach && o.delivery != cluster.ModeConfigMap:
+		return fmt.Errorf("--delivery %q: want auto, attach or configmap", o.delivery)
+	case o.probeImage != "" && o.delivery != "auto":
+		return errors.New("--probe-image runs the probe image itself: --delivery attach and configmap ship the binary instead; give one")
 	}
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
 		return err
@@ -189,13 +198,13 @@ func checkExecutable(flag, path string) error {
 	return nil
 }
 
-// binary returns the static linux binary for goarch that the nodes will run.
-func (o *verifyOptions) binary(goarch string) ([]byte, error) {
-	b, err := probeBinary(o.probeBinary, "", goarch)
-	if err != nil && o.probeBinary == "" {
-		return nil, fmt.Errorf("%w (--probe-binary)", err)
+// binary returns the static linux binary for goarch that the nodes will run, and where it came from.
+func (o *verifyOptions) binary(goarch string) ([]byte, string, error) {
+	b, src, err := probeBinary(o.probeBinary, "", goarch)
+	if err != nil && o.probeBinary != "" {
+		return nil, "", fmt.Errorf("--probe-binary: %w", err)
 	}
-	return b, err
+	return b, src, err
 }
 
 // Run verifies, renders, and maps the verdict to the exit code.
@@ -220,7 +229,7 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	defer cancel()
 	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
 		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
-		Binary: o.binary, ProbeImage: o.probeImage, ProbeFromPod: fromPod, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
+		Binary: o.binary, Delivery: o.delivery, ProbeImage: o.probeImage, ProbeFromPod: fromPod, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
 	if isTerminal(o.streams.ErrOut) && o.output == "text" {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }
@@ -612,6 +621,9 @@ type cleanupOptions struct {
 	kube         *kubeFlags
 	run          string
 	runNamespace string
+	expired      bool
+	timeout      time.Duration
+	output       string
 }
 
 func newCleanupCmd(s Streams) *cobra.Command {
@@ -621,11 +633,16 @@ func newCleanupCmd(s Streams) *cobra.Command {
 		Short: "Delete what verify runs left behind (pods, ConfigMaps, Secrets labelled app.kubernetes.io/managed-by=pullpath)",
 		Long: `Delete every object pullpath verify made in the run namespace — of one run (--run ID)
 or of all — and wait until they are gone. verify cleans up after itself on every exit
-path; this is for a run that was killed (SIGKILL, a lost connection).
+path, retrying while the API server is away; this is for a run that was killed (SIGKILL,
+a lost machine). Every object carries pullpath.dev/expires (a Unix time after which its
+run is surely over): --expired deletes only those, so a schedule cannot disturb a run.
+
+The run namespace is --run-namespace, or -n when only -n is given (default pullpath).
 
 Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not run
-(no cluster, no rights, a bad flag).`,
+(no cluster, refused credentials, no rights, an API that answers an error, a bad flag).`,
 		Example: `  pullpath cleanup
+  pullpath cleanup --expired -n pullpath
   kubectl pullpath cleanup --run 3f9c04ab --run-namespace pullpath`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -634,8 +651,20 @@ Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could n
 					return fmt.Errorf("--run %q: not a run id (verify prints it: pullpath.dev/run=ID)", o.run)
 				}
 			}
+			if n := o.kube.overrides.Context.Namespace; n != "" {
+				if cmd.Flags().Changed("run-namespace") && n != o.runNamespace {
+					return fmt.Errorf("-n %s and --run-namespace %s name two namespaces: give one", n, o.runNamespace)
+				}
+				o.runNamespace = n
+			}
 			if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
 				return err
+			}
+			if o.output != "text" && o.output != "json" {
+				return fmt.Errorf("-o %q: want text or json", o.output)
+			}
+			if o.timeout <= 0 {
+				return fmt.Errorf("--timeout %s: want a positive duration", o.timeout)
 			}
 			if err := o.kube.validate(); err != nil {
 				return err
@@ -644,29 +673,55 @@ Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could n
 			if err != nil {
 				return err
 			}
-			// a cluster that cannot be asked is "could not run" (2), not objects left behind (1)
-			if _, err := cs.Core.Pods(o.runNamespace).List(cmd.Context(), metav1.ListOptions{Limit: 1}); err != nil {
-				var se *apierrors.StatusError
-				switch {
-				case apierrors.IsForbidden(err):
-					return fmt.Errorf("cleanup: the kubeconfig's identity may not list pods in namespace %s (deploy/rbac.yaml has the rights)", o.runNamespace)
-				case !errors.As(err, &se):
-					return fmt.Errorf("cannot reach the cluster to list pods in namespace %s: %w", o.runNamespace, err)
-				}
+			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+			defer cancel()
+			// a cluster that cannot be asked is "could not run" (2), not objects left behind (1):
+			// one question first, answered at once, never retried
+			if _, err := cs.Core.Pods(o.runNamespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+				return cleanupRefusal(err, o.runNamespace)
 			}
-			left := cluster.Cleanup(cmd.Context(), cs, o.runNamespace, o.run, false)
-			if len(left) > 0 {
+			left, err := cluster.Cleanup(ctx, cs, cluster.CleanupOptions{Namespace: o.runNamespace, Run: o.run, Expired: o.expired})
+			if err != nil {
+				return cleanupRefusal(err, o.runNamespace)
+			}
+			if o.output == "json" {
+				if err := report.WriteJSON(o.streams.Out, &report.Cleanup{APIVersion: report.APIVersion, Kind: "Cleanup",
+					Namespace: o.runNamespace, Run: o.run, LeftBehind: left}); err != nil {
+					return err
+				}
+			} else if len(left) > 0 {
 				fmt.Fprintf(o.streams.Out, "left behind: %s\n", strings.Join(left, ", "))
+			} else {
+				fmt.Fprintf(o.streams.Out, "nothing of pullpath is left in namespace %s\n", o.runNamespace)
+			}
+			if len(left) > 0 {
 				return &ExitError{Code: ExitBroken}
 			}
-			fmt.Fprintf(o.streams.Out, "nothing of pullpath is left in namespace %s\n", o.runNamespace)
 			return nil
 		},
 	}
 	o.kube.addFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.run, "run", "", "only this run's objects (the id verify prints); default every run")
-	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", "pullpath", "the namespace verify ran in")
+	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", "pullpath", "the namespace verify ran in (-n alone means the same)")
+	cmd.Flags().BoolVar(&o.expired, "expired", false, "only objects whose run is surely over (label pullpath.dev/expires in the past)")
+	cmd.Flags().DurationVar(&o.timeout, "timeout", time.Minute, "bound on the whole cleanup, retries while the API server is away included")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	return cmd
+}
+
+// cleanupRefusal is cleanup's exit 2: why the cluster could not be asked, in one line.
+func cleanupRefusal(err error, ns string) error {
+	var se apierrors.APIStatus
+	switch {
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("cleanup: the kubeconfig's identity may not list pods in namespace %s (deploy/rbac.yaml has the rights) — nothing was deleted", ns)
+	case apierrors.IsUnauthorized(err):
+		return fmt.Errorf("cleanup: the API server refused the kubeconfig's credentials (401 Unauthorized): log in again — nothing was deleted")
+	case errors.As(err, &se):
+		st := se.Status()
+		return fmt.Errorf("cleanup: the API server answered %d %s to a list of pods in namespace %s (is the kubeconfig's server a Kubernetes API server?) — nothing was deleted", st.Code, http.StatusText(int(st.Code)), ns)
+	}
+	return fmt.Errorf("cleanup: cannot reach the cluster to list pods in namespace %s: %w — nothing was deleted", ns, err)
 }
 
 // probeBudget is the probe's own --timeout inside a probe pod: most of the pod's budget, the rest

@@ -203,7 +203,7 @@ func TestKubeConnectionFlags(t *testing.T) {
 // to push fewer.
 func TestImagePushFilesFirst(t *testing.T) {
 	bins := t.TempDir()
-	if err := os.WriteFile(filepath.Join(bins, "pullpath-probe-linux-amd64"), []byte("\x7fELF"), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(bins, "pullpath-probe-linux-amd64"), minimalELF(t, "amd64"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {

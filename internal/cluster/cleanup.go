@@ -2,6 +2,13 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sort"
+	"strconv"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,68 +17,187 @@ import (
 	"github.com/pullpath/pullpath/internal/registry"
 )
 
+// CleanupTimeout bounds verify's own cleanup: long enough to outlast an API server restart.
+const CleanupTimeout = 2 * time.Minute
+
+// cleanupPass bounds one pass of Cleanup's requests.
+const cleanupPass = 10 * time.Second
+
+// LabelExpires is on every object of a run: the Unix time after which the run is surely over
+// (its deadline and cleanup's). `pullpath cleanup --expired` deletes only such objects, so it can
+// run on a schedule without touching a run in flight.
+const LabelExpires = "pullpath.dev/expires"
+
 // cleanup deletes every object of the run, then lists what is left.
 func (r *run) cleanup(ctx context.Context) []string {
-	return Cleanup(ctx, r.cs, r.o.Namespace, r.id, r.madeNS)
+	left, err := Cleanup(ctx, r.cs, CleanupOptions{Namespace: r.o.Namespace, Run: r.id, DropNamespace: r.madeNS})
+	if err != nil && len(left) == 0 {
+		left = []string{"objects of run " + r.id + " in namespace " + r.o.Namespace + " (" + shortErr(err) + ")"}
+	}
+	return left
 }
 
-// Cleanup deletes every object pullpath made in ns (of one run, or of all runs when run is ""),
-// waits until they are gone, and returns what is left (kind/namespace/name). With dropNS the
-// namespace itself goes too.
-func Cleanup(ctx context.Context, cs *Client, ns, run string, dropNS bool) []string {
+// CleanupOptions choose what Cleanup deletes.
+type CleanupOptions struct {
+	Namespace     string
+	Run           string // one run's objects; "" every run's
+	Expired       bool   // only objects whose LabelExpires is past
+	DropNamespace bool   // delete the namespace too, and wait until it is gone
+}
+
+// Cleanup deletes what pullpath made in a namespace and waits until it is gone. A failure that
+// passes (the API server restarting, a timeout, a 5xx) is retried with backoff until ctx ends; a
+// refusal that will not pass (401, 403, a 404 for the resource itself) stops it at once and is
+// returned. left lists what remains (kind/namespace/name).
+func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, err error) {
 	sel := LabelManaged + "=pullpath"
-	if run != "" {
-		sel += "," + LabelRun + "=" + run
+	if o.Run != "" {
+		sel += "," + LabelRun + "=" + o.Run
 	}
 	lo := metav1.ListOptions{LabelSelector: sel}
 	zero := int64(0)
 	del := metav1.DeleteOptions{GracePeriodSeconds: &zero}
-	if pl, err := cs.Core.Pods(ns).List(ctx, lo); err == nil {
-		for _, p := range pl.Items {
-			_ = cs.Core.Pods(ns).Delete(ctx, p.Name, del)
+	ns := o.Namespace
+	now := time.Now()
+	due := func(labels map[string]string) bool {
+		if !o.Expired {
+			return true
 		}
+		t, err := strconv.ParseInt(labels[LabelExpires], 10, 64)
+		return err == nil && now.Unix() > t
 	}
-	if l, err := cs.Core.ConfigMaps(ns).List(ctx, lo); err == nil {
-		for _, c := range l.Items {
-			_ = cs.Core.ConfigMaps(ns).Delete(ctx, c.Name, del)
+	// one pass: delete what is found, and say what was there (nothing: done). Each pass has its
+	// own bound: an API server that is stopped accepts connections and never answers.
+	pass := func() ([]string, error) {
+		ctx, cancel := context.WithTimeout(ctx, cleanupPass)
+		defer cancel()
+		var found []string
+		pods, err := cs.Core.Pods(ns).List(ctx, lo)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if l, err := cs.Core.Secrets(ns).List(ctx, lo); err == nil {
-		for _, s := range l.Items {
-			_ = cs.Core.Secrets(ns).Delete(ctx, s.Name, del)
-		}
-	}
-	var left []string
-	_ = poll(ctx, 20*time.Second, func() bool {
-		left = left[:0]
-		if pl, err := cs.Core.Pods(ns).List(ctx, lo); err == nil {
-			for _, p := range pl.Items {
-				left = append(left, "pod/"+ns+"/"+p.Name)
-			}
-		} else {
-			left = append(left, "pods/"+ns+" (cannot list: "+shortErr(err)+")")
-		}
-		if l, err := cs.Core.ConfigMaps(ns).List(ctx, lo); err == nil {
-			for _, c := range l.Items {
-				left = append(left, "configmap/"+ns+"/"+c.Name)
+		for _, p := range pods.Items {
+			if due(p.Labels) {
+				found = append(found, "pod/"+ns+"/"+p.Name)
+				if err := cs.Core.Pods(ns).Delete(ctx, p.Name, del); err != nil && !apierrors.IsNotFound(err) {
+					return nil, err
+				}
 			}
 		}
-		if l, err := cs.Core.Secrets(ns).List(ctx, lo); err == nil {
-			for _, s := range l.Items {
-				left = append(left, "secret/"+ns+"/"+s.Name)
+		cms, err := cs.Core.ConfigMaps(ns).List(ctx, lo)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cms.Items {
+			if due(c.Labels) {
+				found = append(found, "configmap/"+ns+"/"+c.Name)
+				if err := cs.Core.ConfigMaps(ns).Delete(ctx, c.Name, del); err != nil && !apierrors.IsNotFound(err) {
+					return nil, err
+				}
 			}
 		}
-		return len(left) == 0
-	})
-	if dropNS && len(left) == 0 {
-		if err := cs.Core.Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			left = append(left, "namespace/"+ns)
+		secs, err := cs.Core.Secrets(ns).List(ctx, lo)
+		if err != nil {
+			return nil, err
 		}
+		for _, s := range secs.Items {
+			if due(s.Labels) {
+				found = append(found, "secret/"+ns+"/"+s.Name)
+				if err := cs.Core.Secrets(ns).Delete(ctx, s.Name, del); err != nil && !apierrors.IsNotFound(err) {
+					return nil, err
+				}
+			}
+		}
+		return found, nil
 	}
-	if left == nil {
-		left = []string{}
+	backoff := 250 * time.Millisecond
+	for {
+		found, err := pass()
+		switch {
+		case err != nil && !Transient(err):
+			return left, err
+		case err == nil && len(found) == 0:
+			left = nil
+			if o.DropNamespace {
+				if err := dropNamespace(ctx, cs, ns); err != nil {
+					return []string{"namespace/" + ns}, err
+				}
+			}
+			return []string{}, nil
+		case err == nil:
+			left = found
+		}
+		select {
+		case <-ctx.Done():
+			if err != nil {
+				return withUnknown(left, ns, err), nil
+			}
+			sort.Strings(left)
+			return left, nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 4*time.Second)
 	}
-	return left
+}
+
+// withUnknown adds, when nothing could be listed, that the namespace's objects are unknown.
+func withUnknown(left []string, ns string, err error) []string {
+	if len(left) > 0 {
+		return left
+	}
+	return []string{"pods, configmaps and secrets of namespace " + ns + " (cannot list: " + shortErr(err) + ")"}
+}
+
+// dropNamespace deletes a namespace verify made and waits until it is gone (its finalizers run
+// after its objects are deleted), retrying what passes.
+func dropNamespace(ctx context.Context, cs *Client, ns string) error {
+	backoff := 250 * time.Millisecond
+	deleted := false
+	for {
+		var err error
+		pctx, cancel := context.WithTimeout(ctx, cleanupPass)
+		if !deleted {
+			err = cs.Core.Namespaces().Delete(pctx, ns, metav1.DeleteOptions{})
+			deleted = err == nil || apierrors.IsNotFound(err)
+		}
+		if deleted {
+			_, err = cs.Core.Namespaces().Get(pctx, ns, metav1.GetOptions{})
+		}
+		cancel()
+		if deleted && apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil && !Transient(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			if err == nil {
+				err = fmt.Errorf("namespace %s is still terminating", ns)
+			}
+			return err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 4*time.Second)
+	}
+}
+
+// Transient reports whether an API failure may pass by itself: the server restarting or
+// overloaded, a timeout, a connection refused or reset. 401, 403 and 404 do not pass.
+func Transient(err error) bool {
+	if apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) || apierrors.IsUnexpectedServerError(err) {
+		return true
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		code := se.Status().Code
+		return code >= 500 || code == 429
+	}
+	var ne net.Error
+	var oe *net.OpError
+	return errors.As(err, &ne) || errors.As(err, &oe) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // ImageRegistry is the registry part of an image reference, for messages.

@@ -1,6 +1,9 @@
 package cluster
 
 import (
+	"context"
+	"io"
+
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -12,6 +15,10 @@ import (
 type Client struct {
 	Core  corev1client.CoreV1Interface
 	Authz authzv1client.AuthorizationV1Interface
+	// Config is what the clients were built from: the attach stream dials with it.
+	Config *rest.Config
+	// Attach, when set, stands in for the attach API's stream into a container's stdin (tests).
+	Attach func(ctx context.Context, ns, pod, container string, stdin io.Reader) error
 }
 
 // NewClient builds the client from a REST configuration.
@@ -24,5 +31,5 @@ func NewClient(rc *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Core: core, Authz: authz}, nil
+	return &Client{Core: core, Authz: authz, Config: rest.CopyConfig(rc)}, nil
 }

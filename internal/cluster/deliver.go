@@ -88,6 +88,9 @@ func (r *run) prepare(ctx context.Context) error {
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-" + r.id, Namespace: ns, Labels: r.labels("owner")},
 		Data: map[string]string{"image": r.o.Image, "started": time.Now().UTC().Format(time.RFC3339)}}
 	o, err := r.cs.Core.ConfigMaps(ns).Create(ctx, owner, metav1.CreateOptions{})
+	if err == nil {
+		r.store(map[string][]byte{"image": []byte(owner.Data["image"]), "started": []byte(owner.Data["started"])})
+	}
 	if err != nil {
 		if missingNamespace(err) {
 			return fmt.Errorf("namespace %s does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", ns)
@@ -124,6 +127,7 @@ func (r *run) copySecrets(ctx context.Context) error {
 		if _, err := r.cs.Core.Secrets(r.o.Namespace).Create(ctx, cp, metav1.CreateOptions{}); err != nil {
 			return apiError(err, "create", "secrets", r.o.Namespace, cp.Name)
 		}
+		r.store(cp.Data)
 		r.secrets = append(r.secrets, cp.Name)
 		refs = append(refs, secretRef{secret: cp.Name, key: key, label: ns + "/" + name + " key " + key})
 		return nil
@@ -166,41 +170,57 @@ func (r *run) copySecrets(ctx context.Context) error {
 	return nil
 }
 
-// deliver puts the probe binary for goarch into ConfigMaps, once per architecture.
-func (r *run) deliver(ctx context.Context, goarch string) *delivery {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if d, ok := r.bins[goarch]; ok {
+// deliver prepares the probe binary for linux/goarch in mode (attach or configmap), once per run:
+// the loader's ConfigMap (a few KB) always, the binary's ConfigMaps only for configmap.
+func (r *run) deliver(ctx context.Context, goarch, mode string) *delivery {
+	r.dmu.Lock()
+	defer r.dmu.Unlock()
+	if d, ok := r.bins[goarch+"/"+mode]; ok {
 		return d
 	}
-	d := &delivery{}
-	r.bins[goarch] = d
-	bin, err := r.o.Binary(goarch)
+	d := &delivery{mode: mode}
+	r.bins[goarch+"/"+mode] = d
+	bin, src, err := r.o.Binary(goarch)
 	if err != nil {
 		d.err = err
 		return d
 	}
-	ld, err := loader.Binary(goarch)
-	if err != nil {
-		d.err = err
+	d.size, d.source = len(bin), src
+	if d.loader, d.err = r.loaderConfigMap(ctx, goarch); d.err != nil {
 		return d
 	}
-	d.size = len(bin)
-	lcm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-loader-%s", r.id, goarch), "loader"), BinaryData: map[string][]byte{loader.File: ld}}
-	if _, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, lcm, metav1.CreateOptions{}); err != nil {
-		d.err = apiError(err, "create", "configmaps", r.o.Namespace, lcm.Name)
+	if mode == ModeAttach {
+		d.bin = bin
 		return d
 	}
-	d.loader = lcm.Name
 	for i, p := range loader.Split(bin, loader.PartSize) {
 		cm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-bin-%s-%03d", r.id, goarch, i), "binary"), BinaryData: map[string][]byte{p.Name: p.Data}}
 		if _, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			d.err = apiError(err, "create", "configmaps", r.o.Namespace, cm.Name)
 			return d
 		}
+		r.store(cm.BinaryData)
 		d.parts = append(d.parts, cm.Name)
 	}
 	return d
+}
+
+// loaderConfigMap stores the loader for goarch once per run; both modes run it.
+func (r *run) loaderConfigMap(ctx context.Context, goarch string) (string, error) {
+	if name, ok := r.loaders[goarch]; ok {
+		return name, nil
+	}
+	ld, err := loader.Binary(goarch)
+	if err != nil {
+		return "", err
+	}
+	lcm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-loader-%s", r.id, goarch), "loader"), BinaryData: map[string][]byte{loader.File: ld}}
+	if _, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, lcm, metav1.CreateOptions{}); err != nil {
+		return "", apiError(err, "create", "configmaps", r.o.Namespace, lcm.Name)
+	}
+	r.store(lcm.BinaryData)
+	r.loaders[goarch] = lcm.Name
+	return lcm.Name, nil
 }
 
 // hostImages are the images a node has, the sandbox (pause) image first: a static binary runs on

@@ -20,7 +20,7 @@ import (
 // verifyNode runs the probe pod (and the canary) on one node and fills its result.
 func (r *run) verifyNode(ctx context.Context, n *corev1.Node, res *report.PoolResult) {
 	res.Class = report.ClassOther
-	if r.o.ProbeImage != "" {
+	if r.mode == ModeImage {
 		r.verifyWith(ctx, n, res, func() { r.probePod(ctx, n, nil, r.o.ProbeImage, res) })
 		return
 	}
@@ -28,27 +28,56 @@ func (r *run) verifyNode(ctx context.Context, n *corev1.Node, res *report.PoolRe
 	if arch == "" {
 		arch = n.Labels["kubernetes.io/arch"]
 	}
-	d := r.deliver(ctx, arch)
-	if d.err != nil {
-		res.Error = "cannot deliver the probe to " + n.Name + " (linux/" + arch + "): " + d.err.Error()
-		return
-	}
 	images := hostImages(n)
 	if len(images) == 0 {
 		res.Error = fmt.Sprintf("node %s lists no image in status.images to run the probe on without a pull", n.Name)
 		return
 	}
 	r.verifyWith(ctx, n, res, func() {
-		var gone []string
-		for _, img := range images[:min(len(images), 3)] {
-			if !r.probePod(ctx, n, d, img, res) {
+		mode, fallback := r.mode, ""
+		for {
+			d := r.deliver(ctx, arch, mode)
+			if d.err != nil {
+				res.Error = "cannot deliver the probe to " + n.Name + " (linux/" + arch + "): " + d.err.Error()
 				return
 			}
-			gone = append(gone, img)
-			r.note("node %s: image %s is listed but gone (ErrImageNeverPull); trying the next", n.Name, img)
+			res.Delivery = mode
+			broke := r.onImages(ctx, n, d, images, res)
+			if res.DeliveryStats != nil {
+				res.DeliveryStats.Fallback = fallback
+			}
+			// one retry the other way, unless the user chose attach: a stream that breaks (a proxy
+			// in front of the API server that cuts upgrades, a kubelet without streaming) is not
+			// the node's pull path
+			if broke != "" && (r.o.Delivery == ModeAttach || ctx.Err() != nil) {
+				res.Error = "the probe binary could not be streamed to " + n.Name + ": " + broke
+			}
+			if broke == "" || mode != ModeAttach || r.o.Delivery == ModeAttach || ctx.Err() != nil {
+				return
+			}
+			fallback = "the attach stream failed (" + broke + "): retried with ConfigMaps"
+			r.note("node %s: the attach stream failed (%s); its probe was delivered in ConfigMaps instead", n.Name, broke)
+			*res = report.PoolResult{Pool: res.Pool, Node: res.Node, NodeCreated: res.NodeCreated, Choice: res.Choice,
+				ImagePresentBefore: res.ImagePresentBefore, Class: report.ClassOther}
+			mode = ModeConfigMap
 		}
-		res.Error = fmt.Sprintf("node %s: every image tried to run the probe on without a pull is listed in status.images but gone (ErrImageNeverPull): %s", n.Name, strings.Join(gone, ", "))
 	})
+}
+
+// onImages runs the probe pod on the first of images the node still has (a listed image may be
+// gone: ErrImageNeverPull), and returns why the attach stream broke, if it did.
+func (r *run) onImages(ctx context.Context, n *corev1.Node, d *delivery, images []string, res *report.PoolResult) (broke string) {
+	var gone []string
+	for _, img := range images[:min(len(images), 3)] {
+		out := r.probePod(ctx, n, d, img, res)
+		if !out.imageGone {
+			return out.broke
+		}
+		gone = append(gone, img)
+		r.note("node %s: image %s is listed but gone (ErrImageNeverPull); trying the next", n.Name, img)
+	}
+	res.Error = fmt.Sprintf("node %s: every image tried to run the probe on without a pull is listed in status.images but gone (ErrImageNeverPull): %s", n.Name, strings.Join(gone, ", "))
+	return ""
 }
 
 // verifyWith runs probe on n, with the canary beside it when asked.
@@ -89,35 +118,73 @@ func (r *run) probeArgs(n *corev1.Node) []string {
 	return append(args, r.o.ProbeArgs...)
 }
 
-// probePod runs one probe pod on n with image img; it reports whether the image turned out to be
-// gone (the caller then tries the next).
-func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img string, res *report.PoolResult) (imageGone bool) {
+// podOutcome is what a probe pod's run means for the caller: try the next image, or the other
+// delivery.
+type podOutcome struct {
+	imageGone bool   // the image is listed in status.images but gone (ErrImageNeverPull)
+	broke     string // why the attach stream failed before the probe started
+}
+
+// probePod runs one probe pod on n with image img and fills res.
+func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img string, res *report.PoolResult) podOutcome {
 	name := fmt.Sprintf("pullpath-%s-probe-%s", r.id, shortName(n.Name))
 	pod := r.probeSpec(name, n, d, img)
+	created := time.Now()
 	if _, err := r.cs.Core.Pods(r.o.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		res.Error = "cannot create the probe pod: " + apiError(err, "create", "pods", r.o.Namespace, name).Error()
-		return false
+		return podOutcome{}
 	}
 	defer r.deletePod(name)
-	p, err := r.waitPod(ctx, name, func(p *corev1.Pod) bool {
+	finished := func(p *corev1.Pod) bool {
 		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed || waitingOn(p, "ErrImageNeverPull", "CreateContainerError", "CreateContainerConfigError", "RunContainerError",
 			"ErrImagePull", "ImagePullBackOff", "InvalidImageName")
-	})
+	}
+	// one budget from creation to the report, however many waits
+	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	defer cancel()
+	var stream *attachStream
+	var p *corev1.Pod
+	var err error
+	if d != nil && d.mode == ModeAttach {
+		p, err = r.waitPod(ctx, name, func(p *corev1.Pod) bool { return finished(p) || containerRunning(p) })
+		if err == nil && !finished(p) {
+			stream = r.attach(ctx, name, d.bin)
+			defer stream.stop()
+			p, err = r.waitPod(ctx, name, func(p *corev1.Pod) bool { return finished(p) || stream.failed() })
+			if stream.failed() && (p == nil || terminated(p) == nil) {
+				return podOutcome{broke: stream.err().Error()}
+			}
+		}
+	} else {
+		p, err = r.waitPod(ctx, name, finished)
+	}
+	if d != nil {
+		res.DeliveryStats = &report.DeliveryStats{Source: d.source, Bytes: d.size, Start: report.Duration(probeStart(p, created, stream))}
+	}
 	if err != nil {
 		if p == nil {
 			p = pod // never read back: its events may still say why
 		}
 		r.noProbe(ctx, res, p, fmt.Sprintf("the probe pod on %s did not finish: %v", n.Name, err))
-		return false
+		return podOutcome{}
 	}
 	if waitingOn(p, "ErrImageNeverPull") {
-		return true
+		return podOutcome{imageGone: true}
 	}
 	if w := waitingState(p); w != nil {
 		r.noProbe(ctx, res, p, fmt.Sprintf("the probe pod on %s could not start: %s: %s", n.Name, w.Reason, w.Message))
-		return false
+		return podOutcome{}
 	}
 	term := terminated(p)
+	if term != nil && d != nil && term.ExitCode >= loader.ExitUsage && term.ExitCode <= loader.ExitExec {
+		// the loader's own line: the binary did not arrive whole, or could not run
+		why := strings.TrimSpace(term.Message)
+		if d.mode == ModeAttach && term.ExitCode == loader.ExitSize {
+			return podOutcome{broke: why}
+		}
+		r.noProbe(ctx, res, p, fmt.Sprintf("the probe binary did not run on %s (%s delivery): %s", n.Name, d.mode, why))
+		return podOutcome{}
+	}
 	rep := r.fullReport(ctx, name)
 	if rep == nil && term != nil && term.Message != "" {
 		var s report.ProbeSummary
@@ -125,7 +192,7 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 			// the compact verdict stands on its own: it is not passed off as a full report
 			res.Summary, res.Class = &s, s.Class
 			res.Error = "the probe's full report (its log) could not be read: the verdict is its termination message"
-			return false
+			return podOutcome{}
 		}
 	}
 	if rep == nil {
@@ -134,9 +201,39 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 			msg = fmt.Sprintf("exit %d %s: %s", term.ExitCode, term.Reason, strings.TrimSpace(term.Message))
 		}
 		r.noProbe(ctx, res, p, fmt.Sprintf("the probe on %s left no report (%s)", n.Name, msg))
-		return false
+		return podOutcome{}
 	}
 	res.Probe, res.Class = rep, rep.Class
+	return podOutcome{}
+}
+
+// probeStart is how long after its creation the probe started: when the stream delivered the last
+// byte (attach), else when the container started (the loader joins the parts in a moment).
+func probeStart(p *corev1.Pod, created time.Time, s *attachStream) time.Duration {
+	if s != nil {
+		if t := s.sentAt(); !t.IsZero() {
+			return t.Sub(created)
+		}
+	}
+	if p != nil {
+		for _, cs := range p.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && !t.StartedAt.IsZero() {
+				return t.StartedAt.Sub(p.CreationTimestamp.Time)
+			}
+			if rn := cs.State.Running; rn != nil {
+				return rn.StartedAt.Sub(p.CreationTimestamp.Time)
+			}
+		}
+	}
+	return 0
+}
+
+func containerRunning(p *corev1.Pod) bool {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.State.Running != nil {
+			return true
+		}
+	}
 	return false
 }
 
@@ -157,9 +254,16 @@ func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *c
 	mounts := []corev1.VolumeMount{{Name: "host", MountPath: "/host", ReadOnly: true}}
 	command := append([]string{"/pullpath"}, r.probeArgs(n)...)
 	pull := corev1.PullIfNotPresent
+	stdin := false
 	if d != nil {
 		vols, mounts = r.loaderVolumes(d, vols, mounts)
 		command = loader.Command("/pp/parts", "/pp/run/pullpath", d.size, r.probeArgs(n)...)
+		if d.mode == ModeAttach {
+			// the loader reads the binary from stdin, which the kubelet holds open until the one
+			// attach that streams it ends (stdinOnce)
+			command = loader.StreamCommand("/pp/parts/"+loader.File, "/pp/run/pullpath", d.size, r.probeArgs(n)...)
+			stdin = true
+		}
 		pull = corev1.PullNever
 	}
 	m := r.meta(name, "probe")
@@ -174,7 +278,7 @@ func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *c
 			// root only to read the node's files as their owner (0600 client keys in certs.d); no capability
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &zero, RunAsGroup: &zero, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
-				Name: "probe", Image: img, ImagePullPolicy: pull, Env: r.secretEnv,
+				Name: "probe", Image: img, ImagePullPolicy: pull, Env: r.secretEnv, Stdin: stdin, StdinOnce: stdin,
 				Command:                  command,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				SecurityContext: &corev1.SecurityContext{Privileged: &f, AllowPrivilegeEscalation: &f, ReadOnlyRootFilesystem: &t,
@@ -306,7 +410,18 @@ func int64p(v int64) *int64 { return &v }
 // class report.PoolResult.PodCause gives it (other unless the pod's own pull failed).
 func (r *run) noProbe(ctx context.Context, res *report.PoolResult, p *corev1.Pod, why string) {
 	res.Error = why
-	res.Findings = r.podFindings(ctx, p)
+	// the pod's own ctx may be spent (its deadline is why it is here): its events are read anyway
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	res.Findings = r.podFindings(ectx, p)
+	if len(res.Findings) == 1 && res.Findings[0].DecidedBecause == notStarted {
+		// the kubelet's own words (FailedMount, FailedCreatePodSandBox…), not a guess from what followed
+		msg := res.Findings[0].Message
+		if len(msg) > 400 {
+			msg = msg[:400] + "…"
+		}
+		res.Error += "; the kubelet says: " + msg
+	}
 	res.Class = report.ClassOther
 	if f := res.PodCause(); f != nil {
 		res.Class = f.Class
@@ -333,10 +448,13 @@ func (r *run) podFindings(ctx context.Context, p *corev1.Pod) []report.Finding {
 	}
 	fs := explain(p, own)
 	if len(fs) == 0 && len(lines) > 0 {
-		fs = []report.Finding{{Class: report.ClassOther, Code: report.CodeUnknown, Message: strings.Join(lines, "; "), Reason: "the probe pod's own events", Decided: false, DecidedBecause: "not a pull failure: the pod could not start", Count: 1}}
+		fs = []report.Finding{{Class: report.ClassOther, Code: report.CodeUnknown, Message: strings.Join(lines, "; "), Reason: "the probe pod's own events", Decided: false, DecidedBecause: notStarted, Count: 1}}
 	}
 	return fs
 }
+
+// notStarted marks the finding that carries a probe pod's own warnings when none is a pull failure.
+const notStarted = "not a pull failure: the pod could not start"
 
 func (r *run) deletePod(name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -50,15 +50,33 @@ func (r *run) checkRights(ctx context.Context) error {
 			need{"update", "pods", "ephemeralcontainers", pns, "--from-pod: the probe as an ephemeral container"},
 			need{"get", "pods", "log", pns, "--from-pod: the probe's report"})
 	}
+	attach := need{"create", "pods", "attach", ns, "stream the probe binary into its probe pods (deploy/rbac.yaml's pullpath-runner)"}
+	switch {
+	case r.o.ProbeImage != "":
+		r.mode = ModeImage
+	case r.o.Delivery == ModeConfigMap:
+		r.mode = ModeConfigMap
+	case r.o.Delivery == ModeAttach:
+		r.mode = ModeAttach
+		needs = append(needs, attach)
+	default:
+		ok, err := r.allowed(ctx, attach)
+		if err != nil {
+			return err
+		}
+		r.mode = ModeAttach
+		if !ok {
+			r.mode = ModeConfigMap
+			r.note("the identity may not create pods/attach in namespace %s: the probe binary is stored in ConfigMaps for the run instead of streamed (deploy/rbac.yaml's pullpath-runner grants it)", ns)
+		}
+	}
 	var missing []string
 	for _, n := range needs {
-		ssar := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
-			Namespace: n.ns, Verb: n.verb, Resource: n.resource, Subresource: n.sub}}}
-		res, err := r.cs.Authz.SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+		ok, err := r.allowed(ctx, n)
 		if err != nil {
-			return apiError(err, "create", "selfsubjectaccessreviews", "", "")
+			return err
 		}
-		if !res.Status.Allowed {
+		if !ok {
 			what := n.resource
 			if n.sub != "" {
 				what += "/" + n.sub
@@ -74,4 +92,15 @@ func (r *run) checkRights(ctx context.Context) error {
 		return fmt.Errorf("the identity lacks %d permission(s) verify needs — nothing was created:\n  %s\n(deploy/rbac.yaml grants exactly these)", len(missing), strings.Join(missing, "\n  "))
 	}
 	return nil
+}
+
+// allowed asks the API server whether the identity may do n.
+func (r *run) allowed(ctx context.Context, n need) (bool, error) {
+	ssar := &authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+		Namespace: n.ns, Verb: n.verb, Resource: n.resource, Subresource: n.sub}}}
+	res, err := r.cs.Authz.SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
+	if err != nil {
+		return false, apiError(err, "create", "selfsubjectaccessreviews", "", "")
+	}
+	return res.Status.Allowed, nil
 }

@@ -35,7 +35,7 @@ func TestVerifyRunNamespaceMissingAndUnreadable(t *testing.T) {
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, a.GetNamespace())
 	})
 	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()},
-		VerifyOptions{Image: img, Namespace: "pp-run", Timeout: time.Minute, Binary: func(string) ([]byte, error) { return []byte("bin"), nil }})
+		VerifyOptions{Image: img, Namespace: "pp-run", Timeout: time.Minute, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }})
 	want := "namespace pp-run does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace"
 	if err == nil || err.Error() != want {
 		t.Fatalf("err = %v, want %q", err, want)

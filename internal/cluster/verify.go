@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -13,6 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pullpath/pullpath/internal/report"
+)
+
+// Delivery modes (report.PoolResult.Delivery).
+const (
+	ModeAttach    = "attach"
+	ModeConfigMap = "configmap"
+	ModeImage     = "image"
 )
 
 // Labels every object of a run carries; `pullpath cleanup` deletes by them.
@@ -37,7 +45,13 @@ type VerifyOptions struct {
 	FromPod                 string // namespace/name
 	IncludeUnready          bool   // also NotReady and cordoned nodes
 	RuntimePull             bool   // a canary pod with the image beside each probe: the kubelet's real pull
-	Binary                  func(goarch string) ([]byte, error)
+	// Binary gives the static linux probe for goarch and where it came from.
+	Binary func(goarch string) (bin []byte, source string, err error)
+	// Delivery is how the binary reaches the nodes: "attach" streams it into the probe pod's memory
+	// through the attach API (nothing stored but the few-KB loader), "configmap" stores it in
+	// ConfigMaps the kubelet mounts, "auto" (or "") attaches when the identity may and falls back to
+	// ConfigMaps when it may not, or when a node's stream fails.
+	Delivery string
 	// ProbeImage, when set, is the probe image (pullpath image push) the probe pods run, pulled
 	// by the node (IfNotPresent), instead of the binary in ConfigMaps on an image already there.
 	ProbeImage string
@@ -63,7 +77,12 @@ type run struct {
 	secretEnv   []corev1.EnvVar
 	pullSecrets []report.PodPullSecret
 	mu          sync.Mutex
-	bins        map[string]*delivery // goarch → the ConfigMaps holding the probe binary
+	dmu         sync.Mutex           // deliver's: held while it writes the binary's ConfigMaps
+	bins        map[string]*delivery // goarch+"/"+mode → how the probe binary reaches such a node
+	loaders     map[string]string    // goarch → the loader's ConfigMap
+	mode        string               // the delivery the pools start with: attach, configmap or image
+	stored      report.Stored        // what the run wrote to the API
+	expires     time.Time            // after this the run is surely over (LabelExpires)
 	notes       []string
 	madeNS      bool
 	// srcPod and srcSecret are what --pod and --secret name, read before anything is created
@@ -71,11 +90,15 @@ type run struct {
 	srcSecret *corev1.Secret
 }
 
-// delivery is the probe binary for one architecture, as ConfigMaps, and the loader beside it.
+// delivery is the probe binary for one architecture and mode: the loader's ConfigMap, and the
+// binary either kept here to be streamed (attach) or stored as ConfigMap parts.
 type delivery struct {
-	parts  []string // ConfigMap names, in order
+	mode   string
 	loader string
+	parts  []string // ConfigMap names, in order (configmap)
+	bin    []byte   // the binary (attach)
 	size   int
+	source string
 	err    error
 }
 
@@ -93,7 +116,10 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 		o.MaxImages = DefaultMaxImages
 	}
 	start := time.Now()
-	r := &run{cs: cs, o: o, id: newID(), bins: map[string]*delivery{}}
+	r := &run{cs: cs, o: o, id: newID(), bins: map[string]*delivery{}, loaders: map[string]string{}, expires: start.Add(24 * time.Hour)}
+	if d, ok := ctx.Deadline(); ok {
+		r.expires = d.Add(CleanupTimeout + time.Minute)
+	}
 	v = &report.Verification{APIVersion: report.APIVersion, Kind: "Verification", Image: o.Image, Run: r.id, Namespace: o.Namespace,
 		Pools: []report.PoolResult{}, LeftBehind: []string{}, Started: start.UTC()}
 	if err := r.checkRights(ctx); err != nil {
@@ -107,10 +133,12 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 		return nil, err
 	}
 	defer func() {
-		// cleanup on every path, with its own time: ctx may be cancelled already
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		// cleanup on every path, with its own time and retries: ctx may be cancelled already, and
+		// the API server may be restarting
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 		defer cancel()
 		v.LeftBehind = r.cleanup(cctx)
+		v.Stored = r.stored
 		v.Notes = append(v.Notes, r.notes...)
 		v.PullSecrets = r.pullSecrets
 		v.Duration = report.Duration(time.Since(start))
@@ -184,7 +212,7 @@ func (r *run) note(format string, args ...any) {
 }
 
 func (r *run) labels(role string) map[string]string {
-	return map[string]string{LabelManaged: "pullpath", LabelRun: r.id, LabelRole: role}
+	return map[string]string{LabelManaged: "pullpath", LabelRun: r.id, LabelRole: role, LabelExpires: strconv.FormatInt(r.expires.Unix(), 10)}
 }
 
 func (r *run) meta(name, role string) metav1.ObjectMeta {
@@ -195,10 +223,17 @@ func (r *run) meta(name, role string) metav1.ObjectMeta {
 	return m
 }
 
-// delivery names how the probe reaches the nodes.
+// delivery names how the probe reaches the nodes, as checkRights settled it.
 func (r *run) delivery() string {
-	if r.o.ProbeImage != "" {
-		return "image"
+	return r.mode
+}
+
+// store counts an object the run wrote to the API.
+func (r *run) store(data map[string][]byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stored.Objects++
+	for k, v := range data {
+		r.stored.Bytes += len(k) + len(v)
 	}
-	return "configmap"
 }

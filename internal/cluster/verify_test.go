@@ -183,7 +183,10 @@ func TestVerifyWithProbeImage(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb", "poolc"}, ProbeImage: probeImg, MaxImages: 50, Timeout: 20 * time.Second,
-		Binary: func(string) ([]byte, error) { t.Error("the binary was asked for with --probe-image"); return nil, nil }}
+		Binary: func(string) ([]byte, string, error) {
+			t.Error("the binary was asked for with --probe-image")
+			return nil, "", nil
+		}}
 	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
 	if err != nil {
 		t.Fatal(err)
@@ -327,7 +330,7 @@ func TestVerifyWithoutItsNamespace(t *testing.T) {
 		return true, nil, &forbidden{}
 	})
 	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()},
-		VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, Binary: func(string) ([]byte, error) { return []byte("bin"), nil }})
+		VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }})
 	if err == nil || !strings.Contains(err.Error(), "namespace pullpath does not exist and cannot be created") {
 		t.Fatalf("err = %v", err)
 	}
@@ -692,7 +695,7 @@ func TestVerifyEveryListedImageGone(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolc"}, MaxImages: 50, Timeout: 20 * time.Second,
-		Binary: func(string) ([]byte, error) { return []byte("\x7fELF not really"), nil }}
+		Binary: func(string) ([]byte, string, error) { return []byte("\x7fELF not really"), "test", nil }}
 	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
 	if err != nil {
 		t.Fatal(err)
@@ -801,7 +804,7 @@ func TestVerifyReadsItsSourcesBeforeCreating(t *testing.T) {
 			}
 			o := c.o
 			o.Image, o.Namespace, o.MaxImages, o.Timeout = img, "pullpath", 50, time.Second
-			o.Binary = func(string) ([]byte, error) { return []byte("bin"), nil }
+			o.Binary = func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }
 			v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
 			if v != nil || err == nil || err.Error() != c.want {
 				t.Errorf("report %v, err\n%v\nwant\n%s", v, err, c.want)

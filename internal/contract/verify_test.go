@@ -35,7 +35,7 @@ func TestVerificationFromVerify(t *testing.T) {
 	})
 	v, err := cluster.Verify(context.Background(), &cluster.Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, cluster.VerifyOptions{
 		Image: podImage, Namespace: "pullpath", Timeout: 300 * time.Millisecond, RuntimePull: true,
-		Binary: func(string) ([]byte, error) { return []byte("\x7fELF not really"), nil },
+		Binary: func(string) ([]byte, string, error) { return []byte("\x7fELF not really"), "test", nil },
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -19,8 +19,26 @@ type Verification struct {
 	// fromPod's are: with --pod the pod's imagePullSecrets in its order, each with whether it is
 	// presented and why not; with --secret that secret. Absent without either.
 	PullSecrets []PodPullSecret `json:"pullSecrets,omitempty"`
-	Started     time.Time       `json:"started"`
-	Duration    Duration        `json:"durationMs"`
+	// Stored is what the run wrote to the API server (ConfigMaps and Secrets), all deleted at its end.
+	Stored   Stored    `json:"stored"`
+	Started  time.Time `json:"started"`
+	Duration Duration  `json:"durationMs"`
+}
+
+// DeliveryStats describe how the probe binary reached one node.
+type DeliveryStats struct {
+	Source string `json:"source"` // where the binary came from (a file, or the build embedded in pullpath)
+	Bytes  int    `json:"bytes"`  // the binary's size: what reached the node
+	// Start is from the probe pod's creation to the probe's start (the binary complete on the node).
+	Start Duration `json:"startMs"`
+	// Fallback says why the other delivery was used for this node (the attach stream failed).
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// Stored counts the objects a run wrote to the API server and their data bytes.
+type Stored struct {
+	Objects int `json:"objects"`
+	Bytes   int `json:"bytes"`
 }
 
 // PoolResult is the proof for one pool: the node chosen, how the probe reached it, its verdict.
@@ -30,10 +48,12 @@ type PoolResult struct {
 	NodeCreated        time.Time `json:"nodeCreated"`
 	Choice             string    `json:"choice"`             // why this node
 	ImagePresentBefore *bool     `json:"imagePresentBefore"` // null: the node's image list is full
-	Delivery           string    `json:"delivery"`           // "configmap" or "image"
-	Class              Class     `json:"class"`              // the probe's class; without a probe, PodCause's or other (never ok)
-	Probe              *Probe    `json:"probe"`              // the probe's full report (null when it could not run)
-	Error              string    `json:"error,omitempty"`    // why there is no probe report
+	Delivery           string    `json:"delivery"`           // "attach", "configmap" or "image"
+	// DeliveryStats say what reached the node and how soon the probe started (not with "image").
+	DeliveryStats *DeliveryStats `json:"deliveryStats,omitempty"`
+	Class         Class          `json:"class"`           // the probe's class; without a probe, PodCause's or other (never ok)
+	Probe         *Probe         `json:"probe"`           // the probe's full report (null when it could not run)
+	Error         string         `json:"error,omitempty"` // why there is no probe report
 	// Summary is the probe's compact verdict from its termination message, when its full report
 	// (its log) could not be read.
 	Summary     *ProbeSummary `json:"summary,omitempty"`
@@ -130,4 +150,13 @@ func Summarize(p *Probe) ProbeSummary {
 		s.Summary = s.Summary[:3000] + "…"
 	}
 	return s
+}
+
+// Cleanup is the JSON contract of `pullpath cleanup -o json`.
+type Cleanup struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"` // "Cleanup"
+	Namespace  string   `json:"namespace"`
+	Run        string   `json:"run,omitempty"` // the one run cleaned up; absent: every run
+	LeftBehind []string `json:"leftBehind"`    // what could not be deleted (kind/namespace/name)
 }

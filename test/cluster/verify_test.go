@@ -69,8 +69,13 @@ func TestVerifyEveryPool(t *testing.T) {
 		if w.node != "" && p.Node != w.node {
 			t.Errorf("pool %s: node %s, want %s (%s)", name, p.Node, w.node, p.Choice)
 		}
-		if p.Class != w.class || p.Delivery != "configmap" {
-			t.Errorf("pool %s: class %s (%s), want %s", name, p.Class, p.Probe.Summary, w.class)
+		if p.Class != w.class || p.Delivery != "attach" {
+			t.Errorf("pool %s: class %s (%s) delivery %s, want %s by attach", name, p.Class, p.Probe.Summary, p.Delivery, w.class)
+		}
+		if d := p.DeliveryStats; d == nil || d.Source != "the probe-only build embedded in pullpath" || d.Bytes < 1<<20 || d.Start <= 0 || d.Fallback != "" {
+			t.Errorf("pool %s: delivery stats %+v", name, d)
+		} else {
+			c.figure("verify: pool %s, attach delivery of %d bytes: probe started %s after its pod was created", name, d.Bytes, time.Duration(d.Start).Round(10*time.Millisecond))
 		}
 		if w.host != "" && (p.Probe.Failing == nil || p.Probe.Failing.Host != w.host || p.Probe.Failing.Role != w.role) {
 			t.Errorf("pool %s: failing %+v, want %s (%s)", name, p.Probe.Failing, w.host, w.role)
@@ -89,6 +94,11 @@ func TestVerifyEveryPool(t *testing.T) {
 	if len(v.LeftBehind) != 0 {
 		t.Errorf("left behind: %v", v.LeftBehind)
 	}
+	// the binary went through the stream: the API holds the owner and the loader, a few KB
+	if v.Stored.Bytes > 64<<10 || v.Stored.Objects > 3 {
+		t.Errorf("stored in the API: %+v; want the owner and the loader only", v.Stored)
+	}
+	c.figure("verify: %d objects, %d bytes stored in the API for the run (attach delivery)", v.Stored.Objects, v.Stored.Bytes)
 	assertNothingLeft(t, c)
 	// JUnit: one case per pool, the failures counted
 	var ju struct {
@@ -105,7 +115,7 @@ func TestVerifyEveryPool(t *testing.T) {
 	if err != nil || xml.Unmarshal(b, &ju) != nil || len(ju.Suites) != 1 || ju.Suites[0].Tests != len(v.Pools) || ju.Suites[0].Failures != 3 {
 		t.Errorf("junit (%v): %+v\n%s", err, ju, b)
 	}
-	c.figure("verify: %d pools with --runtime-pull in %s (probe pods delivered by ConfigMap, canaries beside them)", len(v.Pools), took.Round(100*time.Millisecond))
+	c.figure("verify: %d pools with --runtime-pull in %s (probes streamed by attach, canaries beside them)", len(v.Pools), took.Round(100*time.Millisecond))
 
 	// text, as an operator reads it
 	text, _, _ := c.Run(t, "verify", im.Ref, "--runtime-pull", "--run-namespace", runNS, "--probe-timeout", "90s")
@@ -122,9 +132,17 @@ func TestVerifyEveryPool(t *testing.T) {
 		c.run("ip", "-n", n.netns, "route", "add", r, "via", hubIP)
 		defer c.run("ip", "-n", n.netns, "route", "del", r, "via", hubIP)
 	}
-	out, errOut, code = c.Run(t, "verify", im.Ref, "--pool", "poolb", "--run-namespace", runNS, "--probe-timeout", "90s", "-o", "json")
+	// (and the binary in ConfigMaps, the delivery for an identity without pods/attach)
+	out, errOut, code = c.Run(t, "verify", im.Ref, "--pool", "poolb", "--delivery", "configmap", "--run-namespace", runNS, "--probe-timeout", "90s", "-o", "json")
 	if code != 0 {
 		t.Errorf("after the fix: exit %d\n%s\n%s", code, out, errOut)
+	}
+	var fixed report.Verification
+	if err := json.Unmarshal([]byte(out), &fixed); err != nil || len(fixed.Pools) != 1 || fixed.Pools[0].Delivery != "configmap" || fixed.Pools[0].Class != report.ClassOK {
+		t.Errorf("after the fix (%v): %s", err, out)
+	} else {
+		c.figure("verify: pool b by ConfigMaps: %d objects, %d bytes stored in the API; probe started %s after its pod was created",
+			fixed.Stored.Objects, fixed.Stored.Bytes, time.Duration(fixed.Pools[0].DeliveryStats.Start).Round(10*time.Millisecond))
 	}
 	assertNothingLeft(t, c)
 }
@@ -175,6 +193,75 @@ func TestVerifyInterruptedLeavesNothing(t *testing.T) {
 		t.Errorf("report after SIGINT (%v): left behind %v\n%s", err, v.LeftBehind, out.String())
 	}
 	assertNothingLeft(t, c)
+}
+
+// The API server stops for 20 s in the middle of a run and verify is interrupted meanwhile: its
+// cleanup retries until the API server answers again, and nothing is left, as the API says after.
+func TestVerifyCleanupOutlastsAPIServerOutage(t *testing.T) {
+	c := sharedCluster(t)
+	runNamespace(t, c)
+	c.Run(t, "version") // builds the binaries
+	im := c.Images[cachedImage]
+	cmd := exec.Command("nsenter", "--net=/run/netns/"+c.hub, "--", c.pullpath, "verify", im.Ref, "--run-namespace", runNS, "--probe-timeout", "90s", "-o", "json")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+c.path("bin")+":"+os.Getenv("PATH"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		l, err := c.Client.CoreV1().Pods(runNS).List(context.Background(), metav1.ListOptions{LabelSelector: "pullpath.dev/role=probe"})
+		if err == nil && len(l.Items) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no probe pod appeared\n%s", errOut.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	api := c.proc("kube-apiserver")
+	if err := api.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			_ = api.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}
+	defer resume()
+	stopped := time.Now()
+	if err := signalChild(cmd.Process.Pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Second)
+	select {
+	case <-done:
+		t.Fatalf("verify ended while the API server was stopped: its cleanup cannot have happened\n%s\n%s", out.String(), errOut.String())
+	default:
+	}
+	resume()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("verify did not end within 3 min of the API server's return\n%s", errOut.String())
+	}
+	took := time.Since(stopped)
+	if code := cmd.ProcessState.ExitCode(); code != 143 {
+		t.Errorf("exit %d, want 143 (SIGTERM)\n%s\n%s", code, out.String(), errOut.String())
+	}
+	var v report.Verification
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || len(v.LeftBehind) != 0 {
+		t.Errorf("report after the outage (%v): left behind %v\n%s\n%s", err, v.LeftBehind, out.String(), errOut.String())
+	}
+	assertNothingLeft(t, c)
+	c.figure("verify: SIGTERM during a 20 s API server outage: cleaned up %s after the outage began, nothing left", took.Round(100*time.Millisecond))
 }
 
 // signalChild signals nsenter's child (the pullpath process), found through /proc.
@@ -240,4 +327,14 @@ func runNamespace(t *testing.T, c *cluster) {
 	if err := c.prepareNamespace(context.Background(), runNS); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// proc is the hub's process of that name (kube-apiserver, etcd…).
+func (c *cluster) proc(name string) *proc {
+	for _, p := range c.procs {
+		if p.name == name {
+			return p
+		}
+	}
+	panic("no process " + name)
 }

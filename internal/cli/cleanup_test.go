@@ -1,0 +1,144 @@
+//go:build !probeonly
+
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// objectsAPI is a loopback API server holding labelled pods, ConfigMaps and Secrets per
+// namespace: lists (label selectors on the managed-by and run labels) and deletes, as cleanup uses them.
+type objectsAPI struct {
+	mu      sync.Mutex
+	objects map[string]map[string]string // "ns/kind/name" → labels
+	deleted []string
+}
+
+func (a *objectsAPI) serve(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		p := strings.Split(strings.Trim(r.URL.Path, "/"), "/") // api v1 namespaces NS KIND [NAME]
+		if len(p) < 5 || p[2] != "namespaces" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		ns, kind := p[3], p[4]
+		if r.Method == http.MethodDelete && len(p) == 6 {
+			key := ns + "/" + kind + "/" + p[5]
+			delete(a.objects, key)
+			a.deleted = append(a.deleted, key)
+			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
+			return
+		}
+		sel := map[string]string{}
+		for _, kv := range strings.Split(r.URL.Query().Get("labelSelector"), ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				sel[k] = v
+			}
+		}
+		var items []map[string]any
+	next:
+		for key, labels := range a.objects {
+			if !strings.HasPrefix(key, ns+"/"+kind+"/") {
+				continue
+			}
+			for k, v := range sel {
+				if labels[k] != v {
+					continue next
+				}
+			}
+			items = append(items, map[string]any{"metadata": map[string]any{"name": strings.TrimPrefix(key, ns+"/"+kind+"/"), "namespace": ns, "labels": labels}})
+		}
+		listKind := map[string]string{"pods": "PodList", "configmaps": "ConfigMapList", "secrets": "SecretList"}[kind]
+		_ = json.NewEncoder(w).Encode(map[string]any{"kind": listKind, "apiVersion": "v1", "metadata": map[string]any{}, "items": items})
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func managed(run string, expires time.Time) map[string]string {
+	return map[string]string{"app.kubernetes.io/managed-by": "pullpath", "pullpath.dev/run": run, "pullpath.dev/expires": strconv.FormatInt(expires.Unix(), 10)}
+}
+
+// cleanup -n NS cleans NS (it used to clean "pullpath" whatever -n said); --expired leaves a run
+// in flight alone; -o json is the Cleanup document.
+func TestCleanupNamespaceAndExpired(t *testing.T) {
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	a := &objectsAPI{objects: map[string]map[string]string{
+		"ops/pods/pullpath-aa-probe-n1":       managed("aa", past),
+		"ops/configmaps/pullpath-run-aa":      managed("aa", past),
+		"ops/secrets/pullpath-bb-pull-1":      managed("bb", future),
+		"ops/configmaps/someone-elses":        {"app": "web"},
+		"pullpath/configmaps/pullpath-run-cc": managed("cc", past),
+	}}
+	server := a.serve(t)
+	r := run(t, "", "cleanup", "-n", "ops", "--expired", "-o", "json", "--server", server)
+	if r.code != ExitOK {
+		t.Fatalf("exit %d, stderr %s", r.code, r.errOut)
+	}
+	var doc struct {
+		Kind, Namespace string
+		LeftBehind      []string
+	}
+	if err := json.Unmarshal([]byte(r.out), &doc); err != nil || doc.Kind != "Cleanup" || doc.Namespace != "ops" || len(doc.LeftBehind) != 0 {
+		t.Errorf("stdout %s (%v)", r.out, err)
+	}
+	for _, k := range []string{"ops/pods/pullpath-aa-probe-n1", "ops/configmaps/pullpath-run-aa"} {
+		if _, ok := a.objects[k]; ok {
+			t.Errorf("%s (expired) is still there", k)
+		}
+	}
+	for _, k := range []string{"ops/secrets/pullpath-bb-pull-1", "ops/configmaps/someone-elses", "pullpath/configmaps/pullpath-run-cc"} {
+		if _, ok := a.objects[k]; !ok {
+			t.Errorf("%s was deleted: a run in flight, another's object, or another namespace", k)
+		}
+	}
+	r = run(t, "", "cleanup", "-n", "ops", "--server", server)
+	if r.code != ExitOK || r.out != "nothing of pullpath is left in namespace ops\n" || a.objects["ops/secrets/pullpath-bb-pull-1"] != nil {
+		t.Errorf("without --expired: exit %d, stdout %q, objects %v", r.code, r.out, a.objects)
+	}
+	args := []string{"cleanup", "-n", "ops", "--run-namespace", "pullpath", "--server", server}
+	oneLineUsage(t, run(t, "", args...), args, "-n ops and --run-namespace pullpath name two namespaces")
+}
+
+// An API that answers an error is "could not run", exit 2 at once with the reason: not a wait
+// and "left behind … Unauthorized", which reads as privileged pods left on the cluster.
+func TestCleanupRefusedAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		code int
+		want string
+	}{
+		{401, "refused the kubeconfig's credentials (401 Unauthorized)"},
+		{403, "may not list pods in namespace pullpath"},
+		{404, "answered 404 Not Found to a list of pods in namespace pullpath"},
+		{502, "answered 502 Bad Gateway to a list of pods in namespace pullpath"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(tc.code)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"nope","code":%d}`, tc.code)
+		}))
+		start := time.Now()
+		args := []string{"cleanup", "--server", srv.URL, "--token", "walk-secret-token-4711"}
+		r := run(t, "", args...)
+		srv.Close()
+		oneLineUsage(t, r, args, tc.want)
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%d: took %s; want an answer at once", tc.code, d)
+		}
+		if strings.Contains(r.errOut, "walk-secret-token-4711") || strings.Contains(r.errOut, "left behind") {
+			t.Errorf("%d: stderr %q", tc.code, r.errOut)
+		}
+	}
+}
