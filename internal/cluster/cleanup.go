@@ -42,6 +42,7 @@ type CleanupOptions struct {
 	Namespace     string
 	Run           string // one run's objects; "" every run's
 	Expired       bool   // only objects whose LabelExpires is past
+	Selector      string // more label requirements (key=value,…)
 	DropNamespace bool   // delete the namespace too, and wait until it is gone
 }
 
@@ -53,6 +54,9 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 	sel := LabelManaged + "=pullpath"
 	if o.Run != "" {
 		sel += "," + LabelRun + "=" + o.Run
+	}
+	if o.Selector != "" {
+		sel += "," + o.Selector
 	}
 	lo := metav1.ListOptions{LabelSelector: sel}
 	zero := int64(0)

@@ -19,7 +19,13 @@ type Client struct {
 	Config *rest.Config
 	// Attach, when set, stands in for the attach API's stream into a container's stdin (tests).
 	Attach func(ctx context.Context, ns, pod, container string, stdin io.Reader) error
+	// NoWatchList says the server cannot stream a list as a watch (client-go's fake clientset):
+	// informers then list, then watch.
+	NoWatchList bool
 }
+
+// IsWatchListSemanticsUnSupported tells client-go's informers whether to stream lists.
+func (c *Client) IsWatchListSemanticsUnSupported() bool { return c.NoWatchList }
 
 // NewClient builds the client from a REST configuration.
 func NewClient(rc *rest.Config) (*Client, error) {

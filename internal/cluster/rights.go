@@ -50,25 +50,12 @@ func (r *run) checkRights(ctx context.Context) error {
 			need{"update", "pods", "ephemeralcontainers", pns, "--from-pod: the probe as an ephemeral container"},
 			need{"get", "pods", "log", pns, "--from-pod: the probe's report"})
 	}
-	attach := need{"create", "pods", "attach", ns, "stream the probe binary into its probe pods (deploy/rbac.yaml's pullpath-runner)"}
-	switch {
-	case r.o.ProbeImage != "":
-		r.mode = ModeImage
-	case r.o.Delivery == ModeConfigMap:
-		r.mode = ModeConfigMap
-	case r.o.Delivery == ModeAttach:
-		r.mode = ModeAttach
-		needs = append(needs, attach)
-	default:
-		ok, err := r.allowed(ctx, attach)
-		if err != nil {
-			return err
-		}
-		r.mode = ModeAttach
-		if !ok {
-			r.mode = ModeConfigMap
-			r.note("the identity may not create pods/attach in namespace %s: the probe binary is stored in ConfigMaps for the run instead of streamed (deploy/rbac.yaml's pullpath-runner grants it)", ns)
-		}
+	attach, err := r.decideMode(ctx)
+	if err != nil {
+		return err
+	}
+	if attach != nil {
+		needs = append(needs, *attach)
 	}
 	var missing []string
 	for _, n := range needs {
@@ -103,4 +90,32 @@ func (r *run) allowed(ctx context.Context, n need) (bool, error) {
 		return false, apiError(err, "create", "selfsubjectaccessreviews", "", "")
 	}
 	return res.Status.Allowed, nil
+}
+
+// decideMode settles how the probe reaches the nodes (r.mode) and returns the attach right the
+// run then requires, if any: --delivery attach requires it; auto asks, and falls back to
+// ConfigMaps with a note when it is refused.
+func (r *run) decideMode(ctx context.Context) (*need, error) {
+	ns := r.o.Namespace
+	attach := need{"create", "pods", "attach", ns, "stream the probe binary into its probe pods (deploy/rbac.yaml's pullpath-runner)"}
+	switch {
+	case r.o.ProbeImage != "":
+		r.mode = ModeImage
+	case r.o.Delivery == ModeConfigMap:
+		r.mode = ModeConfigMap
+	case r.o.Delivery == ModeAttach:
+		r.mode = ModeAttach
+		return &attach, nil
+	default:
+		ok, err := r.allowed(ctx, attach)
+		if err != nil {
+			return nil, err
+		}
+		r.mode = ModeAttach
+		if !ok {
+			r.mode = ModeConfigMap
+			r.note("the identity may not create pods/attach in namespace %s: the probe binary is stored in ConfigMaps for the run instead of streamed (deploy/rbac.yaml's pullpath-runner grants it)", ns)
+		}
+	}
+	return nil, nil
 }

@@ -29,6 +29,8 @@ const (
 	LabelRun     = "pullpath.dev/run"
 	LabelRole    = "pullpath.dev/role" // owner, binary, loader, secret, probe, canary
 	LabelPool    = "pullpath.dev/pool-hash"
+	LabelBy      = "pullpath.dev/by" // = ByWatch on a watcher's objects
+	ByWatch      = "watch"
 )
 
 // VerifyOptions describe one verification run.
@@ -82,7 +84,8 @@ type run struct {
 	loaders     map[string]string    // goarch → the loader's ConfigMap
 	mode        string               // the delivery the pools start with: attach, configmap or image
 	stored      report.Stored        // what the run wrote to the API
-	expires     time.Time            // after this the run is surely over (LabelExpires)
+	expires     time.Time            // after this the run is surely over (LabelExpires); zero: a watcher's
+	by          string               // LabelBy: who made the run's objects, when not verify
 	notes       []string
 	madeNS      bool
 	// srcPod and srcSecret are what --pod and --secret name, read before anything is created
@@ -106,20 +109,9 @@ type delivery struct {
 // pull, and returns the verdict per pool. Everything it creates is deleted before it returns, on
 // every path (ctx cancelled included); what could not be deleted is listed in LeftBehind.
 func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verification, err error) {
-	if o.Concurrency <= 0 {
-		o.Concurrency = 10
-	}
-	if o.Timeout <= 0 {
-		o.Timeout = 3 * time.Minute
-	}
-	if o.MaxImages <= 0 {
-		o.MaxImages = DefaultMaxImages
-	}
 	start := time.Now()
-	r := &run{cs: cs, o: o, id: newID(), bins: map[string]*delivery{}, loaders: map[string]string{}, expires: start.Add(24 * time.Hour)}
-	if d, ok := ctx.Deadline(); ok {
-		r.expires = d.Add(CleanupTimeout + time.Minute)
-	}
+	r := newRun(ctx, cs, o)
+	o = r.o
 	v = &report.Verification{APIVersion: report.APIVersion, Kind: "Verification", Image: o.Image, Run: r.id, Namespace: o.Namespace,
 		Pools: []report.PoolResult{}, LeftBehind: []string{}, Started: start.UTC()}
 	if err := r.checkRights(ctx); err != nil {
@@ -189,6 +181,24 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 	return v, nil
 }
 
+// newRun is a run with o's defaults filled in and its expiry after ctx's deadline.
+func newRun(ctx context.Context, cs *Client, o VerifyOptions) *run {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 10
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 3 * time.Minute
+	}
+	if o.MaxImages <= 0 {
+		o.MaxImages = DefaultMaxImages
+	}
+	r := &run{cs: cs, o: o, id: newID(), bins: map[string]*delivery{}, loaders: map[string]string{}, expires: time.Now().Add(24 * time.Hour)}
+	if d, ok := ctx.Deadline(); ok {
+		r.expires = d.Add(CleanupTimeout + time.Minute)
+	}
+	return r
+}
+
 func newID() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
@@ -212,7 +222,14 @@ func (r *run) note(format string, args ...any) {
 }
 
 func (r *run) labels(role string) map[string]string {
-	return map[string]string{LabelManaged: "pullpath", LabelRun: r.id, LabelRole: role, LabelExpires: strconv.FormatInt(r.expires.Unix(), 10)}
+	l := map[string]string{LabelManaged: "pullpath", LabelRun: r.id, LabelRole: role}
+	if !r.expires.IsZero() {
+		l[LabelExpires] = strconv.FormatInt(r.expires.Unix(), 10)
+	}
+	if r.by != "" {
+		l[LabelBy] = r.by
+	}
+	return l
 }
 
 func (r *run) meta(name, role string) metav1.ObjectMeta {

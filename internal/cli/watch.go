@@ -1,0 +1,257 @@
+//go:build !probeonly
+
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/watch"
+)
+
+type watchOptions struct {
+	streams      Streams
+	kube         *kubeFlags
+	images       []string
+	interval     time.Duration
+	concurrency  int
+	fullEvery    int
+	runNamespace string
+	metricsAddr  string
+	probeTimeout time.Duration
+	delivery     string
+}
+
+func newWatchCmd(s Streams) *cobra.Command {
+	o := &watchOptions{streams: s, kube: newKubeFlags()}
+	cmd := &cobra.Command{
+		Use:   "watch --image IMAGE [--image IMAGE ...]",
+		Short: "Probe every Ready node's pull path all the time, new nodes first, and report it on the node",
+		Long: `Probe the pull path of each --image from every Ready node, with verify's probe pod (the
+node's network namespace, resolver, runtime configuration and identity; no pull): a node
+that becomes Ready first, then every --interval, staggered. Results go where operators
+look: the node condition ImagePullPathBroken (True broken, False holds, Unknown could not
+run; reason the class: Route, DNS, Endpoint, TLS, Auth, …), a node Event per transition,
+Prometheus metrics on --metrics-address (pullpath_watch_*), and 'pullpath watch status'.
+
+Quota-safe: a probe stops after the manifest and the first byte of every layer (every
+host is still reached); every --full-every'th probe of a node downloads every layer.
+SIGINT/SIGTERM deletes the probe pods and objects it made; the conditions stay.
+
+Exit codes: 0 stopped by a signal after cleaning up, 2 could not run.`,
+		Example: `  pullpath watch --image registry.corp.example/shop/web:1.4 --metrics-address :9090
+  pullpath watch status
+  pullpath watch status -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return o.run(cmd)
+		},
+	}
+	f := cmd.Flags()
+	o.kube.addFlags(f)
+	f.StringArrayVar(&o.images, "image", nil, "an image whose pull path every node must hold (repeatable)")
+	f.DurationVar(&o.interval, "interval", 15*time.Minute, "between two probes of a node")
+	f.IntVar(&o.concurrency, "concurrency", 5, "probe pods at once across the cluster")
+	f.IntVar(&o.fullEvery, "full-every", 6, "every Nth probe of a node downloads every layer (1: always)")
+	f.StringVar(&o.runNamespace, "run-namespace", "pullpath", "namespace for the probe pods and the status (Pod Security level privileged)")
+	f.StringVar(&o.metricsAddr, "metrics-address", "", "serve Prometheus metrics on this address (host:port), e.g. :9090")
+	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
+	f.StringVar(&o.delivery, "delivery", "auto", "how the probe binary reaches the nodes: attach, configmap or auto")
+	cmd.AddCommand(newWatchStatusCmd(s))
+	return cmd
+}
+
+func (o *watchOptions) validate() error {
+	if len(o.images) == 0 {
+		return errors.New("give at least one --image: the image whose pull path every node must hold")
+	}
+	for _, img := range o.images {
+		if _, err := parseImage(img); err != nil {
+			return fmt.Errorf("--image: %w", err)
+		}
+	}
+	switch {
+	case o.interval < 10*time.Second:
+		return fmt.Errorf("--interval %s: want 10s or more", o.interval)
+	case o.concurrency < 1 || o.concurrency > 100:
+		return fmt.Errorf("--concurrency %d: want 1 to 100", o.concurrency)
+	case o.fullEvery < 1:
+		return fmt.Errorf("--full-every %d: want 1 or more", o.fullEvery)
+	case o.probeTimeout <= 0:
+		return fmt.Errorf("--probe-timeout %s: want a positive duration", o.probeTimeout)
+	case o.delivery != "auto" && o.delivery != cluster.ModeAttach && o.delivery != cluster.ModeConfigMap:
+		return fmt.Errorf("--delivery %q: want auto, attach or configmap", o.delivery)
+	}
+	if o.metricsAddr != "" {
+		if _, _, err := net.SplitHostPort(o.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-address %q: want host:port, e.g. :9090", o.metricsAddr)
+		}
+	}
+	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
+		return err
+	}
+	return o.kube.validate()
+}
+
+func (o *watchOptions) run(cmd *cobra.Command) error {
+	cs, err := o.kube.client()
+	if err != nil {
+		return err
+	}
+	var ln net.Listener
+	if o.metricsAddr != "" {
+		// bound before anything is created: a port in use is "could not run"
+		if ln, err = net.Listen("tcp", o.metricsAddr); err != nil {
+			return fmt.Errorf("--metrics-address: %w", err)
+		}
+		defer ln.Close()
+	}
+	ctx := cmd.Context()
+	vo := cluster.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""),
+		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
+	w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo,
+		Progress: func(s string) {
+			fmt.Fprintf(o.streams.ErrOut, "%s watch: %s\n", time.Now().UTC().Format("15:04:05"), s)
+		}})
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", w.Metrics())
+		mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(rw, "ok\n") })
+		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		defer srv.Close()
+	}
+	fmt.Fprintf(o.streams.ErrOut, "watch: probing every Ready node for %s every %s (run namespace %s)\n", strings.Join(o.images, ", "), o.interval, o.runNamespace)
+	left := w.Run(ctx)
+	if len(left) > 0 {
+		fmt.Fprintf(o.streams.ErrOut, "watch: left behind: %s (pullpath cleanup -n %s removes them)\n", strings.Join(left, ", "), o.runNamespace)
+		return &ExitError{Code: ExitBroken}
+	}
+	fmt.Fprintf(o.streams.ErrOut, "watch: stopped; every probe pod and object it made is deleted\n")
+	return nil
+}
+
+// probeBinaryFor gives verify's probe binary lookup to a command without --probe-binary.
+func probeBinaryFor(file string) func(string) ([]byte, string, error) {
+	return func(goarch string) ([]byte, string, error) { return probeBinary(file, "", goarch) }
+}
+
+type watchStatusOptions struct {
+	streams      Streams
+	kube         *kubeFlags
+	runNamespace string
+	output       string
+}
+
+func newWatchStatusCmd(s Streams) *cobra.Command {
+	o := &watchStatusOptions{streams: s, kube: newKubeFlags()}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show what pullpath watch found: per pool, node and image, the class and since when",
+		Long: `Show the status the running watcher keeps in its run namespace (ConfigMap
+pullpath-watch-status): per pool, node and image, the class, since when, and the last probe.
+
+Exit codes: 0 every probed path holds, 1 a path is broken or unknown, 2 could not run (no
+watcher status in the namespace, no cluster, no rights).`,
+		Example: `  pullpath watch status
+  pullpath watch status -o json --run-namespace pullpath`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
+				return err
+			}
+			if err := o.kube.validate(); err != nil {
+				return err
+			}
+			cs, err := o.kube.client()
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
+			defer cancel()
+			st, err := watch.ReadStatus(ctx, cs, o.runNamespace)
+			switch {
+			case apierrors.IsNotFound(err):
+				return fmt.Errorf("no watch status in namespace %s: is pullpath watch running there? (--run-namespace)", o.runNamespace)
+			case err != nil:
+				return fmt.Errorf("watch status: %w", err)
+			}
+			if o.output == "json" {
+				err = report.WriteJSON(o.streams.Out, st)
+			} else {
+				err = writeWatchStatus(o.streams.Out, st)
+			}
+			if err != nil {
+				return err
+			}
+			for _, n := range st.Nodes {
+				if n.Condition != "False" {
+					return &ExitError{Code: ExitBroken}
+				}
+			}
+			return nil
+		},
+	}
+	o.kube.addFlags(cmd.Flags())
+	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", "pullpath", "the namespace pullpath watch runs its probes in")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+func writeWatchStatus(w io.Writer, st *watch.Status) error {
+	broken := 0
+	for _, n := range st.Nodes {
+		if n.Condition != "False" {
+			broken++
+		}
+	}
+	verdict := "OK"
+	if broken > 0 {
+		verdict = "BROKEN"
+	}
+	fmt.Fprintf(w, "%s  %d of %d nodes hold the pull path of %s (every %s; updated %s)\n\n", verdict, len(st.Nodes)-broken, len(st.Nodes),
+		strings.Join(st.Images, ", "), st.Interval, st.Updated.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "POOL\tNODE\tIMAGE\tCLASS\tSINCE\tFAILING")
+	for _, n := range st.Nodes {
+		for _, im := range n.Images {
+			class, failing := im.Class, "-"
+			if class == "" {
+				class = "unknown"
+			}
+			if im.Host != "" {
+				failing = fmt.Sprintf("%s (%s) %s %s", im.Host, im.Role, im.Step, im.Code)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Pool, n.Node, shortImage(im.Image), class, im.Since.Format("01-02 15:04"), failing)
+		}
+	}
+	return tw.Flush()
+}
+
+func shortImage(s string) string {
+	if len(s) > 40 {
+		return "…" + s[len(s)-39:]
+	}
+	return s
+}

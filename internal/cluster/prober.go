@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// Prober runs verify's probe pod on one node at a time, for a caller that lives long (watch):
+// the owner, the loader and the pull secret copies are made once per image, and Close deletes
+// them. Probes of one image on different nodes may run at once; one node is probed by one caller
+// at a time.
+type Prober struct {
+	runs map[string]*run // image → its run
+}
+
+// NewProber prepares a run per image in o.Namespace with o's delivery, secret and timeouts.
+// o.Image is ignored. Its objects carry LabelBy=ByWatch and no expiry: a watcher lives long, and
+// the next one removes what a killed one left (RemoveWatchLeftovers).
+func NewProber(ctx context.Context, cs *Client, o VerifyOptions, images []string) (*Prober, error) {
+	if len(images) == 0 {
+		return nil, errors.New("no image to probe")
+	}
+	p := &Prober{runs: map[string]*run{}}
+	for _, img := range images {
+		io := o
+		io.Image = img
+		io.RuntimePull = false
+		r := newRun(ctx, cs, io)
+		r.by = ByWatch
+		r.expires = time.Time{} // lives as long as the watcher: never expired, removed by the next one
+		if _, err := r.decideMode(ctx); err != nil {
+			p.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		if err := r.readSources(ctx); err != nil {
+			p.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+		p.runs[img] = r
+		if err := r.prepare(ctx); err != nil {
+			p.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// Probe runs the probe of image on n and returns its result, as verify reports a pool.
+func (p *Prober) Probe(ctx context.Context, n *corev1.Node, image string) report.PoolResult {
+	r := p.runs[image]
+	pool, _ := Pool(n)
+	res := report.PoolResult{Pool: pool, Node: n.Name, NodeCreated: n.CreationTimestamp.UTC(), Choice: "every node (watch)"}
+	if r == nil {
+		res.Class, res.Error = report.ClassOther, "no run prepared for "+image
+		return res
+	}
+	res.Delivery = r.delivery()
+	r.verifyNode(ctx, n, &res)
+	return res
+}
+
+// Notes are what the runs noted (a delivery fallback, a refused right), once each.
+func (p *Prober) Notes() []string {
+	var out []string
+	for _, r := range p.runs {
+		r.mu.Lock()
+		out = append(out, r.notes...)
+		r.mu.Unlock()
+	}
+	return out
+}
+
+// Close deletes every object the runs made, retrying while the API server is away, and returns
+// what is left.
+func (p *Prober) Close(ctx context.Context) []string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	defer cancel()
+	var left []string
+	for _, r := range p.runs {
+		left = append(left, r.cleanup(ctx)...)
+	}
+	return left
+}
+
+// RemoveWatchLeftovers deletes what watchers made in namespace ns (a killed one's probe pods,
+// owners, loaders, status), before a new watcher starts.
+func RemoveWatchLeftovers(ctx context.Context, cs *Client, ns string) error {
+	_, err := Cleanup(ctx, cs, CleanupOptions{Namespace: ns, Selector: LabelBy + "=" + ByWatch})
+	return err
+}

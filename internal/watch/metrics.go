@@ -1,0 +1,104 @@
+package watch
+
+import (
+	"time"
+
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// metrics are watch's Prometheus series. Labels are bounded: node, pool, image, registry, role,
+// step and a class; never error text (kuberhealthy's raw error label grows a series per message).
+type metrics struct {
+	reg         *prometheus.Registry
+	pathOK      *prometheus.GaugeVec
+	stepSeconds *prometheus.HistogramVec
+	probes      *prometheus.CounterVec
+	lastSuccess *prometheus.GaugeVec
+	lastResult  *prometheus.GaugeVec
+	interval    prometheus.Gauge
+	condition   *prometheus.GaugeVec
+}
+
+func newMetrics(interval time.Duration) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		pathOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_path_ok",
+			Help: "1 when the node's pull path for the image holds, 0 when it is broken; absent until probed or when the probe could not run."},
+			[]string{"node", "pool", "image", "registry"}),
+		stepSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "pullpath_watch_step_duration_seconds",
+			Help: "How long each step of the pull path took on the probed nodes.", Buckets: []float64{.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}},
+			[]string{"pool", "registry", "role", "step"}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pullpath_watch_probes_total",
+			Help: "Probes run, by pool and result: a class, or not_run when the probe could not run."}, []string{"pool", "result"}),
+		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_last_success_timestamp_seconds",
+			Help: "When the node's pull path for the image last held (Unix time)."}, []string{"node", "pool", "image"}),
+		lastResult: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_last_result_timestamp_seconds",
+			Help: "When the node last got a probe result of any kind (Unix time)."}, []string{"node", "pool"}),
+		interval: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pullpath_watch_interval_seconds", Help: "The interval between two probes of a node."}),
+		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_node_broken",
+			Help: "1 when the node's ImagePullPathBroken condition is True, 0 when False; absent when Unknown."}, []string{"node", "pool", "reason"}),
+	}
+	m.reg.MustRegister(m.pathOK, m.stepSeconds, m.probes, m.lastSuccess, m.lastResult, m.interval, m.condition,
+		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	m.interval.Set(interval.Seconds())
+	return m
+}
+
+// observe records one node's probe of one image.
+func (m *metrics) observe(node, pool string, r ImageResult, probe *report.Probe, now time.Time) {
+	reg := cluster.ImageRegistry(r.Image)
+	m.lastResult.WithLabelValues(node, pool).Set(float64(now.Unix()))
+	if r.Verdict == nil {
+		m.probes.WithLabelValues(pool, "not_run").Inc()
+		m.pathOK.DeleteLabelValues(node, pool, r.Image, reg)
+		return
+	}
+	m.probes.WithLabelValues(pool, string(r.Verdict.Class)).Inc()
+	ok := 0.0
+	if r.Verdict.Class == report.ClassOK {
+		ok = 1
+		m.lastSuccess.WithLabelValues(node, pool, r.Image).Set(float64(now.Unix()))
+	}
+	m.pathOK.WithLabelValues(node, pool, r.Image, reg).Set(ok)
+	if probe != nil {
+		for _, s := range probe.Steps {
+			if s.Verdict == report.Skip {
+				continue
+			}
+			m.stepSeconds.WithLabelValues(pool, reg, string(s.Role), s.Step.String()).Observe(time.Duration(s.Duration).Seconds())
+		}
+	}
+}
+
+// setCondition mirrors a node's condition.
+func (m *metrics) setCondition(node, pool string, c Condition) {
+	m.condition.DeletePartialMatch(prometheus.Labels{"node": node})
+	switch c.Status {
+	case "True":
+		m.condition.WithLabelValues(node, pool, c.Reason).Set(1)
+	case "False":
+		m.condition.WithLabelValues(node, pool, c.Reason).Set(0)
+	}
+}
+
+// forget drops a deleted node's series.
+func (m *metrics) forget(node string) {
+	l := prometheus.Labels{"node": node}
+	m.pathOK.DeletePartialMatch(l)
+	m.lastSuccess.DeletePartialMatch(l)
+	m.lastResult.DeletePartialMatch(l)
+	m.condition.DeletePartialMatch(l)
+}
+
+// metricsHandler serves the watcher's metrics.
+type metricsHandler struct{ m *metrics }
+
+func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(h.m.reg, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}

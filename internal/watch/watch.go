@@ -1,0 +1,491 @@
+// Package watch keeps a pull-path guarantee on every node, all the time: it probes each Ready
+// node with verify's probe pod (new nodes first, then every interval, staggered), and reports
+// where operators already look: the node condition ImagePullPathBroken, an Event per transition,
+// Prometheus metrics, and a status ConfigMap that `pullpath watch status` reads.
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	kwatch "k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// Options configure a watcher.
+type Options struct {
+	Images      []string
+	Interval    time.Duration // between two probes of a node (default 15m)
+	Concurrency int           // probe pods at once across the cluster (default 5)
+	// FullEvery makes every Nth probe of a node a complete download; the others stop after the
+	// manifest and the first byte of every layer, which still reaches every blob host. 1: always full.
+	FullEvery int
+	Probe     cluster.VerifyOptions // run namespace, delivery, pull secret, probe timeout
+	Progress  func(string)
+}
+
+// Watcher is one running watch.
+type Watcher struct {
+	cs      *cluster.Client
+	o       Options
+	quick   *cluster.Prober
+	full    *cluster.Prober
+	metrics *metrics
+
+	mu    sync.Mutex
+	nodes map[string]*nodeState
+	dirty bool // the status ConfigMap lags behind a transition
+}
+
+type nodeState struct {
+	node     *corev1.Node
+	pool     string
+	runs     int
+	next     time.Time
+	probed   bool // at least once by this watcher
+	busy     bool
+	gone     bool
+	cond     Condition
+	since    time.Time // the condition's lastTransitionTime
+	statuses map[string]*ImageStatus
+}
+
+// ImageStatus is one node × image in `watch status`.
+type ImageStatus struct {
+	Image      string    `json:"image"`
+	Class      string    `json:"class,omitempty"` // the probe's class; absent when it could not run
+	Code       string    `json:"code,omitempty"`
+	Host       string    `json:"host,omitempty"`
+	Role       string    `json:"role,omitempty"`
+	Step       string    `json:"step,omitempty"`
+	Since      time.Time `json:"since"`      // since when it has this class
+	LastProbed time.Time `json:"lastProbed"` // the last probe's end
+	Full       bool      `json:"full"`       // the last probe downloaded every layer
+	Error      string    `json:"error,omitempty"`
+}
+
+// New prepares a watcher: the probe runs (owner, loader, secret copies) in the run namespace.
+func New(ctx context.Context, cs *cluster.Client, o Options) (*Watcher, error) {
+	if o.Interval <= 0 {
+		o.Interval = 15 * time.Minute
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = 5
+	}
+	if o.FullEvery <= 0 {
+		o.FullEvery = 6
+	}
+	quick := o.Probe
+	quick.ProbeArgs = append(slices.Clone(quick.ProbeArgs), "--no-download")
+	w := &Watcher{cs: cs, o: o, metrics: newMetrics(o.Interval), nodes: map[string]*nodeState{}}
+	// a watcher killed before its cleanup (SIGKILL, a lost node) left probe pods: removed first
+	if err := cluster.RemoveWatchLeftovers(ctx, cs, o.Probe.Namespace); err != nil {
+		return nil, err
+	}
+	var err error
+	if w.full, err = cluster.NewProber(ctx, cs, o.Probe, o.Images); err != nil {
+		return nil, err
+	}
+	if o.FullEvery > 1 {
+		if w.quick, err = cluster.NewProber(ctx, cs, quick, o.Images); err != nil {
+			w.full.Close(ctx)
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// Metrics is the registry to serve on /metrics.
+func (w *Watcher) Metrics() *metricsHandler { return &metricsHandler{w.metrics} }
+
+// Run watches the nodes until ctx ends, then deletes what it made and returns what is left.
+func (w *Watcher) Run(ctx context.Context) []string {
+	// an informer: one list, then a watch; no polling, whatever the number of nodes
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return w.cs.Core.Nodes().List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (kwatch.Interface, error) {
+			return w.cs.Core.Nodes().Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.cs), &corev1.Node{}, 0, cache.Indexers{})
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.upsert(obj) },
+		UpdateFunc: func(_, obj any) { w.upsert(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			if n, ok := obj.(*corev1.Node); ok {
+				w.forget(n.Name)
+			}
+		},
+	})
+	go inf.Run(ctx.Done())
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, w.o.Concurrency)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastStatus := time.Time{}
+	for {
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			left := w.full.Close(ctx)
+			if w.quick != nil {
+				left = append(left, w.quick.Close(ctx)...)
+			}
+			// the status goes too: nothing of a watcher stays after it (the node conditions do)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cluster.CleanupTimeout)
+			defer cancel()
+			if err := cluster.RemoveWatchLeftovers(cctx, w.cs, w.o.Probe.Namespace); err != nil {
+				left = append(left, "configmap/"+w.o.Probe.Namespace+"/"+StatusConfigMap+" ("+err.Error()+")")
+			}
+			return left
+		case <-tick.C:
+		}
+		if w.dirty && time.Since(lastStatus) > 10*time.Second {
+			lastStatus = time.Now()
+			w.writeStatus(ctx)
+		}
+		for _, ns := range w.due(time.Now()) {
+			select {
+			case sem <- struct{}{}:
+			default:
+				w.release(ns) // every slot busy: due again at the next tick
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				w.probe(ctx, ns)
+			}()
+		}
+	}
+}
+
+// upsert records a node the informer saw: a node that is new to the watcher, and Ready, is due
+// at once; one with a condition from an earlier watcher is due within the interval, staggered.
+func (w *Watcher) upsert(obj any) {
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ns := w.nodes[n.Name]
+	if ns == nil {
+		pool, _ := cluster.Pool(n)
+		ns = &nodeState{pool: pool, statuses: map[string]*ImageStatus{}, next: time.Now()}
+		if c := condition(n); c != nil && c.Status != corev1.ConditionUnknown && time.Since(c.LastHeartbeatTime.Time) < w.o.Interval {
+			ns.next = time.Now().Add(stagger(n.Name, w.o.Interval))
+			ns.cond = Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+			ns.since = c.LastTransitionTime.Time
+		}
+		w.nodes[n.Name] = ns
+	}
+	ns.node = n.DeepCopy()
+}
+
+// stagger spreads the nodes a watcher finds already probed over the interval, the same way on
+// every restart.
+func stagger(name string, interval time.Duration) time.Duration {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(name))
+	return time.Duration(h.Sum64() % uint64(interval))
+}
+
+func (w *Watcher) forget(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ns := w.nodes[name]; ns != nil {
+		ns.gone = true
+		delete(w.nodes, name)
+		w.dirty = true
+	}
+	w.metrics.forget(name)
+}
+
+// due takes the nodes to probe now: Ready nodes never probed by this watcher first (newest
+// first), then those whose time has come, earliest first. They are marked busy.
+func (w *Watcher) due(now time.Time) []*nodeState {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*nodeState
+	for _, ns := range w.nodes {
+		if !ns.busy && ns.node != nil && ready(ns.node) && !now.Before(ns.next) {
+			out = append(out, ns)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.probed != b.probed {
+			return !a.probed
+		}
+		if !a.probed {
+			return a.node.CreationTimestamp.After(b.node.CreationTimestamp.Time)
+		}
+		return a.next.Before(b.next)
+	})
+	for _, ns := range out {
+		ns.busy = true
+	}
+	return out
+}
+
+func (w *Watcher) release(ns *nodeState) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ns.busy = false
+}
+
+// probe runs every image's probe on one node and reports the result.
+func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
+	w.mu.Lock()
+	n := ns.node.DeepCopy()
+	ns.runs++
+	full := w.quick == nil || ns.runs%w.o.FullEvery == 1
+	w.mu.Unlock()
+	prober := w.full
+	if !full {
+		prober = w.quick
+	}
+	var results []ImageResult
+	var probes []*report.Probe
+	for _, img := range w.o.Images {
+		res := prober.Probe(ctx, n, img)
+		if ctx.Err() != nil {
+			// cut by the watcher's own end: not a result, and the condition stays as it was
+			w.release(ns)
+			return
+		}
+		r := ImageResult{Image: img, Full: full, Stats: res.DeliveryStats}
+		switch {
+		case res.Probe != nil:
+			s := report.Summarize(res.Probe)
+			r.Verdict = &s
+		case res.Summary != nil:
+			r.Verdict = res.Summary
+		default:
+			r.Error = res.Error
+			if r.Error == "" {
+				r.Error = "no verdict"
+			}
+		}
+		results = append(results, r)
+		probes = append(probes, res.Probe)
+	}
+	now := time.Now()
+	for i, r := range results {
+		w.metrics.observe(n.Name, ns.pool, r, probes[i], now)
+	}
+	c := conditionOf(results)
+	w.mu.Lock()
+	ns.busy, ns.probed = false, true
+	ns.next = now.Add(w.o.Interval)
+	prev := ns.cond
+	changed := prev.Status != c.Status
+	if changed || ns.since.IsZero() {
+		ns.since = now
+	}
+	since := ns.since
+	for _, r := range results {
+		st := ns.statuses[r.Image]
+		if st == nil {
+			st = &ImageStatus{Image: r.Image}
+			ns.statuses[r.Image] = st
+		}
+		class, code, host, role, step := "", "", "", "", ""
+		if v := r.Verdict; v != nil {
+			class, code, host, role = string(v.Class), string(v.Code), v.Host, string(v.Role)
+			if v.Host != "" {
+				step = v.Step.String()
+			}
+		}
+		if st.Class != class || st.Since.IsZero() {
+			st.Since = now
+			w.dirty = true
+		}
+		st.Class, st.Code, st.Host, st.Role, st.Step, st.LastProbed, st.Full, st.Error = class, code, host, role, step, now, r.Full, cut(r.Error, 300)
+	}
+	ns.cond = c
+	w.mu.Unlock()
+	w.metrics.setCondition(n.Name, ns.pool, c)
+	if err := w.setCondition(ctx, n, c, since, now); err != nil {
+		w.progress(fmt.Sprintf("node %s: the condition could not be written: %v", n.Name, err))
+	}
+	if changed && prev.Status != "" || changed && c.Status == "True" {
+		w.event(ctx, n, prev, c)
+	}
+	w.progress(fmt.Sprintf("node %s (pool %s): %s %s", n.Name, ns.pool, c.Status, c.Reason))
+}
+
+func (w *Watcher) progress(s string) {
+	if w.o.Progress != nil {
+		w.o.Progress(s)
+	}
+}
+
+// setCondition patches the node's ImagePullPathBroken condition (a strategic merge by type, so
+// the kubelet's own conditions are untouched). lastTransitionTime moves only with the status.
+func (w *Watcher) setCondition(ctx context.Context, n *corev1.Node, c Condition, since, now time.Time) error {
+	cond := map[string]any{"type": ConditionType, "status": c.Status, "reason": c.Reason, "message": c.Message,
+		"lastHeartbeatTime": now.UTC().Format(time.RFC3339), "lastTransitionTime": since.UTC().Format(time.RFC3339)}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": []any{cond}}})
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	_, err = w.cs.Core.Nodes().PatchStatus(pctx, n.Name, patch)
+	return err
+}
+
+// event records a transition on the node, where `kubectl describe node` shows it.
+func (w *Watcher) event(ctx context.Context, n *corev1.Node, prev, c Condition) {
+	typ, reason := corev1.EventTypeNormal, "ImagePullPathHealthy"
+	switch c.Status {
+	case "True":
+		typ, reason = corev1.EventTypeWarning, "ImagePullPathBroken"
+	case "Unknown":
+		typ, reason = corev1.EventTypeWarning, "ImagePullPathUnknown"
+	}
+	now := metav1.NewTime(time.Now())
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: n.Name + ".pullpath-", Namespace: metav1.NamespaceDefault},
+		InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: n.Name, UID: types.UID(n.Name), APIVersion: "v1"},
+		Reason:         reason, Message: c.Message, Type: typ, Count: 1, FirstTimestamp: now, LastTimestamp: now,
+		Source: corev1.EventSource{Component: "pullpath-watch"}, ReportingController: "pullpath.dev/watch", ReportingInstance: "pullpath-watch",
+	}
+	if prev.Status != "" {
+		ev.Message = fmt.Sprintf("%s (was %s %s)", c.Message, prev.Status, prev.Reason)
+	}
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if _, err := w.cs.Core.Events(metav1.NamespaceDefault).Create(ectx, ev, metav1.CreateOptions{}); err != nil {
+		w.progress(fmt.Sprintf("node %s: the event could not be written: %v", n.Name, err))
+	}
+}
+
+func condition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == ConditionType {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// StatusConfigMap is where the watcher keeps `watch status` (in the run namespace).
+const StatusConfigMap = "pullpath-watch-status"
+
+// Status is the JSON contract of `pullpath watch status -o json`.
+type Status struct {
+	APIVersion string       `json:"apiVersion"`
+	Kind       string       `json:"kind"` // "WatchStatus"
+	Updated    time.Time    `json:"updated"`
+	Interval   string       `json:"interval"`
+	Images     []string     `json:"images"`
+	Nodes      []NodeStatus `json:"nodes"`
+}
+
+// NodeStatus is one node in Status.
+type NodeStatus struct {
+	Node      string        `json:"node"`
+	Pool      string        `json:"pool"`
+	Condition string        `json:"condition"` // True, False, Unknown
+	Reason    string        `json:"reason"`
+	Message   string        `json:"message"`
+	Since     time.Time     `json:"since"` // the condition's last transition
+	Images    []ImageStatus `json:"images"`
+}
+
+// Snapshot is the watcher's status now.
+func (w *Watcher) Snapshot() *Status {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := &Status{APIVersion: report.APIVersion, Kind: "WatchStatus", Updated: time.Now().UTC(), Interval: w.o.Interval.String(), Images: w.o.Images, Nodes: []NodeStatus{}}
+	for name, ns := range w.nodes {
+		if !ns.probed {
+			continue
+		}
+		nst := NodeStatus{Node: name, Pool: ns.pool, Condition: ns.cond.Status, Reason: ns.cond.Reason, Message: ns.cond.Message, Since: ns.since.UTC(), Images: []ImageStatus{}}
+		for _, img := range w.o.Images {
+			if st := ns.statuses[img]; st != nil {
+				c := *st
+				c.Since, c.LastProbed = c.Since.UTC(), c.LastProbed.UTC()
+				nst.Images = append(nst.Images, c)
+			}
+		}
+		s.Nodes = append(s.Nodes, nst)
+	}
+	sort.Slice(s.Nodes, func(i, j int) bool {
+		if s.Nodes[i].Pool != s.Nodes[j].Pool {
+			return s.Nodes[i].Pool < s.Nodes[j].Pool
+		}
+		return s.Nodes[i].Node < s.Nodes[j].Node
+	})
+	return s
+}
+
+// writeStatus stores the snapshot in the status ConfigMap, at most every 10 s and only after a
+// transition: the API writes stay bounded by the changes, not the nodes.
+func (w *Watcher) writeStatus(ctx context.Context) {
+	b, err := json.Marshal(w.Snapshot())
+	if err != nil {
+		return
+	}
+	ns := w.o.Probe.Namespace
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: StatusConfigMap, Namespace: ns,
+		Labels: map[string]string{cluster.LabelManaged: "pullpath", cluster.LabelBy: cluster.ByWatch, cluster.LabelRole: "status"}},
+		Data: map[string]string{"status.json": string(b)}}
+	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	_, err = w.cs.Core.ConfigMaps(ns).Update(wctx, cm, metav1.UpdateOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = w.cs.Core.ConfigMaps(ns).Create(wctx, cm, metav1.CreateOptions{})
+	}
+	if err == nil {
+		w.mu.Lock()
+		w.dirty = false
+		w.mu.Unlock()
+	}
+}
+
+// ReadStatus reads the status a watcher stored in namespace ns.
+func ReadStatus(ctx context.Context, cs *cluster.Client, ns string) (*Status, error) {
+	cm, err := cs.Core.ConfigMaps(ns).Get(ctx, StatusConfigMap, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var s Status
+	if err := json.Unmarshal([]byte(cm.Data["status.json"]), &s); err != nil {
+		return nil, fmt.Errorf("configmap %s/%s: %v", ns, StatusConfigMap, err)
+	}
+	return &s, nil
+}

@@ -1,0 +1,164 @@
+package watch
+
+import (
+	"context"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/cluster/clustertest"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+func TestReason(t *testing.T) {
+	for c, want := range map[report.Class]string{report.ClassOK: "OK", report.ClassDNS: "DNS", report.ClassRoute: "Route", report.ClassEndpoint: "Endpoint",
+		report.ClassTLS: "TLS", report.ClassAuth: "Auth", report.ClassForbidden: "Forbidden", report.ClassNotFound: "NotFound", report.ClassPlatform: "Platform",
+		report.ClassProxy: "Proxy", report.ClassRateLimit: "RateLimit", report.ClassOther: "Other"} {
+		if got := Reason(c); got != want {
+			t.Errorf("Reason(%s) = %s, want %s", c, got, want)
+		}
+	}
+}
+
+func TestConditionOf(t *testing.T) {
+	ok := &report.ProbeSummary{Class: report.ClassOK, Code: report.CodeOK}
+	route := &report.ProbeSummary{Class: report.ClassRoute, Code: report.CodeRouteNone, Host: "registry.corp.example:443", Role: report.RoleRegistry, Step: report.StepRoute}
+	for _, tc := range []struct {
+		name    string
+		results []ImageResult
+		want    Condition
+	}{
+		{"all hold", []ImageResult{{Image: "a", Verdict: ok}, {Image: "b", Verdict: ok}}, Condition{"False", "OK", "the pull path holds for a, b"}},
+		{"one broken", []ImageResult{{Image: "a", Verdict: ok}, {Image: "b", Verdict: route}}, Condition{"True", "Route", "b: registry.corp.example:443 (registry) step route ROUTE_NONE"}},
+		{"broken beats unknown", []ImageResult{{Image: "a", Error: "x"}, {Image: "b", Verdict: route}}, Condition{"True", "Route", "b: registry.corp.example:443 (registry) step route ROUTE_NONE"}},
+		{"could not run", []ImageResult{{Image: "a", Verdict: ok}, {Image: "b", Error: "the probe pod on n did not finish:\n  timeout"}}, Condition{"Unknown", "Other", "the probe of b could not run: the probe pod on n did not finish: timeout"}},
+	} {
+		if got := conditionOf(tc.results); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// fakeCluster: three Ready nodes; the probe pod on "b2" finds no route, the others hold. Probe
+// pods finish at once with their compact verdict (ConfigMap delivery).
+func fakeCluster(t *testing.T) (*fake.Clientset, *sync.Map) {
+	fc := fake.NewClientset(
+		clustertest.Node("a1", "poola", clustertest.T0, "v1", "mcr.microsoft.com/oss/kubernetes/pause:3.6"),
+		clustertest.Node("b1", "poolb", clustertest.T0.Add(time.Hour), "v1", "mcr.microsoft.com/oss/kubernetes/pause:3.6"),
+		clustertest.Node("b2", "poolb", clustertest.T0.Add(2*time.Hour), "v1", "mcr.microsoft.com/oss/kubernetes/pause:3.6"),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "pullpath"}})
+	fc.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview)
+		r.Status.Allowed = true
+		return true, r, nil
+	})
+	var order sync.Map // node → the sequence number of its first probe
+	var seq int
+	var mu sync.Mutex
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
+		mu.Lock()
+		seq++
+		order.LoadOrStore(p.Spec.NodeName, seq)
+		mu.Unlock()
+		msg := `{"class":"ok","code":"OK","summary":"pulled"}`
+		if p.Spec.NodeName == "b2" {
+			msg = `{"class":"route","code":"ROUTE_NONE","host":"registry.corp.example:443","role":"registry","step":"route"}`
+		}
+		p.Status.Phase = corev1.PodSucceeded
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "probe", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: msg}}}}
+		return false, nil, nil
+	})
+	return fc, &order
+}
+
+// One round on the fake cluster: the newest node first; b2's condition True Route with an event,
+// the others False; the metrics say the same; SIGTERM (ctx) leaves nothing of the watcher.
+func TestWatchRound(t *testing.T) {
+	fc, order := fakeCluster(t)
+	cs := &cluster.Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1(), NoWatchList: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := New(ctx, cs, Options{Images: []string{clustertest.Image}, Interval: time.Hour, Concurrency: 1, FullEvery: 1,
+		Probe: cluster.VerifyOptions{Namespace: "pullpath", Delivery: cluster.ModeConfigMap, Timeout: 5 * time.Second,
+			Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string)
+	go func() { done <- w.Run(ctx) }()
+	deadline := time.Now().Add(20 * time.Second)
+	for len(w.Snapshot().Nodes) < 3 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if first, _ := order.Load("b2"); first != 1 {
+		t.Errorf("b2, the newest node, was probed %v-th; want first", first)
+	}
+	for name, want := range map[string][2]string{"a1": {"False", "OK"}, "b1": {"False", "OK"}, "b2": {"True", "Route"}} {
+		n, err := fc.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := condition(n)
+		if c == nil || string(c.Status) != want[0] || c.Reason != want[1] {
+			t.Errorf("node %s: condition %+v, want %s %s", name, c, want[0], want[1])
+			continue
+		}
+		if len(n.Status.Conditions) < 2 {
+			t.Errorf("node %s: the kubelet's Ready condition was dropped by the patch: %+v", name, n.Status.Conditions)
+		}
+	}
+	evs, _ := fc.CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+	var broken []string
+	for _, e := range evs.Items {
+		if e.Reason == "ImagePullPathBroken" {
+			broken = append(broken, e.InvolvedObject.Name+": "+e.Message)
+		}
+	}
+	if len(broken) != 1 || !strings.HasPrefix(broken[0], "b2: "+clustertest.Image+": registry.corp.example:443 (registry) step route ROUTE_NONE") {
+		t.Errorf("broken events %q; want one, for b2", broken)
+	}
+	rec := httptest.NewRecorder()
+	w.Metrics().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`pullpath_watch_path_ok{image="` + clustertest.Image + `",node="b2",pool="poolb",registry="registry.corp.example"} 0`,
+		`pullpath_watch_path_ok{image="` + clustertest.Image + `",node="a1",pool="poola",registry="registry.corp.example"} 1`,
+		`pullpath_watch_node_broken{node="b2",pool="poolb",reason="Route"} 1`,
+		`pullpath_watch_probes_total{pool="poolb",result="route"} 1`,
+		`pullpath_watch_interval_seconds 3600`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	cancel()
+	if left := <-done; len(left) != 0 {
+		t.Errorf("left behind %v", left)
+	}
+	for _, kind := range []string{"pods", "configmaps"} {
+		var n int
+		switch kind {
+		case "pods":
+			l, _ := fc.CoreV1().Pods("pullpath").List(context.Background(), metav1.ListOptions{})
+			n = len(l.Items)
+		case "configmaps":
+			l, _ := fc.CoreV1().ConfigMaps("pullpath").List(context.Background(), metav1.ListOptions{})
+			n = len(l.Items)
+		}
+		if n != 0 {
+			t.Errorf("%d %s left in the run namespace", n, kind)
+		}
+	}
+}
