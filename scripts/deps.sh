@@ -55,16 +55,17 @@ fi
 
 if [ "$(id -u)" = 0 ] && [ "${PULLPATH_CLUSTER:-1}" != 0 ]; then
   missing=""
-  for b in containerd ctr runc docker-registry dnsmasq htpasswd nsenter unshare ip gcc; do
+  for b in containerd ctr runc docker-registry dnsmasq htpasswd nsenter unshare ip gcc prometheus promtool; do
     command -v "$b" >/dev/null 2>&1 || missing="$missing $b"
   done
   [ -x /usr/lib/cni/bridge ] || missing="$missing cni-plugins"
   [ -f /usr/lib/x86_64-linux-gnu/libc.a ] || [ -f /usr/lib/aarch64-linux-gnu/libc.a ] || missing="$missing libc6-dev"
   if [ -n "$missing" ]; then
-    echo "cluster tier: installing containerd runc containernetworking-plugins docker-registry dnsmasq apache2-utils gcc libc6-dev (missing:$missing)"
+    echo "cluster tier: installing containerd runc containernetworking-plugins docker-registry dnsmasq apache2-utils gcc libc6-dev prometheus (missing:$missing)"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
-    apt-get install -y -qq containerd runc containernetworking-plugins docker-registry dnsmasq apache2-utils gcc libc6-dev util-linux iproute2 >/dev/null
+    # prometheus: watch's metrics are scraped by a real one, and promtool tests its alert rules
+    apt-get install -y -qq containerd runc containernetworking-plugins docker-registry dnsmasq apache2-utils gcc libc6-dev util-linux iproute2 prometheus >/dev/null
   fi
   if PULLPATH_KUBEBINS=$(bash scripts/kubebins.sh); then
     export PULLPATH_KUBEBINS

@@ -9,12 +9,18 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
@@ -32,6 +38,7 @@ type watchOptions struct {
 	metricsAddr  string
 	probeTimeout time.Duration
 	delivery     string
+	leaderElect  bool
 }
 
 func newWatchCmd(s Streams) *cobra.Command {
@@ -72,7 +79,8 @@ Exit codes: 0 stopped by a signal after cleaning up, 2 could not run.`,
 	f.StringVar(&o.metricsAddr, "metrics-address", "", "serve Prometheus metrics on this address (host:port), e.g. :9090")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
 	f.StringVar(&o.delivery, "delivery", "auto", "how the probe binary reaches the nodes: attach, configmap or auto")
-	cmd.AddCommand(newWatchStatusCmd(s))
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "probe only while holding the Lease pullpath-watch in the run namespace (several replicas in the cluster)")
+	cmd.AddCommand(newWatchStatusCmd(s), newWatchManifestsCmd(s))
 	return cmd
 }
 
@@ -124,23 +132,62 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 	ctx := cmd.Context()
 	vo := cluster.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""),
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
-	w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo,
-		Progress: func(s string) {
-			fmt.Fprintf(o.streams.ErrOut, "%s watch: %s\n", time.Now().UTC().Format("15:04:05"), s)
-		}})
-	if err != nil {
-		return err
-	}
+	var current atomic.Pointer[watch.Watcher]
 	if ln != nil {
 		mux := http.NewServeMux()
-		mux.Handle("/metrics", w.Metrics())
+		mux.HandleFunc("/metrics", func(rw http.ResponseWriter, r *http.Request) {
+			if w := current.Load(); w != nil {
+				w.Metrics().ServeHTTP(rw, r)
+				return
+			}
+			_, _ = io.WriteString(rw, "# not the leader: no probes here\n")
+		})
 		mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(rw, "ok\n") })
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 	}
-	fmt.Fprintf(o.streams.ErrOut, "watch: probing every Ready node for %s every %s (run namespace %s)\n", strings.Join(o.images, ", "), o.interval, o.runNamespace)
-	left := w.Run(ctx)
+	logf := func(s string) {
+		fmt.Fprintf(o.streams.ErrOut, "%s watch: %s\n", time.Now().UTC().Format("15:04:05"), s)
+	}
+	// lead prepares the probes and watches until ctx ends: only the leader does, so that a
+	// standby never removes what the leader's probes use
+	var left []string
+	var leadErr error
+	lead := func(ctx context.Context) {
+		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf})
+		if err != nil {
+			leadErr = err
+			return
+		}
+		current.Store(w)
+		fmt.Fprintf(o.streams.ErrOut, "watch: probing every Ready node for %s every %s (run namespace %s)\n", strings.Join(o.images, ", "), o.interval, o.runNamespace)
+		left = w.Run(ctx)
+	}
+	if o.leaderElect {
+		host, _ := os.Hostname()
+		id := fmt.Sprintf("%s-%d", host, os.Getpid())
+		lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Name: "pullpath-watch", Namespace: o.runNamespace}, Client: cs.Leases,
+			LockConfig: resourcelock.ResourceLockConfig{Identity: id}}
+		logf("waiting to lead (lease " + o.runNamespace + "/pullpath-watch, identity " + id + ")")
+		lctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{Lock: lock, ReleaseOnCancel: true, Name: "pullpath-watch",
+			LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) { lead(ctx); cancel() },
+				OnStoppedLeading: func() { logf("no longer the leader") },
+			}})
+		if err != nil {
+			return err
+		}
+		le.Run(lctx)
+	} else {
+		lead(ctx)
+	}
+	if leadErr != nil {
+		return leadErr
+	}
 	if len(left) > 0 {
 		fmt.Fprintf(o.streams.ErrOut, "watch: left behind: %s (pullpath cleanup -n %s removes them)\n", strings.Join(left, ", "), o.runNamespace)
 		return &ExitError{Code: ExitBroken}
@@ -254,4 +301,50 @@ func shortImage(s string) string {
 		return "…" + s[len(s)-39:]
 	}
 	return s
+}
+
+func newWatchManifestsCmd(s Streams) *cobra.Command {
+	o := watch.ManifestOptions{}
+	cmd := &cobra.Command{
+		Use:   "manifests --image IMAGE --watcher-image REF",
+		Short: "Print the in-cluster install of watch: namespace, least-privilege RBAC, a leader-elected Deployment",
+		Long: `Print what runs watch in the cluster, for kubectl apply -f -: the run namespace (Pod
+Security privileged, for the probe pods), a ServiceAccount with exactly watch's rights
+(docs/rbac.md), and a Deployment whose replicas elect one leader (a Lease). --watcher-image
+is an image with the full pullpath binary at /pullpath. deploy/watch/watch.yaml is this
+output for a placeholder image.`,
+		Example: `  pullpath watch manifests --image registry.corp.example/shop/web:1.4 --watcher-image registry.corp.example/tools/pullpath:v1 | kubectl apply -f -`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(o.Images) == 0 {
+				return errors.New("give at least one --image: the image whose pull path every node must hold")
+			}
+			for _, img := range append(slices.Clone(o.Images), o.WatcherImage) {
+				if _, err := parseImage(img); err != nil {
+					return fmt.Errorf("--image/--watcher-image: %w", err)
+				}
+			}
+			if err := checkNamespace("--run-namespace", o.Namespace); err != nil {
+				return err
+			}
+			if o.Replicas < 1 || o.MetricsPort < 1 || o.MetricsPort > 65535 {
+				return fmt.Errorf("--replicas %d, --metrics-port %d: want 1 or more, and a port", o.Replicas, o.MetricsPort)
+			}
+			if _, err := time.ParseDuration(o.Interval); err != nil {
+				return fmt.Errorf("--interval %q: want a duration such as 15m", o.Interval)
+			}
+			_, err := io.WriteString(s.Out, watch.Manifests(o))
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&o.Images, "image", nil, "an image whose pull path every node must hold (repeatable)")
+	f.StringVar(&o.WatcherImage, "watcher-image", "", "the image the watcher runs: the full pullpath binary at /pullpath (required)")
+	f.StringVar(&o.Namespace, "run-namespace", "pullpath", "namespace of the watcher, its probes, lease and status")
+	f.StringVar(&o.Interval, "interval", "15m", "between two probes of a node")
+	f.IntVar(&o.MetricsPort, "metrics-port", 9464, "the port of the Prometheus metrics")
+	f.IntVar(&o.Replicas, "replicas", 2, "replicas; one leads, the others wait")
+	f.StringVar(&o.ServiceAccount, "service-account", "pullpath-watch", "the ServiceAccount to run as")
+	_ = cmd.MarkFlagRequired("watcher-image")
+	return cmd
 }

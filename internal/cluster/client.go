@@ -5,6 +5,7 @@ import (
 	"io"
 
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 )
@@ -15,6 +16,8 @@ import (
 type Client struct {
 	Core  corev1client.CoreV1Interface
 	Authz authzv1client.AuthorizationV1Interface
+	// Leases hold watch's leader election (in-cluster, several replicas)
+	Leases coordinationv1client.LeasesGetter
 	// Config is what the clients were built from: the attach stream dials with it.
 	Config *rest.Config
 	// Attach, when set, stands in for the attach API's stream into a container's stdin (tests).
@@ -37,5 +40,9 @@ func NewClient(rc *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Core: core, Authz: authz, Config: rest.CopyConfig(rc)}, nil
+	leases, err := coordinationv1client.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Core: core, Authz: authz, Leases: leases, Config: rest.CopyConfig(rc)}, nil
 }

@@ -292,6 +292,14 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 		probes = append(probes, res.Probe)
 	}
 	now := time.Now()
+	if conditionOf(results).Status == "Unknown" && w.apiAway(ctx, n.Name) {
+		// the API server, not the node, failed the probe: no result, and the condition stays
+		w.mu.Lock()
+		ns.busy, ns.next = false, now.Add(10*time.Second)
+		w.mu.Unlock()
+		w.progress(fmt.Sprintf("node %s: the API server did not answer; probed again shortly", n.Name))
+		return
+	}
 	for i, r := range results {
 		w.metrics.observe(n.Name, ns.pool, r, probes[i], now)
 	}
@@ -327,13 +335,22 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 	ns.cond = c
 	w.mu.Unlock()
 	w.metrics.setCondition(n.Name, ns.pool, c)
-	if err := w.setCondition(ctx, n, c, since, now); err != nil {
-		w.progress(fmt.Sprintf("node %s: the condition could not be written: %v", n.Name, err))
-	}
+	// the event first: who sees the condition flip finds its event
 	if changed && prev.Status != "" || changed && c.Status == "True" {
 		w.event(ctx, n, prev, c)
 	}
+	if err := w.setCondition(ctx, n, c, since, now); err != nil {
+		w.progress(fmt.Sprintf("node %s: the condition could not be written: %v", n.Name, err))
+	}
 	w.progress(fmt.Sprintf("node %s (pool %s): %s %s", n.Name, ns.pool, c.Status, c.Reason))
+}
+
+// apiAway reports whether the API server fails to answer for the node now, in a way that passes.
+func (w *Watcher) apiAway(ctx context.Context, node string) bool {
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := w.cs.Core.Nodes().Get(actx, node, metav1.GetOptions{})
+	return err != nil && cluster.Transient(err)
 }
 
 func (w *Watcher) progress(s string) {

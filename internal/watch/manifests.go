@@ -1,0 +1,172 @@
+package watch
+
+import (
+	"fmt"
+	"strings"
+)
+
+// ManifestOptions fill the in-cluster install of watch.
+type ManifestOptions struct {
+	Images         []string // what every node must pull
+	WatcherImage   string   // an image holding the full pullpath binary at /pullpath
+	Namespace      string   // the run namespace: the watcher, its probes, its lease and status
+	Interval       string
+	MetricsPort    int
+	Replicas       int
+	ServiceAccount string
+}
+
+// Manifests is the in-cluster install of watch: the run namespace (Pod Security privileged, as
+// the probe pods need hostNetwork and a host mount), a ServiceAccount with exactly watch's rights,
+// and a Deployment of replicas that elect one leader. deploy/watch/watch.yaml is this output.
+func Manifests(o ManifestOptions) string {
+	var images []string
+	for _, im := range o.Images {
+		images = append(images, fmt.Sprintf("            - --image=%s", im))
+	}
+	r := strings.NewReplacer("{NS}", o.Namespace, "{SA}", o.ServiceAccount, "{WATCHER}", o.WatcherImage, "{INTERVAL}", o.Interval,
+		"{PORT}", fmt.Sprint(o.MetricsPort), "{REPLICAS}", fmt.Sprint(o.Replicas), "{IMAGES}", strings.Join(images, "\n"))
+	return r.Replace(manifestTemplate)
+}
+
+const manifestTemplate = `# pullpath watch, in the cluster: every Ready node's pull path probed all the time.
+# kubectl apply -f this file; kubectl delete -f it removes everything (the node conditions stay:
+# kubectl get nodes -o jsonpath='{.items[*].status.conditions[?(@.type=="ImagePullPathBroken")]}').
+# The rights below are watch's and no more; docs/rbac.md says what each allows.
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: {NS}
+  labels:
+    app.kubernetes.io/managed-by: pullpath-admin   # not "pullpath": cleanup must never select it
+    pod-security.kubernetes.io/enforce: privileged  # the probe pods: hostNetwork and a read-only host mount
+    pod-security.kubernetes.io/warn: privileged
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {SA}
+  namespace: {NS}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: pullpath-watch
+rules:
+  # the node informer: every node, its readiness, architecture and images
+  - apiGroups: [""]
+    resources: [nodes]
+    verbs: [get, list, watch]
+  # the ImagePullPathBroken condition, and nothing else of the node's status is written
+  - apiGroups: [""]
+    resources: [nodes/status]
+    verbs: [patch]
+  # access reviews: whether the probe may be streamed (pods/attach) or goes in ConfigMaps
+  - apiGroups: [authorization.k8s.io]
+    resources: [selfsubjectaccessreviews]
+    verbs: [create]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: pullpath-watch
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pullpath-watch}
+subjects:
+  - {kind: ServiceAccount, name: {SA}, namespace: {NS}}
+---
+# node events live in namespace default: one per transition of a node's condition
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: pullpath-watch-events
+  namespace: default
+rules:
+  - apiGroups: [""]
+    resources: [events]
+    verbs: [create]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: pullpath-watch-events
+  namespace: default
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-watch-events}
+subjects:
+  - {kind: ServiceAccount, name: {SA}, namespace: {NS}}
+---
+# the run namespace only: probe pods (attach streams the probe into them), their logs and events,
+# the loader and status ConfigMaps, the leader's lease
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: pullpath-watch
+  namespace: {NS}
+rules:
+  - apiGroups: [""]
+    resources: [pods, configmaps]
+    verbs: [get, list, create, update, delete]
+  - apiGroups: [""]
+    resources: [pods/attach]
+    verbs: [create]
+  - apiGroups: [""]
+    resources: [pods/log]
+    verbs: [get]
+  - apiGroups: [""]
+    resources: [events]
+    verbs: [list]
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    verbs: [get, create, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: pullpath-watch
+  namespace: {NS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-watch}
+subjects:
+  - {kind: ServiceAccount, name: {SA}, namespace: {NS}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: pullpath-watch
+  namespace: {NS}
+  labels: {app.kubernetes.io/name: pullpath-watch}
+spec:
+  replicas: {REPLICAS}
+  selector:
+    matchLabels: {app.kubernetes.io/name: pullpath-watch}
+  template:
+    metadata:
+      labels: {app.kubernetes.io/name: pullpath-watch}
+      annotations: {prometheus.io/scrape: "true", prometheus.io/port: "{PORT}"}
+    spec:
+      serviceAccountName: {SA}
+      terminationGracePeriodSeconds: 150   # SIGTERM: the watcher deletes its probe pods first
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 65532
+        seccompProfile: {type: RuntimeDefault}
+      containers:
+        - name: watch
+          image: {WATCHER}
+          command: [/pullpath, watch]
+          args:
+{IMAGES}
+            - --interval={INTERVAL}
+            - --run-namespace={NS}
+            - --metrics-address=:{PORT}
+            - --leader-elect
+          ports:
+            - {name: metrics, containerPort: {PORT}}
+          readinessProbe:
+            httpGet: {path: /healthz, port: metrics}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            capabilities: {drop: [ALL]}
+          resources:
+            requests: {cpu: 20m, memory: 64Mi}
+            limits: {memory: 256Mi}
+`

@@ -1,0 +1,324 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pullpath/pullpath/test/internal/netnsdial"
+)
+
+// watcher is a `pullpath watch` running in the hub's network namespace.
+type watcher struct {
+	cmd    *exec.Cmd
+	errOut *bytes.Buffer
+	sw     *syncWriter
+	done   chan struct{}
+}
+
+func (w *watcher) mu() *sync.Mutex { return &w.sw.mu }
+
+func (c *cluster) startWatch(t *testing.T, args ...string) *watcher {
+	t.Helper()
+	c.Run(t, "version") // builds the binaries
+	cmd := exec.Command("nsenter", append([]string{"--net=/run/netns/" + c.hub, "--", c.pullpath, "watch"}, args...)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	w := &watcher{cmd: cmd, errOut: &bytes.Buffer{}, done: make(chan struct{})}
+	w.sw = &syncWriter{w: w.errOut}
+	cmd.Stderr = w.sw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(w.done) }()
+	// up: its signal handler is in place, and a killed watcher's leftovers are removed
+	w.waitLog(t, "watch: probing every Ready node", 2*time.Minute)
+	t.Cleanup(func() {
+		select {
+		case <-w.done:
+		default:
+			_ = signalChild(cmd.Process.Pid, syscall.SIGKILL)
+			<-w.done
+		}
+	})
+	return w
+}
+
+// waitLog waits until the watcher's stderr has s.
+func (w *watcher) waitLog(t *testing.T, s string, within time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
+		w.mu().Lock()
+		has := bytes.Contains(w.errOut.Bytes(), []byte(s))
+		w.mu().Unlock()
+		if has {
+			return
+		}
+		select {
+		case <-w.done:
+			t.Fatalf("watch ended before it said %q:\n%s", s, w.errOut.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watch did not say %q within %s:\n%s", s, within, w.errOut.String())
+		}
+	}
+}
+
+// stop sends sig to the pullpath process and waits for it to end.
+func (w *watcher) stop(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	if err := signalChild(w.cmd.Process.Pid, sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.done:
+	case <-time.After(3 * time.Minute):
+		_ = w.cmd.Process.Kill()
+		t.Fatalf("watch did not end within 3 min of %v\n%s", sig, w.errOut.String())
+	}
+	return w.cmd.ProcessState.ExitCode()
+}
+
+// pathCondition is a node's ImagePullPathBroken condition, or nil.
+func (c *cluster) pathCondition(t *testing.T, node string) *corev1.NodeCondition {
+	t.Helper()
+	n, err := c.Client.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == "ImagePullPathBroken" {
+			return &n.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// waitCondition waits until node's condition has status and reason, and returns when it did.
+func (c *cluster) waitCondition(t *testing.T, node, status, reason string, within time.Duration, w *watcher) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		if cond := c.pathCondition(t, node); cond != nil && string(cond.Status) == status && cond.Reason == reason {
+			return time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s: condition %+v after %s, want %s %s\n%s", node, c.pathCondition(t, node), within, status, reason, w.errOut.String())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// pathEvents counts the watcher's events on node by reason.
+func (c *cluster) pathEvents(t *testing.T, node string) map[string]int {
+	t.Helper()
+	l, err := c.Client.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + node})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, e := range l.Items {
+		if e.Source.Component == "pullpath-watch" {
+			out[e.Reason]++
+		}
+	}
+	return out
+}
+
+// watch on the shared cluster: the new node of pool B without a route turns True/Route, and so
+// does its old node that runs the app from its cache (the cached image stops lying); pool A holds;
+// a route given flips the new node to False, with one event each way; a watcher killed mid-probe
+// leaves pods that the next one removes; a 30 s API server outage neither crashes it nor flips a
+// broken node to healthy; SIGTERM leaves nothing.
+func TestWatch(t *testing.T) {
+	c := sharedCluster(t)
+	runNamespace(t, c)
+	im := c.Images[cachedImage]
+	args := []string{"--image", im.Ref, "--interval", "20s", "--concurrency", "3", "--run-namespace", runNS, "--probe-timeout", "90s"}
+	start := time.Now()
+	w := c.startWatch(t, args...)
+	before := c.pathEvents(t, "poolb-2")
+	for _, n := range []struct{ node, status, reason string }{
+		{"poolb-2", "True", "Route"}, {"poolb-1", "True", "Route"}, {"poola-1", "False", "OK"}, {"poolc-1", "True", "Endpoint"}, {"poold-1", "True", "DNS"},
+	} {
+		at := c.waitCondition(t, n.node, n.status, n.reason, 90*time.Second, w)
+		c.figure("watch: node %s %s/%s %s after the watcher started", n.node, n.status, n.reason, at.Sub(start).Round(100*time.Millisecond))
+	}
+	broken := c.pathCondition(t, "poolb-2")
+	if broken.Message == "" || !bytes.Contains([]byte(broken.Message), []byte("registry.cluster.test:443 (registry) step route ROUTE_NONE")) {
+		t.Errorf("poolb-2 message %q", broken.Message)
+	}
+
+	// the fix: pool B's new node gets its routes
+	n := c.node("poolb-2")
+	for _, r := range []string{"10.81.0.0/24", "10.82.0.0/24"} {
+		c.run("ip", "-n", n.netns, "route", "add", r, "via", hubIP)
+	}
+	fixed := time.Now()
+	c.waitCondition(t, "poolb-2", "False", "OK", 90*time.Second, w)
+	c.figure("watch: poolb-2 False/OK %s after its routes were added (interval 20s)", time.Since(fixed).Round(100*time.Millisecond))
+	if cond := c.pathCondition(t, "poolb-2"); !cond.LastTransitionTime.After(broken.LastTransitionTime.Time) {
+		t.Errorf("lastTransitionTime %v did not move past %v on the flip", cond.LastTransitionTime, broken.LastTransitionTime)
+	}
+	for _, r := range []string{"10.81.0.0/24", "10.82.0.0/24"} {
+		c.run("ip", "-n", n.netns, "route", "del", r, "via", hubIP)
+	}
+	c.waitCondition(t, "poolb-2", "True", "Route", 90*time.Second, w)
+	time.Sleep(2 * time.Second) // the event list may lag the node by a moment
+	ev := c.pathEvents(t, "poolb-2")
+	if got := ev["ImagePullPathBroken"] - before["ImagePullPathBroken"]; got != 2 {
+		t.Errorf("poolb-2: %d broken events for two breaks, want 2 (%v)", got, ev)
+	}
+	if got := ev["ImagePullPathHealthy"] - before["ImagePullPathHealthy"]; got != 1 {
+		t.Errorf("poolb-2: %d healthy events for one fix, want 1 (%v)", got, ev)
+	}
+
+	// the API server away for 30 s: the watcher stays, and poolb-2 does not turn healthy
+	api := c.proc("kube-apiserver")
+	if err := api.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(30 * time.Second)
+	_ = api.cmd.Process.Signal(syscall.SIGCONT)
+	select {
+	case <-w.done:
+		t.Fatalf("the watcher ended during the API server outage\n%s", w.errOut.String())
+	default:
+	}
+	time.Sleep(25 * time.Second) // a probe round after the outage
+	if cond := c.pathCondition(t, "poolb-2"); cond == nil || cond.Status != "True" {
+		t.Errorf("poolb-2 after the outage: %+v, want still True", cond)
+	}
+
+	// killed mid-probe: its probe pods stay until the next watcher removes them
+	deadline := time.Now().Add(60 * time.Second)
+	for !c.hasWatchPods(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no probe pod of the watcher appeared\n%s", w.errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	w.stop(t, syscall.SIGKILL)
+	orphans := c.watchPods(t)
+	if len(orphans) == 0 {
+		t.Log("the probe pod ended before the kill: the restart has nothing to remove")
+	}
+	w2 := c.startWatch(t, args...)
+	for _, p := range orphans {
+		if _, err := c.Client.CoreV1().Pods(runNS).Get(context.Background(), p, metav1.GetOptions{}); err == nil {
+			t.Errorf("the killed watcher's probe pod %s is still there after the next one started", p)
+		}
+	}
+	c.figure("watch: SIGKILL mid-probe left %d probe pod(s); the next watcher removed them before it started", len(orphans))
+	w2.waitLog(t, "node poolb-2 (pool poolb): True Route", 90*time.Second)
+	if code := w2.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("watch after SIGTERM: exit %d, want 0\n%s", code, w2.errOut.String())
+	}
+	assertNothingLeft(t, c)
+	if cond := c.pathCondition(t, "poolb-2"); cond == nil || cond.Status != "True" {
+		t.Errorf("the condition must stay after the watcher: %+v", cond)
+	}
+	t.Logf("watch stderr:\n%s", w2.errOut.String())
+}
+
+func (c *cluster) hasWatchPods(t *testing.T) bool { return len(c.watchPods(t)) > 0 }
+
+// watchPods are the names of the watchers' probe pods.
+func (c *cluster) watchPods(t *testing.T) []string {
+	l, err := c.Client.CoreV1().Pods(runNS).List(context.Background(), metav1.ListOptions{LabelSelector: "pullpath.dev/by=watch,pullpath.dev/role=probe"})
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, p := range l.Items {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// syncWriter lets a test read a child's stderr while the child writes it.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+// A real Prometheus (Debian's) scrapes the watcher in the hub's network namespace and evaluates
+// deploy/watch/alerts.yaml (its "for" cut to 0s, the expressions as shipped): the pool alert fires
+// for pool B, whose nodes have no route, and not for pool A.
+func TestWatchMetricsInPrometheus(t *testing.T) {
+	c := sharedCluster(t)
+	prom, err := exec.LookPath("prometheus")
+	if err != nil {
+		t.Skip("prometheus not found (Debian's prometheus package; scripts/deps.sh installs it as root)")
+	}
+	runNamespace(t, c)
+	im := c.Images[cachedImage]
+	w := c.startWatch(t, "--image", im.Ref, "--interval", "30s", "--run-namespace", runNS, "--probe-timeout", "90s", "--metrics-address", "127.0.0.1:9464")
+	dir := t.TempDir()
+	rules, err := os.ReadFile(filepath.Join("..", "..", "deploy", "watch", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yaml"), bytes.ReplaceAll(rules, []byte("for: 5m"), []byte("for: 0s")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "global: {scrape_interval: 2s, evaluation_interval: 2s}\nrule_files: [alerts.yaml]\n" +
+		"scrape_configs:\n  - job_name: pullpath-watch\n    static_configs: [{targets: ['127.0.0.1:9464']}]\n"
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := c.start("prometheus", nil, "nsenter", "--net=/run/netns/"+c.hub, "--", prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address=127.0.0.1:9465")
+	defer func() { _ = p.cmd.Process.Kill(); <-p.done }()
+	hc := &http.Client{Transport: &http.Transport{DialContext: netnsdial.In(c.hub)}, Timeout: 5 * time.Second}
+	var firing []string
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(2 * time.Second) {
+		firing = firing[:0]
+		if resp, err := hc.Get("http://127.0.0.1:9465/api/v1/alerts"); err == nil {
+			var a struct {
+				Data struct {
+					Alerts []struct {
+						Labels map[string]string `json:"labels"`
+						State  string            `json:"state"`
+					} `json:"alerts"`
+				} `json:"data"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&a)
+			resp.Body.Close()
+			for _, al := range a.Data.Alerts {
+				if al.State == "firing" {
+					firing = append(firing, al.Labels["alertname"]+"/"+al.Labels["pool"])
+				}
+			}
+		}
+		if slices.Contains(firing, "PullPathBrokenInPool/poolb") || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Contains(firing, "PullPathBrokenInPool/poolb") || slices.Contains(firing, "PullPathBrokenInPool/poola") {
+		t.Errorf("firing %v; want PullPathBrokenInPool for poolb, not poola\nprometheus: %s\nwatch: %s", firing, c.logTail("prometheus"), w.errOut.String())
+	}
+	c.figure("watch: a real Prometheus scraped pullpath_watch_* and fired %v", firing)
+	if code := w.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("watch after SIGTERM: exit %d\n%s", code, w.errOut.String())
+	}
+	assertNothingLeft(t, c)
+}
