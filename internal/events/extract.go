@@ -301,7 +301,12 @@ func (f facts) roleOf(host string, u *url.URL) report.Role {
 		if tokenURL(u) {
 			return report.RoleToken
 		}
-		if u.Query().Get("ns") != "" {
+		if ns := u.Query().Get("ns"); ns != "" {
+			if nsIsHost(u, ns) {
+				// a [host] naming the registry with its default port (https://R:443 for R) still gets
+				// ns, containerd compares names as written: it is the registry (DESIGN.md)
+				return report.RoleRegistry
+			}
 			return report.RoleMirror // containerd tags mirror requests with ?ns=<upstream>
 		}
 		if u.Path == "/v2/" || u.Path == "/v2" || u.Path == "/v1/_ping" {
@@ -321,6 +326,23 @@ func (f facts) roleOf(host string, u *url.URL) report.Role {
 		return report.RoleBlob
 	}
 	return report.RoleRegistry
+}
+
+// nsIsHost says the registry ns names is u's scheme, host and port, default ports made explicit.
+func nsIsHost(u *url.URL, ns string) bool {
+	port := u.Port()
+	switch {
+	case port != "":
+	case u.Scheme == "http":
+		port = "80"
+	default:
+		port = "443"
+	}
+	name, nsPort, err := net.SplitHostPort(ns)
+	if err != nil {
+		name, nsPort = ns, "443"
+	}
+	return strings.EqualFold(u.Hostname(), name) && port == nsPort
 }
 
 func sameRegistry(host, reg string) bool {
