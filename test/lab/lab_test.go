@@ -161,6 +161,10 @@ var cases = []labCase{
 	// output) is the registry: with no route, route on the registry, never endpoint on a mirror
 	{name: "self-mirror hosts.toml (containerd's docs: the CA on the [host])", image: "self.lab.test/%s:v1", wantPull: true, class: "ok", roles: "registry registry"},
 	{name: "self-mirror hosts.toml, no route to the registry", image: "selfnr.lab.test/%s:v1", explain: "route", class: "route", role: "registry", roles: "registry registry"},
+	// the [host]'s 404 sends containerd on to the server, which has no ca: 1.6.20 keeps the first
+	// error that is not a 404, the server's x509 one; 2.4.2 ranks the 404 above it
+	{name: "self-mirror hosts.toml, missing tag (the server has no ca)", image: "self.lab.test/%s:nope", explain: "tls", class: "tls", role: "registry", roles: "registry registry",
+		v2: &labCase{explain: "not_found", class: "not_found", role: "registry", roles: "registry registry"}},
 	{name: "self-mirror [host] with the default port (?ns= sent), no route", image: "selfport.lab.test/%s:v1", explain: "route", class: "route", role: "registry", roles: "registry registry"},
 	{name: "kubespray's hosts.toml for a private registry", image: "kspray.lab.test/%s:v1", wantPull: true, class: "ok", roles: "registry registry"},
 	{name: "kubespray's docker.io hosts.toml, no route to Docker Hub", image: "docker.io/%s:v1", explain: "route", class: "route", role: "registry", roles: "registry registry",
