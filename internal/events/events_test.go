@@ -126,6 +126,16 @@ func TestExtraction(t *testing.T) {
 			host: "myreg.azurecr.io:443", role: report.RoleToken, op: "token fetch", class: report.ClassAuth},
 		{msg: `failed to copy: httpReadSeeker: failed open: unexpected status code https://mirror.example/v2/library/nginx/blobs/sha256:566e?ns=docker.io: 502 Bad Gateway`,
 			host: "mirror.example:443", role: report.RoleMirror, class: report.ClassEndpoint},
+		// the registry's own [host] written with the default port: containerd still sends ns
+		// (names compared as written, registry.go:85-92), yet it is the registry (DESIGN.md)
+		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example:443/v2/a/manifests/1?ns=reg.example": dial tcp 10.80.0.2:443: connect: network is unreachable`,
+			host: "reg.example:443", addr: "10.80.0.2:443", role: report.RoleRegistry, class: report.ClassRoute},
+		{msg: `failed to pull and unpack image "reg.example/a:1": failed to resolve image: failed to do request: Head "https://reg.example:443/v2/a/manifests/1?ns=%5BREDACTED%5D": dial tcp 10.80.0.2:443: connect: network is unreachable`,
+			host: "reg.example:443", addr: "10.80.0.2:443", role: report.RoleRegistry, class: report.ClassRoute},
+		{msg: `failed to resolve reference "reg.example:5000/a:1": failed to do request: Head "http://reg.example:80/v2/a/manifests/1?ns=reg.example%3A5000": dial tcp 10.80.0.2:80: connect: network is unreachable`,
+			host: "reg.example:80", addr: "10.80.0.2:80", role: report.RoleMirror, class: report.ClassEndpoint},
+		{msg: `failed to pull and unpack image "reg.example/a:1": failed to resolve image: failed to do request: Head "https://mirror.example/v2/a/manifests/1?ns=%5BREDACTED%5D": dial tcp 10.80.0.3:443: connect: network is unreachable`,
+			host: "mirror.example:443", addr: "10.80.0.3:443", role: report.RoleMirror, class: report.ClassEndpoint},
 		{msg: `failed to do request: Head "https://reg.example/v2/a/manifests/1": proxyconnect tcp: dial tcp 10.9.9.9:3128: i/o timeout`,
 			host: "10.9.9.9:3128", addr: "10.9.9.9:3128", role: report.RoleProxy, op: "proxy CONNECT", class: report.ClassProxy},
 		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example/v2/a/manifests/1": dial tcp: lookup reg.example on 10.0.0.10:53: dial udp 10.0.0.10:53: connect: network is unreachable`,

@@ -17,6 +17,7 @@ type facts struct {
 	lower     string // text lowercased once, for the prefilters of every table
 	image     string
 	registry  string // the image's registry, normalised ("docker.io")
+	pulled    string // the same, only when the text names the image pulled (not read off a URL)
 	url       *url.URL
 	urlText   string // redacted
 	lookup    string // host in "lookup HOST"
@@ -151,6 +152,7 @@ func readFacts(msg string) facts {
 	if f.image != "" && !plausibleImage(f.image) {
 		f.image = ""
 	}
+	named := f.image != ""
 	if f.image == "" {
 		f.image = f.imageFromPaths()
 	}
@@ -170,6 +172,9 @@ func readFacts(msg string) facts {
 			// placeholder "registry.<myip>.nip.io", a redacted "<private_registry>") and still name
 			// its registry, which is all the reading needs
 			f.registry = hubAlias(strings.ToLower(first))
+		}
+		if named {
+			f.pulled = f.registry
 		}
 	}
 	var last *url.URL
@@ -301,7 +306,17 @@ func (f facts) roleOf(host string, u *url.URL) report.Role {
 		if tokenURL(u) {
 			return report.RoleToken
 		}
-		if u.Query().Get("ns") != "" {
+		if ns := u.Query().Get("ns"); ns != "" {
+			if strings.Contains(ns, "REDACTED") {
+				// containerd 2.x's CRI redacts every query value in its errors
+				// (internal/cri/util/sanitize.go:53-75, commit 3e2cee2bf): the image pulled names it
+				ns = f.pulled
+			}
+			if ns != "" && nsIsHost(u, ns) {
+				// a [host] naming the registry with its default port (https://R:443 for R) still gets
+				// ns, containerd compares names as written: it is the registry (DESIGN.md)
+				return report.RoleRegistry
+			}
 			return report.RoleMirror // containerd tags mirror requests with ?ns=<upstream>
 		}
 		if u.Path == "/v2/" || u.Path == "/v2" || u.Path == "/v1/_ping" {
@@ -321,6 +336,23 @@ func (f facts) roleOf(host string, u *url.URL) report.Role {
 		return report.RoleBlob
 	}
 	return report.RoleRegistry
+}
+
+// nsIsHost says the registry ns names is u's scheme, host and port, default ports made explicit.
+func nsIsHost(u *url.URL, ns string) bool {
+	port := u.Port()
+	switch {
+	case port != "":
+	case u.Scheme == "http":
+		port = "80"
+	default:
+		port = "443"
+	}
+	name, nsPort, err := net.SplitHostPort(ns)
+	if err != nil {
+		name, nsPort = ns, "443"
+	}
+	return strings.EqualFold(u.Hostname(), name) && port == nsPort
 }
 
 func sameRegistry(host, reg string) bool {

@@ -21,11 +21,17 @@ import (
 // the lab CA at /etc/lab/ca.pem, an optional containerd version and unit drop-in.
 func node(t *testing.T, e *demo.Env, hostsToml, version, dropIn string) (*runtimeconfig.Config, func(string) ([]byte, error)) {
 	t.Helper()
+	return nodeAt(t, e, e.Lab.RegistryAddr(), hostsToml, version, dropIn)
+}
+
+// nodeAt is node for the registry at addr (host:port), pulling addr/team/app:1.4.
+func nodeAt(t *testing.T, e *demo.Env, addr, hostsToml, version, dropIn string) (*runtimeconfig.Config, func(string) ([]byte, error)) {
+	t.Helper()
 	ca, err := os.ReadFile(e.Lab.CAFile)
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := strings.ReplaceAll(e.Lab.RegistryAddr(), ":", "_") + "_"
+	dir := strings.ReplaceAll(addr, ":", "_") + "_"
 	fsys := fstest.MapFS{
 		"etc/containerd/config.toml":                    {Data: []byte("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n")},
 		"etc/containerd/certs.d/" + dir + "/hosts.toml": {Data: []byte(hostsToml)},
@@ -37,7 +43,7 @@ func node(t *testing.T, e *demo.Env, hostsToml, version, dropIn string) (*runtim
 	if dropIn != "" {
 		fsys["etc/systemd/system/containerd.service.d/proxy.conf"] = &fstest.MapFile{Data: []byte(dropIn)}
 	}
-	cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: e.Lab.Ref("team/app:1.4")})
+	cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: addr + "/team/app:1.4"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,6 +117,45 @@ ca = "/etc/lab/ca.pem"
 	_ = report.WriteText(&text, rep, report.TextOptions{})
 	if !strings.Contains(text.String(), "runtime   containerd (1.7.24) under /host, hosts in its order:") || !strings.Contains(text.String(), "2. https://"+e.Lab.RegistryAddr()+"/v2 (registry") {
 		t.Errorf("text lacks the runtime's hosts:\n%s", text.String())
+	}
+}
+
+// containerd's documented way to give a registry its CA (docs/cri/config.md:742-750): a [host] that
+// repeats the server. Both entries are the registry: no ?ns= goes to them, and a refusal is route
+// on the registry, not endpoint on a mirror.
+func TestRuntimeSelfMirrorIsRegistry(t *testing.T) {
+	e := lab(t)
+	selfMirror := func(addr string) string {
+		return "server = \"https://" + addr + "\"\n\n[host.\"https://" + addr + "\"]\n  ca = \"/etc/lab/ca.pem\"\n"
+	}
+	cfg, read := node(t, e, selfMirror(e.Lab.RegistryAddr()), "1.7.24", "")
+	rep, err := probe.Run(context.Background(), runtimeOpts(e, cfg, read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK {
+		t.Fatalf("class %s (%s), want ok: the [host] has the CA", rep.Class, rep.Summary)
+	}
+	rt := rep.Runtime
+	if rt == nil || len(rt.Hosts) != 2 || rt.Hosts[0].Role != report.RoleRegistry || rt.Hosts[1].Role != report.RoleRegistry || rt.Hosts[0].Result != "ok" {
+		t.Errorf("runtime section = %+v, want the [host] and the server, both the registry", rt)
+	}
+	for _, h := range rep.Hops {
+		if strings.Contains(h.URL, "ns=") || h.Role == report.RoleMirror {
+			t.Errorf("containerd sends no ?ns= to the registry's own URL: %s (%s)", h.URL, h.Role)
+		}
+	}
+
+	host, _, _ := strings.Cut(e.Lab.RegistryAddr(), ":")
+	closed := host + ":" + registrytest.ClosedPort()
+	cfg, read = nodeAt(t, e, closed, selfMirror(closed), "1.7.24", "")
+	o := runtimeOpts(e, cfg, read)
+	o.Image = closed + "/team/app:1.4"
+	if rep, err = probe.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassRoute || rep.Failing == nil || rep.Failing.Role != report.RoleRegistry || rep.Failing.Host != closed {
+		t.Errorf("the registry refusing: class %s failing %+v, want route on the registry %s", rep.Class, rep.Failing, closed)
 	}
 }
 

@@ -19,7 +19,7 @@ type target struct {
 	base   *url.URL // the API root, ending in /v2 unless override_path
 	repo   string   // the repository asked of this host (CRI-O rewrites it for a location with a path)
 	role   report.Role
-	ns     string // containerd's ?ns=<registry> on mirror requests
+	ns     string // containerd's ?ns=<registry> on requests to a host not named as the registry
 	header http.Header
 	tls    *tls.Config
 	desc   string // for messages: the URL and where it was configured
@@ -62,9 +62,11 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 		}
 		if h.Role == "mirror" {
 			t.role = report.RoleMirror
-			// containerd's resolver sends ns, dockerd's with the containerd image store too (it vendors
-			// it); CRI-O's client and dockerd's own puller do not
-			if w.opts.Runtime.Runtime == runtimeconfig.Containerd || dockerStore(w.opts.Runtime, runtimeconfig.StoreContainerd) {
+		}
+		// containerd's resolver sends ns, dockerd's with the containerd image store too (it vendors
+		// it); CRI-O's client and dockerd's own puller do not
+		if w.opts.Runtime.Runtime == runtimeconfig.Containerd || dockerStore(w.opts.Runtime, runtimeconfig.StoreContainerd) {
+			if isProxy(h.URL, w.opts.Runtime.Registry) {
 				t.ns = w.opts.Runtime.Registry
 			}
 		}
@@ -105,6 +107,18 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// isProxy is containerd's test for sending ?ns=<registry> to a host: its name as written differs
+// from the image's registry, Docker Hub's API host aside (core/remotes/docker/registry.go:85-92,
+// resolver.go:647-652 at containerd 301026e5; the same in v1.6.20). A [host] that repeats the
+// server's URL gets none, one written with the default port (https://R:443 for R) gets it.
+func isProxy(hostURL, registry string) bool {
+	u, err := url.Parse(hostURL)
+	if err != nil {
+		return true
+	}
+	return u.Host != registry && (registry != "docker.io" || u.Host != "registry-1.docker.io")
 }
 
 // proxyFor returns the proxy the runtime would use for u (Go's HTTPS_PROXY/NO_PROXY rules, which

@@ -13,7 +13,7 @@ import (
 // case.txt with its SOURCE and what the runtime's own code says it does with it.
 type corpusCase struct {
 	name, split, image, version, proxy, config string
-	hosts, errors, notes, headers, cas         []string
+	hosts, roles, errors, notes, headers, cas  []string
 	versionSet                                 bool
 }
 
@@ -46,6 +46,8 @@ func readCase(t *testing.T, dir string) corpusCase {
 			c.version, c.versionSet = v, true
 		case "hosts":
 			c.hosts = strings.Fields(v)
+		case "roles": // of each host, in order (a [host] that is the server itself is the registry)
+			c.roles = strings.Fields(v)
 		case "errors":
 			c.errors = strings.Fields(v)
 		case "notes":
@@ -71,6 +73,15 @@ func (c corpusCase) check(cfg *Config) []string {
 	var bad []string
 	if got := urls(cfg); !slices.Equal(got, c.hosts) {
 		bad = append(bad, "hosts "+strings.Join(got, " ")+", want "+strings.Join(c.hosts, " "))
+	}
+	if c.roles != nil {
+		var got []string
+		for _, h := range cfg.Hosts {
+			got = append(got, h.Role)
+		}
+		if !slices.Equal(got, c.roles) {
+			bad = append(bad, "roles "+strings.Join(got, " ")+", want "+strings.Join(c.roles, " "))
+		}
 	}
 	var errs, all []string
 	for _, w := range cfg.Warnings {

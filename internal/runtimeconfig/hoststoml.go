@@ -73,8 +73,38 @@ func parseHostsToml(file string, b []byte, defaultServer string) (*hostFile, err
 		return nil, err
 	}
 	h.Role, h.Source = "registry", src
+	// A [host] that is the server itself is how containerd's docs give a registry its CA
+	// (docs/cri/config.md:742-750) and what kubespray writes (hosts.toml.j2:1-8): the registry, not
+	// a mirror. containerd tries both, the [host] first, then the server again with no dedup
+	// (core/remotes/docker/config/hosts.go:403-419 at containerd 301026e5; the same in v1.6.20).
+	own := hostKey(h)
+	for i := range hf.hosts {
+		if hostKey(hf.hosts[i]) == own {
+			hf.hosts[i].Role = "registry"
+		}
+	}
 	hf.hosts = append(hf.hosts, h)
 	return hf, nil
+}
+
+// hostKey is a host's scheme, name and port (the default port made explicit), with Docker Hub's
+// two names as one: containerd's server for docker.io is registry-1.docker.io (config/hosts.go:101-104),
+// and its documented default for docker.io, as kubespray's, names one as the server and the other
+// as the [host] (docs/hosts.md:182-187).
+func hostKey(h Host) string {
+	name, port, err := net.SplitHostPort(h.Host)
+	if err != nil {
+		name, port = h.Host, ""
+	}
+	name = strings.ToLower(name)
+	if name == "docker.io" {
+		name = "registry-1.docker.io"
+	}
+	scheme := "https"
+	if h.PlainHTTP {
+		scheme = "http"
+	}
+	return scheme + "://" + net.JoinHostPort(name, port)
 }
 
 // hostEntry builds one host from its keys (a [host] table, or the top level for the server).

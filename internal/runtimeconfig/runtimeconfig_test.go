@@ -542,3 +542,51 @@ func TestLegacyAuth(t *testing.T) {
 		t.Errorf("base64 auth = %q %q", u, p)
 	}
 }
+
+// A [host] whose scheme, host and port are the registry's own is the registry (DESIGN.md): the
+// server's, or without one the default containerd gives the directory's registry.
+func TestSelfMirrorRole(t *testing.T) {
+	for _, tc := range []struct {
+		name, toml, dflt string
+		want             []string // roles, the server last
+	}{
+		{"containerd's docs (docs/cri/config.md:742-750)", "server = \"https://192.168.12.34:5000\"\n[host.\"https://192.168.12.34:5000\"]\n  ca = \"ca.crt\"\n",
+			"https://192.168.12.34:5000", []string{"registry", "registry"}},
+		{"no server: the directory's registry", "[host.\"https://registry.corp.example\"]\n  ca = \"ca.crt\"\n",
+			"https://registry.corp.example", []string{"registry", "registry"}},
+		{"default port written", "server = \"https://registry.corp.example\"\n[host.\"https://Registry.Corp.Example:443\"]\n",
+			"https://registry.corp.example", []string{"registry", "registry"}},
+		{"http on 80", "server = \"http://registry.corp.example\"\n[host.\"http://registry.corp.example:80\"]\n",
+			"https://registry.corp.example", []string{"registry", "registry"}},
+		{"a path on the registry's host", "server = \"https://harbor.corp.example\"\n[host.\"https://harbor.corp.example/v2/proxy\"]\n  override_path = true\n",
+			"https://harbor.corp.example", []string{"registry", "registry"}},
+		// kubespray's insecure-registry example (docs/CRI/containerd.md:119-129): the server stays https
+		{"another scheme", "server = \"https://registry.corp.example:5000\"\n[host.\"http://registry.corp.example:5000\"]\n",
+			"https://registry.corp.example:5000", []string{"mirror", "registry"}},
+		{"another port", "server = \"https://registry.corp.example\"\n[host.\"https://registry.corp.example:5000\"]\n",
+			"https://registry.corp.example", []string{"mirror", "registry"}},
+		{"a mirror, then the registry", "server = \"https://registry.corp.example\"\n[host.\"https://mirror.corp.example\"]\n[host.\"https://registry.corp.example\"]\n",
+			"https://registry.corp.example", []string{"mirror", "registry", "registry"}},
+		// containerd's and kubespray's default for Docker Hub (docs/hosts.md:182-187, defaults/main.yml:58-63)
+		{"docker.io, server docker.io", "server = \"https://docker.io\"\n[host.\"https://registry-1.docker.io\"]\n",
+			"https://registry-1.docker.io", []string{"registry", "registry"}},
+		{"docker.io, no server", "[host.\"https://docker.io\"]\n[host.\"https://mirror.gcr.io\"]\n",
+			"https://registry-1.docker.io", []string{"registry", "mirror", "registry"}},
+		{"docker.io, a mirror as the server", "server = \"https://mirror.gcr.io\"\n[host.\"https://registry-1.docker.io\"]\n",
+			"https://registry-1.docker.io", []string{"mirror", "registry"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hf, err := parseHostsToml("/etc/containerd/certs.d/x/hosts.toml", []byte(tc.toml), tc.dflt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, h := range hf.hosts {
+				got = append(got, h.Role)
+			}
+			if strings.Join(got, " ") != strings.Join(tc.want, " ") {
+				t.Errorf("roles %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -88,21 +88,32 @@ type nodeSpec struct {
 	// CredentialProvider: the kubelet runs the tests' credential provider (an exec plugin) for
 	// images under providerGood and providerBad, its flags in /etc/default/kubelet as AKS writes them
 	CredentialProvider bool
+	// HostsToml is how the node's containerd trusts registry.cluster.test's CA: "" server and ca at
+	// the top with an empty [host], or one of the self-mirror files (a [host] that repeats the server)
+	HostsToml string
 }
+
+// The self-mirror hosts.toml files a node may have for registry.cluster.test: the [host] is the
+// registry itself (DESIGN.md), never a mirror.
+const (
+	hostsTomlDocs      = "docs"      // containerd's docs/cri/config.md:742-750: the ca on the [host] only
+	hostsTomlKubespray = "kubespray" // kubespray's hosts.toml.j2 (@46dbdd39) with a ca list
+)
 
 // scenario is the cluster the package's tests share (issues 9 and 10): pool A healthy, its newest
 // node's image list full (status.images at the kubelet's cap of 50); pool B's old node has the image cached and its newer node cannot reach
 // the registry (neither can the old one: its pods run from cache); pool C cannot reach the blob
-// host; pool D's resolver lacks the private zone.
+// host; pool D's resolver lacks the private zone. poolb-2 trusts the registry's CA through
+// containerd's documented hosts.toml, poolb-1 and poola-2 through kubespray's (issue 19 item 5).
 var scenario = clusterSpec{Nodes: []nodeSpec{
 	{Name: "poola-1", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true},
-	{Name: "poolb-1", Pool: "poolb", PreloadImages: []string{cachedImage}, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202510.01.0"}},
-	{Name: "poolb-2", Pool: "poolb", PodOnlyRegistryRoute: true, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202511.15.0"}},
+	{Name: "poolb-1", Pool: "poolb", PreloadImages: []string{cachedImage}, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202510.01.0"}, HostsToml: hostsTomlKubespray},
+	{Name: "poolb-2", Pool: "poolb", PodOnlyRegistryRoute: true, Labels: map[string]string{nodeImageLabel: "AKSUbuntu-2204gen2containerd-202511.15.0"}, HostsToml: hostsTomlDocs},
 	{Name: "poolc-1", Pool: "poolc", CanReachRegistry: true},
 	{Name: "poold-1", Pool: "poold", CanReachRegistry: true, CanReachBlobs: true, Resolver: resolverNoZone},
 	// the newest node: its import takes longest, and overlaps the others' registration
 	// and its kubelet trades the node's identity for registry credentials through a credential provider
-	{Name: "poola-2", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true, FillImages: 52, CredentialProvider: true},
+	{Name: "poola-2", Pool: "poola", CanReachRegistry: true, CanReachBlobs: true, FillImages: 52, CredentialProvider: true, HostsToml: hostsTomlKubespray},
 }}
 
 const (

@@ -120,6 +120,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 		c.write(filepath.Join(etc, "certs.d", h, "hosts.toml"),
 			fmt.Appendf(nil, "server = \"https://%s\"\nca = \"/etc/containerd/ca.pem\"\n\n[host]\n", h), 0o644)
 	}
+	switch s.HostsToml {
+	case hostsTomlDocs:
+		c.write(filepath.Join(etc, "certs.d", registry, "hosts.toml"),
+			fmt.Appendf(nil, "server = \"https://%[1]s\"\n\n[host.\"https://%[1]s\"]\n  ca = \"/etc/containerd/ca.pem\"\n", registry), 0o644)
+	case hostsTomlKubespray:
+		c.write(filepath.Join(etc, "certs.d", registry, "hosts.toml"), fmt.Appendf(nil, `server = "https://%[1]s"
+[host."https://%[1]s"]
+  capabilities = ["pull","resolve"]
+  skip_verify = false
+  override_path = false
+  ca = ["/etc/containerd/ca.pem"]
+`, registry), 0o644)
+	}
 	// pods get a bridge inside the node's namespace, attached to nothing else
 	c.write(filepath.Join(n.dir, "cni", "10-pullpath.conflist"), fmt.Appendf(nil, `{"cniVersion": "0.4.0", "name": "pullpath", "plugins": [
   {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,

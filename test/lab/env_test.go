@@ -59,6 +59,7 @@ type env struct {
 	ctrds    []*ctrd // the real containerds every case is pulled with: Debian's 1.6, and 2.x when built
 	crioRoot string  // a CRI-O host root skopeo pulls with (containers/image)
 	procs    []*exec.Cmd
+	dnsmasq  *exec.Cmd // the lab's resolver, for names a case adds (dockerHub)
 	mu       sync.Mutex
 }
 
@@ -180,7 +181,7 @@ type registry struct {
 }
 
 var registries = []registry{
-	{name: "main", addr: regIP + ":443", names: []string{"registry.lab.test", "reject.lab.test", "mirrored.lab.test"}, ca: "lab", redirect: "https://blobs.lab.test/"},
+	{name: "main", addr: regIP + ":443", names: []string{"registry.lab.test", "reject.lab.test", "mirrored.lab.test", "self.lab.test", "kspray.lab.test"}, ca: "lab", redirect: "https://blobs.lab.test/"},
 	{name: "direct", addr: regIP + ":4443", names: []string{"direct.lab.test"}, ca: "lab"},
 	{name: "auth", addr: regIP + ":5000", names: []string{"registry.lab.test"}, ca: "lab", htpasswd: true, redirect: "https://blobs.lab.test/"},
 	{name: "rogue", addr: regIP + ":5002", names: []string{"registry.lab.test"}, ca: "rogue"},
@@ -344,16 +345,16 @@ func (e *env) leaf(ca string, names []string) tls.Certificate {
 }
 
 func (e *env) services() {
-	hosts := fmt.Sprintf(`%s registry.lab.test direct.lab.test reject.lab.test mirrored.lab.test
+	hosts := fmt.Sprintf(`%s registry.lab.test direct.lab.test reject.lab.test mirrored.lab.test self.lab.test kspray.lab.test
 %s blobs.lab.test deadblobs.lab.test
 %s mirror.lab.test
 %s dropped.lab.test
 %s dropblobs.lab.test
-%s noroute.lab.test
+%s noroute.lab.test selfnr.lab.test selfport.lab.test
 %s vpn.lab.test
 `, regIP, blobIP, mirrorIP, dropIP, dropBlob, norouteIP, vpnRegIP)
 	writeFile(e.t, filepath.Join(e.dir, "dns", "hosts"), hosts)
-	e.start("dnsmasq", nil, "ip", e.inNS(e.nsReg, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
+	e.dnsmasq = e.start("dnsmasq", nil, "ip", e.inNS(e.nsReg, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
 		"--no-poll", "--local=/lab.test/", "--addn-hosts="+filepath.Join(e.dir, "dns", "hosts"), "--listen-address="+regIP+","+vpnRegIP,
 		"--bind-interfaces", "--user=root", "--pid-file=", "--log-queries", "--log-facility=-")...)
 
@@ -505,6 +506,17 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	// way to dflt.lab.test (not in DNS) is its mirror
 	writeFile(e.t, filepath.Join(etc, "certs.d", "dflt.lab.test", "hosts.toml"),
 		"server = \"https://dflt.lab.test\"\n\n[host.\"https://registry.lab.test\"]\n  capabilities = [\"pull\", \"resolve\"]\n  ca = \"/etc/containerd/ca.pem\"\n")
+	// containerd's documented way to give a registry its CA (docs/cri/config.md:742-750): a [host]
+	// that repeats the server, the ca on it; the server has none. self: reachable; selfnr: no
+	// route; selfport: the [host] names the default port, so containerd sends it ?ns= as well
+	for _, h := range [][2]string{{"self.lab.test", "self.lab.test"}, {"selfnr.lab.test", "selfnr.lab.test"}, {"selfport.lab.test", "selfport.lab.test:443"}} {
+		writeFile(e.t, filepath.Join(etc, "certs.d", h[0], "hosts.toml"),
+			fmt.Sprintf("server = \"https://%s\"\n\n[host.\"https://%s\"]\n  ca = \"/etc/containerd/ca.pem\"\n", h[0], h[1]))
+	}
+	// kubespray's hosts.toml.j2 (@46dbdd39) for {prefix: kspray.lab.test, mirrors: [{host: https://kspray.lab.test,
+	// capabilities: [pull, resolve], ca: [/etc/containerd/ca.pem]}]}, and for the role's default docker.io entry
+	writeFile(e.t, filepath.Join(etc, "certs.d", "kspray.lab.test", "hosts.toml"), kubesprayHostsToml("https://kspray.lab.test", "https://kspray.lab.test", "/etc/containerd/ca.pem"))
+	writeFile(e.t, filepath.Join(etc, "certs.d", "docker.io", "hosts.toml"), kubesprayHostsToml("https://docker.io", "https://registry-1.docker.io", ""))
 	writeFile(e.t, filepath.Join(root, "etc", "resolv.conf"), "nameserver "+regIP+"\n")
 	writeFile(e.t, filepath.Join(root, "etc", "hosts"), "127.0.0.1 localhost\n")
 	bin := "containerd"
@@ -541,6 +553,49 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	}
 	e.t.Errorf("containerd %s %s did not come up; see %s", rt.key, name, filepath.Join(e.dir, "logs", logName+".log"))
 	return "", ""
+}
+
+// kubesprayHostsToml is kubespray's roles/container-engine/containerd/templates/hosts.toml.j2 for one
+// prefix with one mirror (capabilities [pull, resolve], skip_verify and override_path at their
+// defaults), as Ansible renders it (trim_blocks).
+func kubesprayHostsToml(server, host, ca string) string {
+	s := fmt.Sprintf("server = %q\n[host.%q]\n  capabilities = [\"pull\",\"resolve\"]\n  skip_verify = false\n  override_path = false\n", server, host)
+	if ca != "" {
+		s += fmt.Sprintf("  ca = [%q]\n", ca)
+	}
+	return s
+}
+
+// dockerHub puts Docker Hub's two names in the lab's DNS on the address nobody routes to, or takes
+// them out again: only the case that needs them has them, the docker section's upstream is not in
+// DNS. dnsmasq re-reads its hosts files on SIGHUP; wait until the node's resolver answers so.
+func (e *env) dockerHub(on bool) {
+	e.t.Helper()
+	file := filepath.Join(e.dir, "dns", "hosts")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	const line = norouteIP + " docker.io registry-1.docker.io\n"
+	body := strings.ReplaceAll(string(b), line, "")
+	if on {
+		body += line
+	}
+	writeFile(e.t, file, body)
+	if err := e.dnsmasq.Process.Signal(syscall.SIGHUP); err != nil {
+		e.t.Fatal(err)
+	}
+	dial := netnsdial.In(e.nsNode)
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx, "udp", regIP+":53") }}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		addrs, _ := r.LookupHost(context.Background(), "registry-1.docker.io")
+		if (len(addrs) > 0) == on {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("dnsmasq did not reload %s (docker.io on: %t)", file, on)
+		}
+	}
 }
 
 // checkVersion asserts that pullpath reads each root as the containerd that runs with it: the
