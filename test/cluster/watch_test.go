@@ -146,15 +146,15 @@ func TestWatch(t *testing.T) {
 	c := sharedCluster(t)
 	runNamespace(t, c)
 	im := c.Images[cachedImage]
-	args := []string{"--image", im.Ref, "--interval", "20s", "--concurrency", "3", "--run-namespace", runNS, "--probe-timeout", "90s"}
-	start := time.Now()
+	args := []string{"--image", im.Ref, "--interval", "10s", "--concurrency", "3", "--run-namespace", runNS, "--probe-timeout", "90s"}
 	w := c.startWatch(t, args...)
+	start := time.Now() // the watcher is up: its first probes start now
 	before := c.pathEvents(t, "poolb-2")
 	for _, n := range []struct{ node, status, reason string }{
 		{"poolb-2", "True", "Route"}, {"poolb-1", "True", "Route"}, {"poola-1", "False", "OK"}, {"poolc-1", "True", "Endpoint"}, {"poold-1", "True", "DNS"},
 	} {
 		at := c.waitCondition(t, n.node, n.status, n.reason, 90*time.Second, w)
-		c.figure("watch: node %s %s/%s %s after the watcher started", n.node, n.status, n.reason, at.Sub(start).Round(100*time.Millisecond))
+		c.figure("watch: node %s %s/%s %s after the watcher was up (3 probes at once)", n.node, n.status, n.reason, at.Sub(start).Round(100*time.Millisecond))
 	}
 	broken := c.pathCondition(t, "poolb-2")
 	if broken.Message == "" || !bytes.Contains([]byte(broken.Message), []byte("registry.cluster.test:443 (registry) step route ROUTE_NONE")) {
@@ -168,7 +168,7 @@ func TestWatch(t *testing.T) {
 	}
 	fixed := time.Now()
 	c.waitCondition(t, "poolb-2", "False", "OK", 90*time.Second, w)
-	c.figure("watch: poolb-2 False/OK %s after its routes were added (interval 20s)", time.Since(fixed).Round(100*time.Millisecond))
+	c.figure("watch: poolb-2 False/OK %s after its routes were added (interval 10s)", time.Since(fixed).Round(100*time.Millisecond))
 	if cond := c.pathCondition(t, "poolb-2"); !cond.LastTransitionTime.After(broken.LastTransitionTime.Time) {
 		t.Errorf("lastTransitionTime %v did not move past %v on the flip", cond.LastTransitionTime, broken.LastTransitionTime)
 	}
@@ -197,7 +197,7 @@ func TestWatch(t *testing.T) {
 		t.Fatalf("the watcher ended during the API server outage\n%s", w.errOut.String())
 	default:
 	}
-	time.Sleep(25 * time.Second) // a probe round after the outage
+	time.Sleep(15 * time.Second) // a probe round after the outage
 	if cond := c.pathCondition(t, "poolb-2"); cond == nil || cond.Status != "True" {
 		t.Errorf("poolb-2 after the outage: %+v, want still True", cond)
 	}
