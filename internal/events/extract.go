@@ -15,6 +15,8 @@ import (
 type facts struct {
 	text      string // normalised: escapes undone, whitespace collapsed
 	lower     string // text lowercased once, for the prefilters of every table
+	prose     string // text with its names masked (prose.go): what statuses and class words are read from
+	proseLow  string // prose lowercased
 	image     string
 	registry  string // the image's registry, normalised ("docker.io")
 	url       *url.URL
@@ -173,7 +175,8 @@ func readFacts(msg string) facts {
 		}
 	}
 	var last *url.URL
-	for _, loc := range reURL.findAllIndex(t, low) {
+	urls := reURL.findAllIndex(t, low)
+	for _, loc := range urls {
 		u := strings.TrimRight(t[loc[0]:loc[1]], ".,;:")
 		pu, err := url.Parse(u)
 		if err != nil || pu.Host == "" || isDocLink(pu) || !requestURL(t[:loc[0]], pu) {
@@ -217,6 +220,7 @@ func readFacts(msg string) facts {
 	}
 	f.blobPhase = strings.Contains(t, "failed to copy") || strings.Contains(t, "httpReadSeeker") || strings.Contains(t, "httpReaderSeeker") ||
 		strings.Contains(t, "error pulling image configuration") || strings.Contains(t, "parsing image configuration")
+	f.prose, f.proseLow = proseOf(&f, urls)
 	return f
 }
 
