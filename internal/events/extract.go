@@ -423,7 +423,7 @@ func (f facts) port(host string) string {
 // client's "reading manifest <ref> in <host>/<repo>", so the decide line can name it.
 func (f facts) imageFromPaths() string {
 	if m := reRefIn.FindStringSubmatch(f.text); m != nil {
-		return joinRef(m[2], m[1])
+		return joinRef(strings.TrimRight(m[2], "."), m[1]) // the sentence's full stop is not the name's
 	}
 	for _, u := range reURL.FindAllString(f.text, -1) {
 		pu, err := url.Parse(strings.TrimRight(u, ".,;:"))
