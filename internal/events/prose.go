@@ -21,6 +21,7 @@ var (
 	// (wrappedNames reads those after "image" and "reference")
 	reNameWrapped = []litRegexp{
 		mustLit(`(?i)\brepository ([a-z0-9][\w./:@-]*) not found`),
+		mustLit(`[Ii]mage ([^\s"]+) not found`),
 		mustLit(`Pulling from ([\w./:-]+)`),
 		mustLit(`(?:[Rr]eading manifest|Tag) (\S+?) (?:in|not found in repository) ([^\s:"]+(?::\d+)?/[^\s:"]+)`),
 		mustLit(`(?i)\b(?:pull|pulling) repository ([a-z0-9][\w./:@-]*?):?(?:\s|$)`),
@@ -61,9 +62,10 @@ var nameSpans = func() []litRegexp {
 }()
 
 // imageFoundOtherwise are the indexes in reImage of the patterns nameSpans leaves out: the quoted
-// wrappers (0), docker:// (6, reNameWrapped's), those with a registry host only (7, 11, 16), the
-// commands (14) and "pulling repository" (15, reNameWrapped's).
-var imageFoundOtherwise = map[int]bool{0: true, 6: true, 7: true, 11: true, 14: true, 15: true, 16: true}
+// wrappers (0) and "failed to pull image REF:" (1, wrappedNames'), "image REF not found" (4),
+// docker:// (6) and "pulling repository" (15, reNameWrapped's), those with a registry host only
+// (7, 11, 16) and the commands (14, wrappedNames').
+var imageFoundOtherwise = map[int]bool{0: true, 1: true, 4: true, 6: true, 7: true, 11: true, 14: true, 15: true, 16: true}
 
 // proseOf masks the names of f.text; urls are the URLs reURL found in it.
 func proseOf(f *facts, urls [][]int) (prose, lower string) {
