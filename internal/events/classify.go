@@ -295,14 +295,16 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	f := readFacts(msg)
 	host, role := f.failingHost()
 	code, layer := report.CodeUnknown, report.StepConfig
-	matched := ""
+	// matched is the cause as the text says it (quoted, and the host a rule names is read from
+	// it); cause is the same place in the prose, where statuses and class words are read
+	matched, cause := "", ""
 	for i, r := range rules {
-		if !rulePrefilters[i].mayMatch(f.lower) {
+		if !rulePrefilters[i].mayMatch(f.proseLow) {
 			continue
 		}
-		if loc := r.re.FindStringIndex(f.text); loc != nil {
+		if loc := r.re.FindStringIndex(f.prose); loc != nil {
 			code, layer = r.code, r.layer
-			matched = f.text[loc[0]:loc[1]]
+			matched, cause = f.text[loc[0]:loc[1]], f.prose[loc[0]:loc[1]]
 			break
 		}
 	}
@@ -310,7 +312,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		// the message names the target, not the proxy: the proxy is the failing hop
 		host, role = "", report.RoleProxy
 	}
-	if (role == report.RoleRegistry || role == "") && slices.ContainsFunc(tokenWords, func(w string) bool { return strings.Contains(f.text, w) }) {
+	if (role == report.RoleRegistry || role == "") && slices.ContainsFunc(tokenWords, func(w string) bool { return strings.Contains(f.prose, w) }) {
 		role = report.RoleToken
 	}
 	switch {
@@ -385,14 +387,14 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 				fd.Alternatives = append(fd.Alternatives, inner)
 			}
 		}
-		if code == report.CodeAuth401 && (hub || strings.Contains(f.registry, "quay.io") || strings.Contains(f.text, "anonymous")) {
+		if code == report.CodeAuth401 && (hub || strings.Contains(f.registry, "quay.io") || strings.Contains(f.prose, "anonymous")) {
 			fd.Alternatives = []report.Class{report.ClassNotFound}
 		}
 		if fd.Code == report.CodeAuth403 && fd.Class == report.ClassForbidden {
 			// registries also answer 403 to stale or foreign credentials
 			fd.Alternatives = []report.Class{report.ClassAuth}
 		}
-		if m := reBareStatus.FindStringSubmatch(matched); m != nil && code == report.CodeProxyFailed {
+		if m := reBareStatus.FindStringSubmatch(cause); m != nil && code == report.CodeProxyFailed {
 			// the registry's own answer is the alternative: a refusal, or its service failing
 			alt := report.ClassOther
 			if m[1] == "Forbidden" {
@@ -400,7 +402,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			}
 			fd.Alternatives = []report.Class{alt}
 		}
-		if code == report.CodeTCPReset && strings.HasSuffix(matched, "EOF") && role == report.RoleRegistry && len(fd.Alternatives) == 0 {
+		if code == report.CodeTCPReset && strings.HasSuffix(cause, "EOF") && role == report.RoleRegistry && len(fd.Alternatives) == 0 {
 			// an EOF says the connection was closed, not who closed it: any transport failure at
 			// the registry, in the order dev messages had them
 			for _, c := range transportOrder() {
@@ -412,13 +414,13 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			fd.Alternatives = append([]report.Class{report.ClassOther}, slices.DeleteFunc(fd.Alternatives, func(c report.Class) bool { return c == report.ClassOther })...)
 			fd.Reason = "the blob storage refused the download (403) because the storage account or its billing is in bad standing: the registry publisher's account, which no change on the node fixes"
 		}
-		if fd.Code == report.CodeHTTPStatus && re4xx.MatchString(matched) {
+		if fd.Code == report.CodeHTTPStatus && re4xx.MatchString(cause) {
 			// a registry refusing a request as malformed (400), gone (410) or unacceptable says
 			// that it refused, not why; registries answer so for a reference they cannot serve
 			fd.Alternatives = []report.Class{report.ClassNotFound}
-			fd.Reason = "the registry refused the request with " + strings.TrimSpace(re4xx.FindString(matched)) + ", which names no cause; registries answer so for a reference they cannot serve (a name or tag they reject) as well as for a client they will not serve"
+			fd.Reason = "the registry refused the request with " + strings.TrimSpace(re4xx.FindString(cause)) + ", which names no cause; registries answer so for a reference they cannot serve (a name or tag they reject) as well as for a client they will not serve"
 		}
-		if code == report.CodeTCPFailed && strings.HasPrefix(matched, "unsupported protocol scheme") {
+		if code == report.CodeTCPFailed && strings.HasPrefix(cause, "unsupported protocol scheme") {
 			// the URL itself was wrong: a realm the registry announced without its host, or a client
 			// that built the URL wrong; nothing was dialled
 			fd.Class, fd.Alternatives = report.ClassEndpoint, []report.Class{report.ClassOther}
@@ -427,11 +429,11 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 			}
 			fd.Reason = "the client refused a URL without a usable scheme: a token realm or endpoint written without its host (the registry's auth settings), or a client that built it wrong; nothing was dialled"
 		}
-		if code == report.CodeManifestUnknown && reGRPCNotFound.MatchString(matched) {
+		if code == report.CodeManifestUnknown && reGRPCNotFound.MatchString(cause) {
 			fd.Alternatives = []report.Class{report.ClassPlatform}
 			fd.Reason = "the runtime answered NotFound and the text is cut before why: containerd answers so for an image or tag the registry does not have, and for an image without the node's platform"
 		}
-		if fd.Code == report.CodeHTTPStatus && fd.Class != report.ClassOther && re5xx.MatchString(matched) {
+		if fd.Code == report.CodeHTTPStatus && fd.Class != report.ClassOther && re5xx.MatchString(cause) {
 			// a 5xx is the server's own failure: a storage or CDN host on the path, or an outage of
 			// the registry's service that no node-side change fixes
 			fd.Alternatives = append(fd.Alternatives, report.ClassOther)
@@ -449,7 +451,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		}
 	}
 	var key phraseKey
-	if ph := findPhrase(code, matched, f); ph != "" {
+	if ph := findPhrase(code, cause, f); ph != "" {
 		reg := f.registry
 		if reg == "" && role == report.RoleRegistry {
 			reg = host

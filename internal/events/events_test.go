@@ -722,6 +722,8 @@ func TestImageWhereverNamed(t *testing.T) {
 		{"updater failure: failed to pull ghcr.io/acme/updater: Error response from daemon: toomanyrequests: retry-after: 1s", "ghcr.io/acme/updater"},
 		{"Pulling repository reg.example.com/team/app\nError: Authentication is required.", "reg.example.com/team/app"},
 		{"Internal error occurred: docker.io/acme/web:1.2.0: toomanyrequests: You have reached your pull rate limit.", "docker.io/acme/web:1.2.0"},
+		// the sentence's full stop is not the repository's
+		{"Error reading manifest 1.2 in quay.io/acme/web. Retrying", "quay.io/acme/web:1.2"},
 		{"github.com/containerd/containerd/remotes/docker.(*dockerResolver).Resolve: EOF", ""},
 		{"see https://docs.docker.com/engine/reference/pull/ and /etc/containers/registries.conf: toomanyrequests", ""},
 	}

@@ -15,6 +15,8 @@ import (
 type facts struct {
 	text      string // normalised: escapes undone, whitespace collapsed
 	lower     string // text lowercased once, for the prefilters of every table
+	prose     string // text with its names masked (prose.go): what statuses and class words are read from
+	proseLow  string // prose lowercased
 	image     string
 	registry  string // the image's registry, normalised ("docker.io")
 	pulled    string // the same, only when the text names the image pulled (not read off a URL)
@@ -178,7 +180,8 @@ func readFacts(msg string) facts {
 		}
 	}
 	var last *url.URL
-	for _, loc := range reURL.findAllIndex(t, low) {
+	urls := reURL.findAllIndex(t, low)
+	for _, loc := range urls {
 		u := strings.TrimRight(t[loc[0]:loc[1]], ".,;:")
 		pu, err := url.Parse(u)
 		if err != nil || pu.Host == "" || isDocLink(pu) || !requestURL(t[:loc[0]], pu) {
@@ -222,6 +225,7 @@ func readFacts(msg string) facts {
 	}
 	f.blobPhase = strings.Contains(t, "failed to copy") || strings.Contains(t, "httpReadSeeker") || strings.Contains(t, "httpReaderSeeker") ||
 		strings.Contains(t, "error pulling image configuration") || strings.Contains(t, "parsing image configuration")
+	f.prose, f.proseLow = proseOf(&f, urls)
 	return f
 }
 
@@ -451,7 +455,7 @@ func (f facts) port(host string) string {
 // client's "reading manifest <ref> in <host>/<repo>", so the decide line can name it.
 func (f facts) imageFromPaths() string {
 	if m := reRefIn.FindStringSubmatch(f.text); m != nil {
-		return joinRef(m[2], m[1])
+		return joinRef(strings.TrimRight(m[2], "."), m[1]) // the sentence's full stop is not the name's
 	}
 	for _, u := range reURL.FindAllString(f.text, -1) {
 		pu, err := url.Parse(strings.TrimRight(u, ".,;:"))

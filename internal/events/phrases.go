@@ -115,7 +115,7 @@ func findPhrase(code report.Code, matched string, f facts) string {
 		return ""
 	}
 	for i, p := range phrases {
-		if p.group == g && phrasePrefilters[i].mayMatch(f.lower) && p.re.MatchString(f.text) {
+		if p.group == g && phrasePrefilters[i].mayMatch(f.proseLow) && p.re.MatchString(f.prose) {
 			return p.key
 		}
 	}

@@ -178,13 +178,13 @@ func registryMeaning(f facts, fd report.Finding, code report.Code, hub bool) *de
 		if !r.anyCode && !denialCodes[code] {
 			continue
 		}
-		if r.literal != "" && !strings.Contains(f.lower, r.literal) || !denialPrefilters[i].mayMatch(f.lower) {
+		if r.literal != "" && !strings.Contains(f.proseLow, r.literal) || !denialPrefilters[i].mayMatch(f.proseLow) {
 			continue
 		}
 		if fam == "" {
 			fam = denialFamily(f, fd, hub)
 		}
-		if (r.family == fam || r.family == "*") && r.wording.MatchString(f.text) {
+		if (r.family == fam || r.family == "*") && r.wording.MatchString(f.prose) {
 			return r
 		}
 	}
