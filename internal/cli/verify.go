@@ -52,40 +52,13 @@ func newVerifyCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify IMAGE",
 		Short: "Prove the pull path with a fresh, complete probe on a node of every pool, run through Kubernetes",
-		Long: `Prove the pull path where it matters: on a node of every node pool, chosen among
-the nodes that do not have the image in their cache (the newest Ready one), with a
-complete probe of every layer, the node's resolver, routes and runtime configuration
-(hostNetwork, dnsPolicy: Default, the host's files read-only for --host-root).
+		Long: `Prove the pull path on a node of every pool, chosen without the image in its
+cache: a complete probe in a hostNetwork pod, delivered without any pull;
+--runtime-pull puts the kubelet's own pull beside it. Everything a run makes is
+deleted on every exit path ('pullpath cleanup' after a kill).
 
-The probe reaches the node without any pull, on an image the node already has (the
-sandbox image first, imagePullPolicy: Never): a 3 KB static loader in a ConfigMap
-reads the probe-only build (12.8 MB, embedded in every pullpath build) from the pod's
-stdin, streamed through the attach API into a memory volume, and runs it. Nothing but
-the loader is stored in the API. Without create on pods/attach, or when a node's
-stream fails, the binary goes in ConfigMaps instead (--delivery configmap: 13 of them).
-A probe pod that cannot start is itself a finding, in the kubelet's words.
-
-With --probe-image REF the probe pods run that image instead (built and pushed by
-'pullpath image push'; pulled by the node with imagePullPolicy: IfNotPresent): no
-ConfigMaps, no loader. The node must be able to pull it, so put it where the node's
-pull path surely works, or pre-load it; a node that cannot pull it is a finding.
-With --from-pod POD (and --probe-image) the probe also runs inside that pod's own
-network namespace, as an ephemeral container, and its verdict is set beside the
-node's: a pod that reaches the registry through a route of its own (a VPN sidecar)
-while its node does not still cannot pull, because the node pulls. Kubernetes cannot
-remove an ephemeral container: it stays, exited, in the pod's spec.
-
-With --runtime-pull, a canary pod beside each probe asks the kubelet for a real pull
-of the image (pull policy Always, the same credentials, a command that never runs):
-its result is explained and compared with the probe's verdict. A pull that succeeds
-because the layers were cached proves nothing about the network, and is said so.
-
-Everything a run creates carries the label pullpath.dev/run=<id>, an owner and an
-expiry; it is deleted on every exit path (success, failure, Ctrl-C, SIGTERM, timeout),
-retrying while the API server is away; 'pullpath cleanup' removes what a killed run left. Rights are checked first: a missing
-permission is named before anything is created (deploy/rbac.yaml has them all).
-
-Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
+Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
+` + manual("verify.md"),
 		Example: `  pullpath verify myreg.azurecr.io/team/app:1.4
   pullpath verify myreg.azurecr.io/team/app:1.4 --fresh --pool nodepool2 --pod shop/web-7d9f8b6c5-x2x7q --runtime-pull
   kubectl pullpath verify registry.corp.example/app:1 --all-nodes -o json --junit verify.xml`,
@@ -110,7 +83,7 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
 	f.BoolVar(&o.runtimePull, "runtime-pull", false, "beside each probe, a canary pod with the image: the kubelet's real pull, compared with the probe")
 	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else the probe-only build embedded in pullpath)")
 	f.StringVar(&o.delivery, "delivery", "auto", "how the probe binary reaches the nodes: attach (streamed into the probe pod, nothing stored), configmap (stored in ConfigMaps), or auto (attach when allowed, else ConfigMaps)")
-	f.StringVar(&o.probeImage, "probe-image", "", "run the probe pods on this probe image (pullpath image push) instead of shipping the binary in ConfigMaps")
+	f.StringVar(&o.probeImage, "probe-image", "", "run the probe pods on this probe image (pullpath image push) instead of shipping the probe binary")
 	f.StringVar(&o.fromPod, "from-pod", "", "also probe from this pod's own network namespace (NAMESPACE/NAME, or NAME in -n's namespace), as an ephemeral container of --probe-image")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
@@ -118,6 +91,7 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file (a test case per pool)")
 	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages: a node listing this many images is 'unknown', never 'without the image'")
+	groupFlags(f, "More", "include-unready", "probe-binary", "timeout", "probe-timeout", "concurrency", "node-max-images")
 	return cmd
 }
 
@@ -290,16 +264,13 @@ func newCleanupCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cleanup",
 		Short: "Delete what verify runs left behind (pods, ConfigMaps, Secrets labelled app.kubernetes.io/managed-by=pullpath)",
-		Long: `Delete every object pullpath verify made in the run namespace — of one run (--run ID)
-or of all — and wait until they are gone. verify cleans up after itself on every exit
-path, retrying while the API server is away; this is for a run that was killed (SIGKILL,
-a lost machine). Every object carries pullpath.dev/expires (a Unix time after which its
-run is surely over): --expired deletes only those, so a schedule cannot disturb a run.
+		Long: `Delete every object pullpath verify made in the run namespace, of one run (--run)
+or of all, and wait until they are gone: for a run that was killed. --expired
+deletes only objects whose run is surely over (label pullpath.dev/expires).
 
-The run namespace is --run-namespace, or -n when only -n is given (default pullpath).
-
-Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not run
-(no cluster, refused credentials, no rights, an API that answers an error, a bad flag).`,
+Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not
+run (no cluster, refused credentials, no rights, an API error, a bad flag).
+` + manual("cleanup.md"),
 		Example: `  pullpath cleanup
   pullpath cleanup --expired -n pullpath
   kubectl pullpath cleanup --run 3f9c04ab --run-namespace pullpath`,
