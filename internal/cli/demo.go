@@ -26,21 +26,14 @@ func newDemoCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Stage a private registry on loopback, healthy and with each fault, and diagnose each",
-		Long: `Start, inside this process and on loopback only, a TLS registry with a token realm
-on a second hostname and a blob host it redirects to on a third, a DNS server
-for those names, and a generated CA. Push a generated image, then run the real
-probe against the healthy path and against each fault: unknown name, resolver
-down, closed port, untrusted CA, wrong-name and expired certificates, plain HTTP,
-401, 403, insufficient scope, missing tag, wrong platform, 429, token realm
-down, blob host unresolvable, down, stalled, refusing its signed URL, and
-altered bytes. Nothing on the machine is changed.
+		Long: `Stage, inside this process and on loopback only, a TLS registry with a token
+realm and a blob host it redirects to, a DNS server and a generated CA; then run
+the real probe against the healthy path and each staged fault, one line per
+scenario (--full prints every report first). Nothing on the machine changes.
 
-By default it prints one line per scenario: ✓ when the diagnosis matches the
-staged fault (✗ when not), the class and code diagnosed, the failing host and
-its role, and the probe's time. --full prints every report in full first.
-
-Exit codes: 0 every diagnosis matches the staged fault, 1 one does not, 2 could not
-run (a bad flag, --only matching no scenario).`,
+Exit codes: 0 every diagnosis matches the staged fault, 1 one does not, 2 could
+not run (a bad flag, --only matching no scenario).
+` + manual("demo.md"),
 		Example: `  pullpath demo
   pullpath demo --list
   pullpath demo --full --only "blob host unreachable"`,

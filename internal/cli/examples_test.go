@@ -2,7 +2,9 @@ package cli
 
 import (
 	"bytes"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -140,73 +142,131 @@ func TestHelpStatesExitCodesAndExamples(t *testing.T) {
 	})
 }
 
-// The README's command lines are valid too.
-func TestReadmeExamplesParse(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// docFiles are the Markdown files people copy command lines from: README.md, CONTRIBUTING.md and
+// every page under docs/, as paths relative to the repository's root.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files := []string{"README.md", "CONTRIBUTING.md"}
+	err := filepath.WalkDir(filepath.Join(repoRoot(t), "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, _ := filepath.Rel(repoRoot(t), path)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	inCode := false
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inCode = !inCode
-			continue
-		}
-		if !inCode {
-			continue
-		}
-		for _, args := range exampleArgs(line) {
-			n++
-			if err := checkExample(args); err != nil {
-				t.Errorf("README: %q: %v", strings.Join(args, " "), err)
-			}
-		}
-	}
-	if n < 5 {
-		t.Errorf("only %d command lines found in the README's code blocks: the extraction is broken", n)
-	}
-	t.Logf("%d README command lines", n)
+	return files
 }
 
-// Every flag the README names in an inline command (`pullpath probe --cri[=SOCKET]`) exists on
-// that command.
-func TestReadmeInlineCommandFlagsExist(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+func readDoc(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot(t), name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	spans := strings.Split(string(b), "`")
-	n := 0
-	for i := 1; i < len(spans); i += 2 {
-		span := strings.TrimPrefix(strings.TrimSpace(spans[i]), "kubectl ")
-		words := strings.Fields(span)
-		root := NewRootCmd(Streams{})
-		switch {
-		case strings.HasPrefix(span, "pullpath "):
-			words = words[1:]
-		case len(words) > 1 && strings.Contains(span, " --") && slices.ContainsFunc(root.Commands(), func(c *cobra.Command) bool { return c.Name() == words[0] }):
-			// "verify --probe-image REF": a subcommand named in prose
-		default:
+	return string(b)
+}
+
+// The command lines in the code blocks of the README and the docs are valid too.
+func TestDocsExamplesParse(t *testing.T) {
+	total := 0
+	for _, name := range docFiles(t) {
+		n := 0
+		for _, block := range codeBlocks(readDoc(t, name)) {
+			for _, line := range commandLines(block) {
+				for _, args := range exampleArgs(line) {
+					n++
+					if err := checkExample(args); err != nil {
+						t.Errorf("%s: %q: %v", name, strings.Join(args, " "), err)
+					}
+				}
+			}
+		}
+		if name == "README.md" && n < 4 {
+			t.Errorf("only %d command lines found in the README's code blocks: the extraction is broken", n)
+		}
+		total += n
+	}
+	if total < 30 {
+		t.Errorf("only %d command lines found in the docs' code blocks: the extraction is broken", total)
+	}
+	t.Logf("%d command lines in %d files", total, len(docFiles(t)))
+}
+
+// codeBlocks returns the lines of each fenced code block of a Markdown text.
+func codeBlocks(md string) [][]string {
+	var blocks [][]string
+	var cur []string
+	in := false
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			if in {
+				blocks = append(blocks, cur)
+			}
+			in, cur = !in, nil
 			continue
 		}
-		c, _, err := root.Find(words)
-		if err != nil {
-			continue // a placeholder such as "pullpath …"
+		if in {
+			cur = append(cur, line)
 		}
-		for _, w := range words {
-			if !strings.HasPrefix(w, "--") {
+	}
+	return blocks
+}
+
+// commandLines are the lines of a code block that someone would run: in a block that shows a
+// session ("$ " prompts followed by output), only the prompted lines, so that output such as
+// "pullpath demo: a registry …" is not taken for a command; else every line.
+func commandLines(block []string) []string {
+	var prompted []string
+	for _, l := range block {
+		if strings.HasPrefix(strings.TrimSpace(l), "$ ") {
+			prompted = append(prompted, l)
+		}
+	}
+	if len(prompted) > 0 {
+		return prompted
+	}
+	return block
+}
+
+// Every flag the README and the docs name in an inline command (`pullpath probe --cri[=SOCKET]`)
+// exists on that command.
+func TestDocsInlineCommandFlagsExist(t *testing.T) {
+	n := 0
+	root := NewRootCmd(Streams{}) // only looked up in
+	for _, name := range docFiles(t) {
+		spans := strings.Split(readDoc(t, name), "`")
+		for i := 1; i < len(spans); i += 2 {
+			span := strings.TrimPrefix(strings.TrimSpace(spans[i]), "kubectl ")
+			words := strings.Fields(span)
+			switch {
+			case strings.HasPrefix(span, "pullpath "):
+				words = words[1:]
+			case len(words) > 1 && strings.Contains(span, " --") && slices.ContainsFunc(root.Commands(), func(c *cobra.Command) bool { return c.Name() == words[0] }):
+				// "verify --probe-image REF": a subcommand named in prose
+			default:
 				continue
 			}
-			name := strings.TrimPrefix(w, "--")
-			name, _, _ = strings.Cut(name, "[")
-			name, _, _ = strings.Cut(name, "=")
-			name = strings.TrimRight(name, ".,;:)")
-			n++
-			if c.Flags().Lookup(name) == nil && c.InheritedFlags().Lookup(name) == nil {
-				t.Errorf("README: `%s`: %s has no flag --%s", spans[i], c.CommandPath(), name)
+			c, _, err := root.Find(words)
+			if err != nil {
+				continue // a placeholder such as "pullpath …"
+			}
+			for _, w := range words {
+				if !strings.HasPrefix(w, "--") {
+					continue
+				}
+				flag := strings.TrimPrefix(w, "--")
+				flag, _, _ = strings.Cut(flag, "[")
+				flag, _, _ = strings.Cut(flag, "=")
+				flag = strings.TrimRight(flag, ".,;:)")
+				n++
+				if c.Flags().Lookup(flag) == nil && c.InheritedFlags().Lookup(flag) == nil {
+					t.Errorf("%s: `%s`: %s has no flag --%s", name, spans[i], c.CommandPath(), flag)
+				}
 			}
 		}
 	}
-	t.Logf("%d flags in the README's inline commands", n)
+	t.Logf("%d flags in inline commands", n)
 }

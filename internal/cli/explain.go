@@ -27,23 +27,13 @@ func newExplainCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain [FILE|-]",
 		Short: "Classify kubelet, containerd, CRI-O and docker image pull errors (offline)",
-		Long: `Read image pull failures and say, for each, which part of the pull path broke,
-on which host, who owns the fix, and the next step — the way an expert reads the
-wrapper chains of the kubelet, containerd, CRI-O and docker.
+		Long: `Read image pull failures, offline, and say for each which part of the pull path
+broke, on which host, who owns the fix, and the next step. Input, detected
+automatically, from FILE or stdin: error messages, kubectl describe pod output,
+kubectl get events tables, events or pods as JSON or YAML.
 
-Input, detected automatically, from FILE or stdin:
-  raw error messages (one per line or block), kubectl describe pod output,
-  kubectl get events [-A] tables, kubectl get events|pod -o json|yaml (lists and
-  events.k8s.io too). Only pull failures count: crash loops, probes, mounts and
-  scheduling events are not, nor text that reports no failure (a "Pulling
-  image" or "Started container" line). Input that is not text is refused.
-
-Each finding says whether the text decides it. When it cannot (Docker Hub's
-"pull access denied", a 401 that may mean a missing repository, a bare deadline),
-it is marked undecided, the most likely class comes with the alternatives, most
-likely first, and the one probe command that decides between them.
-
-Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not run.`,
+Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not run.
+` + manual("explain.md"),
 		Example: `  kubectl describe pod web-1 | pullpath explain
   kubectl get events -n shop -o json | pullpath explain -o json
   pullpath explain crictl-pull.log`,

@@ -53,7 +53,7 @@ var systemBundles = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls
 func newImageCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
-		Short: "Build and push the probe image, for clusters that prefer verify --probe-image to ConfigMap delivery",
+		Short: "Build and push the probe image, for verify --probe-image and --from-pod",
 	}
 	onlySubcommands(cmd, "subcommand", "push")
 	cmd.AddCommand(newImagePushCmd(s))
@@ -65,20 +65,13 @@ func newImagePushCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "push REF",
 		Short: "Build the probe image (the static probe binary, one layer per platform, an OCI index) and push it",
-		Long: `Build the probe image in-process and push it to REF: for each platform, one layer
-holding the static probe-only pullpath binary at /pullpath (the entrypoint) and a CA
-bundle at /etc/ssl/certs/ca-certificates.crt, and an OCI index over the platforms. The
-bundle is this machine's (SSL_CERT_FILE or the usual paths; --no-system-cas leaves it
-out) plus every --add-ca: a probe run inside a pod (verify --from-pod) has no other
-roots; on a node, the probe reads the node's own CA files through --host-root. The binaries are pullpath-probe-linux-<arch> from
---probe-binary-dir, else next to this program, else this program itself when it is
-linux/<arch>. Credentials come from the docker config ($DOCKER_CONFIG or
-~/.docker/config.json, with its credential helpers).
+		Long: `Build the probe image in-process and push it to REF: per platform, one layer with
+the static probe-only pullpath at /pullpath (the entrypoint) and a CA bundle,
+under an OCI index; the same contents give the same digest. Prints the digest
+reference, for 'pullpath verify IMAGE --probe-image <digest reference>'.
 
-The same binaries and bundle give the same image digest. Prints the digest reference, for
-'pullpath verify IMAGE --probe-image <digest reference>'.
-
-Exit codes: 0 pushed, 2 could not build or push.`,
+Exit codes: 0 pushed, 2 could not build or push.
+` + manual("image.md"),
 		Example: `  pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1
   pullpath image push registry.corp.example/pullpath-probe:v1 --platform linux/amd64 --probe-binary-dir dist`,
 		Args: oneImage("pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1"),

@@ -27,6 +27,9 @@ func newKubeFlags() *kubeFlags { return &kubeFlags{} }
 func (k *kubeFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
 	clientcmd.BindOverrideFlags(&k.overrides, f, clientcmd.RecommendedConfigOverrideFlags(""))
+	groupFlags(f, "Kubernetes, as kubectl", "kubeconfig", "context", "namespace", "as", "as-group", "as-uid", "cluster", "user", "server",
+		"token", "certificate-authority", "client-certificate", "client-key", "tls-server-name", "insecure-skip-tls-verify", "proxy-url",
+		"request-timeout", "disable-compression", "username", "password")
 }
 
 func (k *kubeFlags) loader() clientcmd.ClientConfig {

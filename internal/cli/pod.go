@@ -34,24 +34,14 @@ func newPodCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "pod NAME | --all",
 		Short: "Diagnose a pod's image pull failure across the cluster: nodes, pools, caches, credentials",
-		Long: `Start where the operator starts: the failing pod. pullpath reads the pod, its
-containers' waiting states and its events (explained as pullpath explain does), the
-node it landed on and that node's pool, age, node image and runtime, and then the
-image caches of every node (status.images): where the image is cached, where not,
-and where the failing pods are. Old nodes keep running a cached image while the
-new nodes of a scale-up or upgrade cannot pull it: the cached-image lie.
-
-It also shows the pull credentials as the kubelet sees them (the pod's and its
-service account's imagePullSecrets, matched against the registry as the kubelet
-matches; never a secret value), a timeline (node creations, pool upgrades,
-scale-ups, the first failure), and the exact pullpath verify command that proves
-the path with a fresh, complete pull on a node of each pool concerned.
-
-A node whose image list is full (the kubelet lists at most nodeStatusMaxImages,
-50 by default) is "unknown", never "absent". Read-only: it never creates anything.
+		Long: `Start from the failing pod: its events, explained; its node and pool; the image
+caches of every node (the cached-image lie: old nodes run a cached image that new
+ones cannot pull); the pull credentials as the kubelet sees them; a timeline;
+and the pullpath verify command that proves the cause. Read-only.
 
 Exit codes: 0 no pull failure, 1 pull failure diagnosed, 2 could not run (no
-cluster, no rights: the RBAC verb that was missing is named).`,
+cluster, no rights: the RBAC verb that was missing is named).
+` + manual("pod.md"),
 		Example: `  pullpath pod web-7d9f8b6c5-x2x7q -n shop
   kubectl pullpath pod web-7d9f8b6c5-x2x7q -n shop -o json
   pullpath pod --all -A`,

@@ -88,40 +88,14 @@ func newProbeCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "probe IMAGE",
 		Short: "Walk the pull path of IMAGE from this node, layer by layer, and download every blob",
-		Long: `Walk the pull path of IMAGE from this network namespace, in the runtime's order:
-the node's resolver, the route, TCP, TLS, the registry API and its challenge,
-the token realm, the manifest for this platform, and every blob, fully
-downloaded through every redirect and digest-verified. Every host the pull
-touches is its own endpoint with its own DNS, route, TCP and TLS evidence.
-
-Run it on the node, or in a hostNetwork pod with dnsPolicy: Default, so that the
-network namespace and the resolver are the node's.
-
-Credentials, first found wins: --username with --password-stdin, --pull-secret
-(a kubernetes.io/dockerconfigjson Secret as YAML or JSON; - reads it from stdin),
---pull-secret-env (repeatable); of either, every entry that covers the image is
-tried in turn, in the kubelet's order, until one pulls; the docker config
-($DOCKER_CONFIG, ~/.docker/config.json, credential helpers); else anonymous.
---anonymous with any of these is a usage error. Under a host root the probe
-takes the node's credentials as the kubelet does: its docker config
-(config.json in --root-dir, /, /.docker) and its credential providers, run as
-the kubelet runs them. It tries --pull-secret/--pull-secret-env first, then the
-kubelet's docker config, then what the providers gave, and, as the kubelet,
-never pulls anonymously after a credential was refused.
-
---no-download stops after the manifest and the first byte of each layer: every
-blob host is still reached through its redirects, but nothing is verified and
-the report says so (download.partial "no-download"). --quiet prints nothing:
-the exit code is the verdict.
-
-The defaults give a blackholed path its verdict in seconds. To wait as long as
-containerd does, use --connect-timeout 30s --tls-timeout 10s --header-timeout 30s.
-
-Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
+		Long: `Walk the pull path of IMAGE the way the node's runtime does, host by host, and
+download every blob; name the step that broke, on which host, with evidence.
+Run it on the node, or in a hostNetwork pod with dnsPolicy: Default.
+Exit codes: 0 healthy, 1 broken and diagnosed, 2 could not run, 3 timed out.
+` + manual("probe.md"),
 		Example: `  pullpath probe myreg.azurecr.io/team/app:1.4
-  pullpath probe --pull-secret secret.yaml -o json registry.example:5000/app@sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
   kubectl get secret regcred -o yaml | pullpath probe --pull-secret - myreg.io/app:1
-  pullpath probe --allowlist myreg.azurecr.io/team/app:1.4`,
+  pullpath probe --allowlist -o json myreg.azurecr.io/team/app:1.4`,
 		Args: oneImage("pullpath probe myreg.azurecr.io/team/app:1.4"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// flag conflicts first: Complete reads stdin and files
@@ -169,6 +143,8 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	f.BoolVar(&o.criFresh, "cri-fresh", false, "with --cri: remove a cached image first so the runtime really pulls it, but only when no container uses it (an image in use is never evicted)")
 	f.BoolVar(&o.noDownload, "no-download", false, "stop after the manifest and the first byte of each layer (every blob host still reached): for very large images or a rate-limited registry; NOT a full pull, reported as such")
 	addQuiet(cmd, &o.quiet)
+	groupFlags(f, "Timeouts", "connect-timeout", "tls-timeout", "header-timeout", "stall-timeout", "timeout")
+	groupFlags(f, "More", "cri-fresh", "anonymous", "expect-private", "concurrency", "summary-file", "node", "dns-server", "hosts-file", "resolv-conf")
 	return cmd
 }
 

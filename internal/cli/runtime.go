@@ -24,28 +24,16 @@ func newRuntimeCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "runtime IMAGE",
 		Short: "Show the node runtime's effective pull configuration for IMAGE, and its traps",
-		Long: `Read the container runtime's real configuration from a host root — containerd's
-config.toml (imports, config_path, legacy mirrors/configs) and certs.d/<host>/hosts.toml,
-CRI-O's registries.conf, docker's daemon.json, the runtime's systemd proxy environment,
-and the resolver — and print the ordered hosts the runtime will try for IMAGE, with
-capabilities, CA files, skip_verify, client certificates, headers (credentials redacted),
-the proxy of each host after NO_PROXY, and the file and line each came from.
-
-The traps come as warnings with stable codes and a fix: a hosts.toml containerd 1.6
-rejects, config_path unset while certs.d exists, legacy mirrors with config_path, no
-host that may pull the image, skip_verify or insecure, an internal registry through
-the proxy, a proxy set for the shell or kubelet but not the runtime, a CA file
-missing or unparsable.
-
-Nothing on the host is executed. In a probe pod, mount the node's / read-only and
-pass --host-root /host.
-
-Each warning has a severity: "error" when the pull breaks or silently does not
-go as configured, "info" when it does not change the pull (a stub resolver, a
-public registry through the proxy, a mirror used for content but not tags).
+		Long: `Read the node runtime's pull configuration from a host root (containerd, CRI-O
+or docker, the runtime's proxy environment, the resolver) and print the hosts it
+will try for IMAGE, in its order, with trust, headers, proxy and the file and
+line each came from; the traps are warnings with a code, a severity and a fix.
+Nothing on the host is executed; in a pod, mount the node's / read-only and pass
+--host-root /host.
 
 Exit codes: 0 no error-severity warning, 1 at least one, 2 could not read the
-configuration.`,
+configuration.
+` + manual("runtime.md"),
 		Example: `  pullpath runtime myreg.azurecr.io/team/app:1.4
   pullpath runtime --host-root /host -o json registry.example:5000/app:1`,
 		Args: oneImage("pullpath runtime --host-root / myreg.azurecr.io/team/app:1.4"),

@@ -106,7 +106,8 @@ func newVersionCmd(s Streams) *cobra.Command {
 		Long: `Print the version, commit, build date, Go version and platform of this binary
 (-o json for scripts and bug reports).
 
-Exit codes: 0 printed, 2 could not run (a bad flag).`,
+Exit codes: 0 printed, 2 could not run (a bad flag).
+` + manual("version.md"),
 		Example: `  pullpath version
   kubectl pullpath version -o json`,
 		Args: cobra.NoArgs,
