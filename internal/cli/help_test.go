@@ -21,6 +21,9 @@ func manualPage(c *cobra.Command) string {
 	if c.Name() == "push" {
 		return "image.md"
 	}
+	if c.HasParent() && c.Parent().Name() == "watch" {
+		return "watch.md"
+	}
 	return c.Name() + ".md"
 }
 

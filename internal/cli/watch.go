@@ -46,20 +46,17 @@ func newWatchCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "watch --image IMAGE [--image IMAGE ...]",
 		Short: "Probe every Ready node's pull path all the time, new nodes first, and report it on the node",
-		Long: `Probe the pull path of each --image from every Ready node, with verify's probe pod (the
-node's network namespace, resolver, runtime configuration and identity; no pull): a node
-that becomes Ready first, then every --interval, staggered. Results go where operators
-look: the node condition ImagePullPathBroken (True broken, False holds, Unknown could not
-run; reason the class: Route, DNS, Endpoint, TLS, Auth, …), a node Event per transition,
-Prometheus metrics on --metrics-address (pullpath_watch_*), and 'pullpath watch status'.
+		Long: `Probe the pull path of each --image from every Ready node with verify's probe pod
+(the node's network, resolver, runtime configuration and identity; no pull): new nodes
+first, then every --interval, staggered. Results: the node condition ImagePullPathBroken
+(True broken, False holds, Unknown could not run; reason the class in CamelCase), a node
+Event per transition, Prometheus metrics (--metrics-address) and 'pullpath watch status'.
+Quota-safe: the manifest, every host and the first byte of each layer, and every
+--full-every'th probe a complete download. SIGINT/SIGTERM deletes what it made.
 
-Quota-safe: a probe stops after the manifest and the first byte of every layer (every
-host is still reached); every --full-every'th probe of a node downloads every layer.
-SIGINT/SIGTERM deletes the probe pods and objects it made; the conditions stay.
-
-Exit codes: 0 stopped by a signal after cleaning up, 2 could not run.`,
+Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 could not run.
+` + manual("watch.md"),
 		Example: `  pullpath watch --image registry.corp.example/shop/web:1.4 --metrics-address :9090
-  pullpath watch status
   pullpath watch status -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -80,6 +77,7 @@ Exit codes: 0 stopped by a signal after cleaning up, 2 could not run.`,
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
 	f.StringVar(&o.delivery, "delivery", "auto", "how the probe binary reaches the nodes: attach, configmap or auto")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "probe only while holding the Lease pullpath-watch in the run namespace (several replicas in the cluster)")
+	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect")
 	cmd.AddCommand(newWatchStatusCmd(s), newWatchManifestsCmd(s))
 	return cmd
 }
@@ -217,7 +215,8 @@ func newWatchStatusCmd(s Streams) *cobra.Command {
 pullpath-watch-status): per pool, node and image, the class, since when, and the last probe.
 
 Exit codes: 0 every probed path holds, 1 a path is broken or unknown, 2 could not run (no
-watcher status in the namespace, no cluster, no rights).`,
+watcher status in the namespace, no cluster, no rights).
+` + manual("watch.md"),
 		Example: `  pullpath watch status
   pullpath watch status -o json --run-namespace pullpath`,
 		Args: cobra.NoArgs,
@@ -312,7 +311,10 @@ func newWatchManifestsCmd(s Streams) *cobra.Command {
 Security privileged, for the probe pods), a ServiceAccount with exactly watch's rights
 (docs/rbac.md), and a Deployment whose replicas elect one leader (a Lease). --watcher-image
 is an image with the full pullpath binary at /pullpath. deploy/watch/watch.yaml is this
-output for a placeholder image.`,
+output for a placeholder image.
+
+Exit codes: 0 printed, 2 a bad flag.
+` + manual("watch.md"),
 		Example: `  pullpath watch manifests --image registry.corp.example/shop/web:1.4 --watcher-image registry.corp.example/tools/pullpath:v1 | kubectl apply -f -`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
