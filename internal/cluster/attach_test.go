@@ -246,3 +246,30 @@ func TestVerifyDeliveryThatNeverMounts(t *testing.T) {
 		t.Errorf("pool c: class %s error %q", p.Class, p.Error)
 	}
 }
+
+// A run namespace verify had to create is deleted at the end, and its deletion waited for.
+func TestVerifyDropsTheNamespaceItMade(t *testing.T) {
+	a := newAttachCluster(t, []byte("probe-bin"))
+	o := VerifyOptions{Image: img, Namespace: "pp-made", Pools: []string{"poolc"}, MaxImages: 50, Timeout: 10 * time.Second,
+		Binary: func(string) ([]byte, string, error) { return a.bin, "t", nil }}
+	v, err := Verify(context.Background(), a.client(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v.LeftBehind) != 0 {
+		t.Errorf("left behind %v", v.LeftBehind)
+	}
+	if _, err := a.fc.CoreV1().Namespaces().Get(context.Background(), "pp-made", metav1.GetOptions{}); err == nil {
+		t.Error("namespace pp-made, which verify made, is still there")
+	}
+	var created, deleted bool
+	for _, act := range a.fc.Actions() {
+		if act.GetResource().Resource == "namespaces" {
+			created = created || act.GetVerb() == "create"
+			deleted = deleted || act.GetVerb() == "delete"
+		}
+	}
+	if !created || !deleted {
+		t.Errorf("namespace created %v, deleted %v", created, deleted)
+	}
+}

@@ -199,6 +199,10 @@ func (w *Watcher) upsert(obj any) {
 			ns.since = c.LastTransitionTime.Time
 		}
 		w.nodes[n.Name] = ns
+	} else if ns.node != nil && !ready(ns.node) && ready(n) {
+		// became Ready again (a reboot, a repaired kubelet, a node image upgrade in place): as
+		// good as new, so probed first
+		ns.next, ns.probed = time.Now(), false
 	}
 	ns.node = n.DeepCopy()
 }

@@ -215,7 +215,10 @@ func TestWatch(t *testing.T) {
 	if len(orphans) == 0 {
 		t.Log("the probe pod ended before the kill: the restart has nothing to remove")
 	}
-	w2 := c.startWatch(t, args...)
+	// the next watcher probes every node once, then each every 10 min: a node that becomes Ready
+	// again is probed first, long before its turn
+	args2 := append(slices.Clone(args), "--interval", "10m")
+	w2 := c.startWatch(t, args2...)
 	for _, p := range orphans {
 		if _, err := c.Client.CoreV1().Pods(runNS).Get(context.Background(), p, metav1.GetOptions{}); err == nil {
 			t.Errorf("the killed watcher's probe pod %s is still there after the next one started", p)
@@ -223,6 +226,37 @@ func TestWatch(t *testing.T) {
 	}
 	c.figure("watch: SIGKILL mid-probe left %d probe pod(s); the next watcher removed them before it started", len(orphans))
 	w2.waitLog(t, "node poolb-2 (pool poolb): True Route", 90*time.Second)
+	w2.waitLog(t, "node poolc-1 (pool poolc): True Endpoint", 90*time.Second)
+	// poolc-1 turns NotReady (as a node controller would mark it), then its kubelet reports Ready
+	patch := []byte(`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"Test","message":"pullpath's cluster tier","lastHeartbeatTime":"` +
+		time.Now().UTC().Format(time.RFC3339) + `","lastTransitionTime":"` + time.Now().UTC().Format(time.RFC3339) + `"}]}}`)
+	if _, err := c.Client.CoreV1().Nodes().PatchStatus(context.Background(), "poolc-1", patch); err != nil {
+		t.Fatal(err)
+	}
+	var readyAgain time.Time
+	for deadline := time.Now().Add(2 * time.Minute); readyAgain.IsZero(); time.Sleep(200 * time.Millisecond) {
+		if no, err := c.Client.CoreV1().Nodes().Get(context.Background(), "poolc-1", metav1.GetOptions{}); err == nil && nodeReady(no) {
+			readyAgain = time.Now()
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("poolc-1's kubelet did not report Ready again within 2 min")
+		}
+	}
+	for {
+		cond := c.pathCondition(t, "poolc-1")
+		if cond != nil && !cond.LastHeartbeatTime.Time.Before(readyAgain.Truncate(time.Second)) {
+			took := time.Since(readyAgain)
+			c.figure("watch: poolc-1 probed %s after it became Ready again (interval 10m)", took.Round(100*time.Millisecond))
+			if took > 60*time.Second {
+				t.Errorf("poolc-1 probed %s after it became Ready, want within 60 s", took)
+			}
+			break
+		}
+		if time.Since(readyAgain) > 90*time.Second {
+			t.Fatalf("poolc-1 not probed within 90 s of becoming Ready again\n%s", w2.errOut.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if code := w2.stop(t, syscall.SIGTERM); code != 0 {
 		t.Errorf("watch after SIGTERM: exit %d, want 0\n%s", code, w2.errOut.String())
 	}
