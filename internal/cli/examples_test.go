@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -140,15 +141,37 @@ func TestHelpStatesExitCodesAndExamples(t *testing.T) {
 	})
 }
 
-// The README's command lines are valid too.
-func TestReadmeExamplesParse(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+// docFiles are the README and the pages of docs/, whose command lines the tests keep true.
+func docFiles(t *testing.T) map[string]string {
+	t.Helper()
+	files, _ := filepath.Glob("../../docs/*.md")
+	out := map[string]string{}
+	for _, f := range append([]string{"../../README.md"}, files...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[strings.TrimPrefix(f, "../../")] = string(b)
 	}
+	return out
+}
+
+// The command lines of the README and docs/ are valid too.
+func TestReadmeExamplesParse(t *testing.T) {
+	n := 0
+	for name, doc := range docFiles(t) {
+		n += docExamples(t, name, doc)
+	}
+	if n < 5 {
+		t.Errorf("only %d command lines found in the docs' code blocks: the extraction is broken", n)
+	}
+	t.Logf("%d command lines in the README and docs/", n)
+}
+
+func docExamples(t *testing.T, name, doc string) int {
 	n := 0
 	inCode := false
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(doc, "\n") {
 		if strings.HasPrefix(strings.TrimSpace(line), "```") {
 			inCode = !inCode
 			continue
@@ -159,24 +182,25 @@ func TestReadmeExamplesParse(t *testing.T) {
 		for _, args := range exampleArgs(line) {
 			n++
 			if err := checkExample(args); err != nil {
-				t.Errorf("README: %q: %v", strings.Join(args, " "), err)
+				t.Errorf("%s: %q: %v", name, strings.Join(args, " "), err)
 			}
 		}
 	}
-	if n < 5 {
-		t.Errorf("only %d command lines found in the README's code blocks: the extraction is broken", n)
-	}
-	t.Logf("%d README command lines", n)
+	return n
 }
 
-// Every flag the README names in an inline command (`pullpath probe --cri[=SOCKET]`) exists on
-// that command.
+// Every flag the README and docs/ name in an inline command (`pullpath probe --cri[=SOCKET]`)
+// exists on that command.
 func TestReadmeInlineCommandFlagsExist(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
+	n := 0
+	for name, doc := range docFiles(t) {
+		n += docInlineFlags(t, name, doc)
 	}
-	spans := strings.Split(string(b), "`")
+	t.Logf("%d flags in the inline commands of the README and docs/", n)
+}
+
+func docInlineFlags(t *testing.T, name, doc string) int {
+	spans := strings.Split(doc, "`")
 	n := 0
 	for i := 1; i < len(spans); i += 2 {
 		span := strings.TrimPrefix(strings.TrimSpace(spans[i]), "kubectl ")
@@ -198,15 +222,15 @@ func TestReadmeInlineCommandFlagsExist(t *testing.T) {
 			if !strings.HasPrefix(w, "--") {
 				continue
 			}
-			name := strings.TrimPrefix(w, "--")
-			name, _, _ = strings.Cut(name, "[")
-			name, _, _ = strings.Cut(name, "=")
-			name = strings.TrimRight(name, ".,;:)")
+			flag := strings.TrimPrefix(w, "--")
+			flag, _, _ = strings.Cut(flag, "[")
+			flag, _, _ = strings.Cut(flag, "=")
+			flag = strings.TrimRight(flag, ".,;:)")
 			n++
-			if c.Flags().Lookup(name) == nil && c.InheritedFlags().Lookup(name) == nil {
-				t.Errorf("README: `%s`: %s has no flag --%s", spans[i], c.CommandPath(), name)
+			if c.Flags().Lookup(flag) == nil && c.InheritedFlags().Lookup(flag) == nil {
+				t.Errorf("%s: `%s`: %s has no flag --%s", name, spans[i], c.CommandPath(), flag)
 			}
 		}
 	}
-	t.Logf("%d flags in the README's inline commands", n)
+	return n
 }

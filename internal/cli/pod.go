@@ -48,7 +48,11 @@ scale-ups, the first failure), and the exact pullpath verify command that proves
 the path with a fresh, complete pull on a node of each pool concerned.
 
 A node whose image list is full (the kubelet lists at most nodeStatusMaxImages,
-50 by default) is "unknown", never "absent". Read-only: it never creates anything.
+50 by default) is "unknown", never "absent"; the report says how to settle it
+(verify on that pool, or probe --cri on the node). Read-only: it never creates
+anything, and it never calls a kubelet through nodes/proxy unless
+--read-kubelet-config asks: get on nodes/proxy also lets its holder run commands
+in every container of every node (docs/rbac.md).
 
 Exit codes: 0 no pull failure, 1 pull failure diagnosed, 2 could not run (no
 cluster, no rights: the RBAC verb that was missing is named).`,
@@ -71,7 +75,7 @@ cluster, no rights: the RBAC verb that was missing is named).`,
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "with --all: every namespace")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages, when their /configz cannot be read")
-	f.BoolVar(&o.kubeletConfig, "read-kubelet-config", true, "read each undecided node's nodeStatusMaxImages from its kubelet's /configz (needs get on nodes/proxy; skipped with a note when refused)")
+	f.BoolVar(&o.kubeletConfig, "read-kubelet-config", false, "read each undecided node's nodeStatusMaxImages from its kubelet's /configz. UNSAFE to grant: it needs get on nodes/proxy (role pullpath-unsafe-nodes-proxy), which also allows exec in every container of every node")
 	return cmd
 }
 

@@ -39,3 +39,21 @@ func TestProbeBudgetStaysPositive(t *testing.T) {
 		}
 	}
 }
+
+// pod never asks a kubelet through nodes/proxy unless told: the flag is off by default, and its
+// help names the unsafe role and what else the right allows.
+func TestPodReadsNoKubeletConfigByDefault(t *testing.T) {
+	c := newPodCmd(Streams{})
+	f := c.Flags().Lookup("read-kubelet-config")
+	if f == nil || f.DefValue != "false" {
+		t.Fatalf("--read-kubelet-config: %+v, want a flag that defaults to false", f)
+	}
+	for _, w := range []string{"UNSAFE", "nodes/proxy", "pullpath-unsafe-nodes-proxy", "exec in every container"} {
+		if !strings.Contains(f.Usage, w) {
+			t.Errorf("--read-kubelet-config's help lacks %q: %s", w, f.Usage)
+		}
+	}
+	if !strings.Contains(c.Long, "never calls a kubelet through nodes/proxy unless\n--read-kubelet-config asks") {
+		t.Errorf("pod's help does not say it leaves nodes/proxy alone:\n%s", c.Long)
+	}
+}

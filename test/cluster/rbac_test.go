@@ -176,8 +176,8 @@ current-context: restricted
 //     The two runs go at once on one pod: each adds its ephemeral container (a 409 on the pod's
 //     resourceVersion is retried), and the runner role's rights are enough to leave nothing behind
 //   - pod without get pods, list events or list nodes: exit 2 naming the verb and the resource
-//   - pod without nodes/proxy: the diagnosis stands, the image-list cap is the default, a note says
-//     why
+//   - pod does not ask for nodes/proxy; with --read-kubelet-config and without the unsafe role that
+//     grants it, the diagnosis stands, the image-list cap is the default, a note says why
 //   - verify --from-pod without get on nodes: a note names the right, the pod is compared with the
 //     probe on its own node
 //   - verify with the runner role cluster-wide (no get on namespaces) in a run namespace that does
@@ -209,7 +209,7 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 	roles := rbacRoles(t)
 	reader := func(drop ...string) grant { return grant{role: "pullpath-reader", drop: drop} }
 	verifier := c.restrictedIdentity(t, roles, ns, "verifier", reader(), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
-	noProxy := c.restrictedIdentity(t, roles, ns, "noproxy", reader("nodes/proxy"))
+	noProxy := c.restrictedIdentity(t, roles, ns, "noproxy", reader()) // the reader role has no nodes/proxy
 	// the runner role cluster-wide: its rights hold in any namespace, but it may not read namespaces
 	// (the reader role less its get on namespaces, as before deploy/rbac.yaml granted it)
 	anyNS := c.restrictedIdentity(t, roles, ns, "anyns", reader("namespaces"), grant{role: "pullpath-runner"})
@@ -277,6 +277,11 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 		}
 	}
 	out, errOut, code := c.Run(t, "pod", "app-fail", "-n", ns, "--kubeconfig", noProxy.kubeconfig, "-o", "json")
+	noLeak("pod", out+errOut)
+	if strings.Contains(out, "nodes/proxy") || code != 1 {
+		t.Errorf("pod without --read-kubelet-config: exit %d, want 1 and no word of nodes/proxy (it is not asked)\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = c.Run(t, "pod", "app-fail", "-n", ns, "--kubeconfig", noProxy.kubeconfig, "-o", "json", "--read-kubelet-config")
 	noLeak("pod without nodes/proxy", out+errOut)
 	var d report.PodDiagnosis
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
@@ -294,7 +299,7 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 			t.Errorf("pod without nodes/proxy: node %s cap %d, want the default 50", n.Name, n.ImagesCap)
 		}
 	}
-	text, errOut, _ := c.Run(t, "pod", "app-fail", "-n", ns, "--kubeconfig", noProxy.kubeconfig)
+	text, errOut, _ := c.Run(t, "pod", "app-fail", "-n", ns, "--kubeconfig", noProxy.kubeconfig, "--read-kubelet-config")
 	noLeak("pod without nodes/proxy, text", text+errOut)
 	if !strings.Contains(text, "no RBAC get on nodes/proxy") {
 		t.Errorf("pod without nodes/proxy, text: no note naming the right:\n%s", text)
