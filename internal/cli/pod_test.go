@@ -57,3 +57,18 @@ func TestPodReadsNoKubeletConfigByDefault(t *testing.T) {
 		t.Errorf("pod's help does not say it leaves nodes/proxy alone:\n%s", c.Long)
 	}
 }
+
+// verify --host-mount takes root or narrow, and nothing else, before any cluster is asked.
+func TestVerifyHostMountFlag(t *testing.T) {
+	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
+	t.Setenv("HOME", t.TempDir())
+	r := run(t, "", "verify", "nginx:1", "--host-mount", "etc")
+	if r.code != ExitUsage || !strings.Contains(r.errOut, `--host-mount "etc": want root or narrow`) {
+		t.Errorf("--host-mount etc: exit %d, stderr %q", r.code, r.errOut)
+	}
+	for _, m := range []string{"root", "narrow"} {
+		if r := run(t, "", "verify", "nginx:1", "--host-mount", m); r.code != ExitUsage || !strings.Contains(r.errOut, "no cluster to talk to") {
+			t.Errorf("--host-mount %s: exit %d, stderr %q, want it accepted (then no cluster)", m, r.code, r.errOut)
+		}
+	}
+}

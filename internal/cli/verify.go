@@ -38,6 +38,7 @@ type verifyOptions struct {
 	probeBinary    string
 	probeImage     string
 	fromPod        string
+	hostMount      string
 	timeout        time.Duration
 	probeTimeout   time.Duration
 	concurrency    int
@@ -54,7 +55,8 @@ func newVerifyCmd(s Streams) *cobra.Command {
 		Long: `Prove the pull path where it matters: on a node of every node pool, chosen among
 the nodes that do not have the image in their cache (the newest Ready one), with a
 complete probe of every layer, the node's resolver, routes and runtime configuration
-(hostNetwork, dnsPolicy: Default, the host's files read-only for --host-root).
+(hostNetwork, dnsPolicy: Default, the host's files read-only for --host-root:
+its whole / by default, only /etc, /usr and /lib with --host-mount narrow).
 
 The probe reaches the node without any pull: the static pullpath binary travels in
 ConfigMaps, a tiny static loader (not Go: no Go binary fits in a ConfigMap) joins the
@@ -107,6 +109,7 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.`,
 	f.BoolVar(&o.runtimePull, "runtime-pull", false, "beside each probe, a canary pod with the image: the kubelet's real pull, compared with the probe")
 	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else this program when it is linux/<arch>)")
 	f.StringVar(&o.probeImage, "probe-image", "", "run the probe pods on this probe image (pullpath image push) instead of shipping the binary in ConfigMaps")
+	f.StringVar(&o.hostMount, "host-mount", cluster.HostMountRoot, "what of the node the probe pods mount read-only for the runtime's configuration: root (its /) or narrow (only /etc, /usr and /lib: no kubelet secrets, no runtime socket, and what docs/rbac.md measures as lost)")
 	f.StringVar(&o.fromPod, "from-pod", "", "also probe from this pod's own network namespace (NAMESPACE/NAME, or NAME in -n's namespace), as an ephemeral container of --probe-image")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
@@ -152,6 +155,9 @@ func (o *verifyOptions) Validate() error {
 		return errors.New("--pool: an empty pool name (give the pool's name, as pullpath pod shows it)")
 	}
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
+		return err
+	}
+	if err := cluster.CheckHostMount(o.hostMount); err != nil {
 		return err
 	}
 	if err := checkPodRef("--pod", o.pod); err != nil {
@@ -220,7 +226,7 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	defer cancel()
 	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
 		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
-		Binary: o.binary, ProbeImage: o.probeImage, ProbeFromPod: fromPod, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
+		Binary: o.binary, ProbeImage: o.probeImage, ProbeFromPod: fromPod, HostMount: o.hostMount, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
 	if isTerminal(o.streams.ErrOut) && o.output == "text" {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }
