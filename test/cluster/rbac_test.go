@@ -211,8 +211,9 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 	verifier := c.restrictedIdentity(t, roles, ns, "verifier", reader(), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
 	noProxy := c.restrictedIdentity(t, roles, ns, "noproxy", reader()) // the reader role has no nodes/proxy
 	// the runner role cluster-wide: its rights hold in any namespace, but it may not read namespaces
-	// (the reader role less its get on namespaces, as before deploy/rbac.yaml granted it)
-	anyNS := c.restrictedIdentity(t, roles, ns, "anyns", reader("namespaces"), grant{role: "pullpath-runner"})
+	// (the reader role less its get on namespaces, as before deploy/rbac.yaml granted it); pull
+	// secrets anywhere, for --secret (the runner role reads none)
+	anyNS := c.restrictedIdentity(t, roles, ns, "anyns", reader("namespaces"), grant{role: "pullpath-runner"}, grant{role: "pullpath-secret-reader"})
 	noGetNodes := c.restrictedIdentity(t, roles, ns, "nogetnodes", reader("get nodes"), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
 	lacking := []struct {
 		drop, verb, resource, scope string
