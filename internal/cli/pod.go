@@ -37,7 +37,10 @@ func newPodCmd(s Streams) *cobra.Command {
 		Long: `Start from the failing pod: its events, explained; its node and pool; the image
 caches of every node (the cached-image lie: old nodes run a cached image that new
 ones cannot pull); the pull credentials as the kubelet sees them; a timeline;
-and the pullpath verify command that proves the cause. Read-only.
+and the pullpath verify command that proves the cause. Read-only. A node whose
+image list is full is "unknown", never "absent", with how to settle it; pod
+never calls a kubelet through nodes/proxy unless
+--read-kubelet-config asks (docs/rbac.md).
 
 Exit codes: 0 no pull failure, 1 pull failure diagnosed, 2 could not run (no
 cluster, no rights: the RBAC verb that was missing is named).
@@ -61,7 +64,7 @@ cluster, no rights: the RBAC verb that was missing is named).
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "with --all: every namespace")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages, when their /configz cannot be read")
-	f.BoolVar(&o.kubeletConfig, "read-kubelet-config", true, "read each undecided node's nodeStatusMaxImages from its kubelet's /configz (needs get on nodes/proxy; skipped with a note when refused)")
+	f.BoolVar(&o.kubeletConfig, "read-kubelet-config", false, "read each undecided node's nodeStatusMaxImages from its kubelet's /configz. UNSAFE to grant: it needs get on nodes/proxy (role pullpath-unsafe-nodes-proxy), which also allows exec in every container of every node")
 	return cmd
 }
 

@@ -39,3 +39,36 @@ func TestProbeBudgetStaysPositive(t *testing.T) {
 		}
 	}
 }
+
+// pod never asks a kubelet through nodes/proxy unless told: the flag is off by default, and its
+// help names the unsafe role and what else the right allows.
+func TestPodReadsNoKubeletConfigByDefault(t *testing.T) {
+	c := newPodCmd(Streams{})
+	f := c.Flags().Lookup("read-kubelet-config")
+	if f == nil || f.DefValue != "false" {
+		t.Fatalf("--read-kubelet-config: %+v, want a flag that defaults to false", f)
+	}
+	for _, w := range []string{"UNSAFE", "nodes/proxy", "pullpath-unsafe-nodes-proxy", "exec in every container"} {
+		if !strings.Contains(f.Usage, w) {
+			t.Errorf("--read-kubelet-config's help lacks %q: %s", w, f.Usage)
+		}
+	}
+	if !strings.Contains(c.Long, "never calls a kubelet through nodes/proxy unless\n--read-kubelet-config asks") {
+		t.Errorf("pod's help does not say it leaves nodes/proxy alone:\n%s", c.Long)
+	}
+}
+
+// verify --host-mount takes root or narrow, and nothing else, before any cluster is asked.
+func TestVerifyHostMountFlag(t *testing.T) {
+	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
+	t.Setenv("HOME", t.TempDir())
+	r := run(t, "", "verify", "nginx:1", "--host-mount", "etc")
+	if r.code != ExitUsage || !strings.Contains(r.errOut, `--host-mount "etc": want root or narrow`) {
+		t.Errorf("--host-mount etc: exit %d, stderr %q", r.code, r.errOut)
+	}
+	for _, m := range []string{"root", "narrow"} {
+		if r := run(t, "", "verify", "nginx:1", "--host-mount", m); r.code != ExitUsage || !strings.Contains(r.errOut, "no cluster to talk to") {
+			t.Errorf("--host-mount %s: exit %d, stderr %q, want it accepted (then no cluster)", m, r.code, r.errOut)
+		}
+	}
+}

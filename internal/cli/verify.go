@@ -39,6 +39,7 @@ type verifyOptions struct {
 	probeImage     string
 	delivery       string
 	fromPod        string
+	hostMount      string
 	timeout        time.Duration
 	probeTimeout   time.Duration
 	concurrency    int
@@ -53,9 +54,9 @@ func newVerifyCmd(s Streams) *cobra.Command {
 		Use:   "verify IMAGE",
 		Short: "Prove the pull path with a fresh, complete probe on a node of every pool, run through Kubernetes",
 		Long: `Prove the pull path on a node of every pool, chosen without the image in its
-cache: a complete probe in a hostNetwork pod, delivered without any pull;
---runtime-pull puts the kubelet's own pull beside it. Everything a run makes is
-deleted on every exit path ('pullpath cleanup' after a kill).
+cache: a complete probe in a hostNetwork pod, delivered without any pull, reading the
+node's files read-only (--host-mount); --runtime-pull puts the kubelet's pull beside
+it. What a run makes is deleted on every exit path ('pullpath cleanup' after a kill).
 
 Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
 ` + manual("verify.md"),
@@ -84,6 +85,7 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
 	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else the probe-only build embedded in pullpath)")
 	f.StringVar(&o.delivery, "delivery", "auto", "how the probe binary reaches the nodes: attach (streamed into the probe pod, nothing stored), configmap (stored in ConfigMaps), or auto (attach when allowed, else ConfigMaps)")
 	f.StringVar(&o.probeImage, "probe-image", "", "run the probe pods on this probe image (pullpath image push) instead of shipping the probe binary")
+	f.StringVar(&o.hostMount, "host-mount", cluster.HostMountRoot, "what of the node the probe pods mount read-only for the runtime's configuration: root (its /) or narrow (only /etc, /usr and /lib: no kubelet secrets, no runtime socket, and what docs/rbac.md measures as lost)")
 	f.StringVar(&o.fromPod, "from-pod", "", "also probe from this pod's own network namespace (NAMESPACE/NAME, or NAME in -n's namespace), as an ephemeral container of --probe-image")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
@@ -134,6 +136,9 @@ func (o *verifyOptions) Validate() error {
 		return errors.New("--probe-image runs the probe image itself: --delivery attach and configmap ship the binary instead; give one")
 	}
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
+		return err
+	}
+	if err := cluster.CheckHostMount(o.hostMount); err != nil {
 		return err
 	}
 	if err := checkPodRef("--pod", o.pod); err != nil {
@@ -202,7 +207,7 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	defer cancel()
 	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
 		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
-		Binary: o.binary, Delivery: o.delivery, ProbeImage: o.probeImage, ProbeFromPod: fromPod, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
+		Binary: o.binary, Delivery: o.delivery, ProbeImage: o.probeImage, ProbeFromPod: fromPod, HostMount: o.hostMount, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
 	if isTerminal(o.streams.ErrOut) && o.output == "text" {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -285,7 +286,28 @@ func (c *census) fill(ctx context.Context, d *report.PodDiagnosis, pod *corev1.P
 		}
 	}
 	ci.Summary = c.split(all, ci)
+	ci.Settle = c.settle(all, ci.UnknownOn)
 	d.CachedImage = ci
+}
+
+// settle says how to learn what a full image list hides: a fresh probe on that pool, which is what
+// the pull needs anyway, or the runtime itself on the node ("" when no node is unknown).
+func (c *census) settle(nodes []report.NodeImage, unknown []string) string {
+	if len(unknown) == 0 {
+		return ""
+	}
+	pools := map[string]bool{}
+	for _, n := range nodes {
+		if slices.Contains(unknown, n.Name) {
+			pools[n.Pool] = true
+		}
+	}
+	cmd := []string{"pullpath", "verify", c.image}
+	for _, p := range sortedKeys(pools) {
+		cmd = append(cmd, "--pool", shellQuote(p))
+	}
+	return fmt.Sprintf("whether the image is on %s is unknown (image list full): settle it with %s (a fresh probe on a node of that pool), or pullpath probe %s --cri on the node (its runtime answers)",
+		report.JoinCut(unknown, 5), strings.Join(cmd, " "), c.image)
 }
 
 // split says the cached-image lie in one sentence: where the image is cached, where it is not,

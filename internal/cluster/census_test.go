@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 )
 
@@ -49,4 +50,23 @@ func refusingAPI(t *testing.T, path, status string) *Client {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// Without the kubelet's configuration a full image list makes the image's presence unknown, and
+// the report says how to settle it: verify on that pool, or the runtime on the node.
+func TestUnknownPresenceSaysHowToSettleIt(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	d, err := DiagnosePod(context.Background(), &Client{Core: fc.CoreV1()}, "shop", "web-new", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "whether the image is on c1 is unknown (image list full): settle it with pullpath verify " + img + " --pool poolc (a fresh probe on a node of that pool), or pullpath probe " + img + " --cri on the node (its runtime answers)"
+	if ci := d.CachedImage; ci == nil || strings.Join(ci.UnknownOn, ",") != "c1" || ci.Settle != want {
+		t.Errorf("cached image %+v,\nwant settle %q", ci, want)
+	}
+	for _, a := range fc.Actions() {
+		if a.GetResource().Resource == "nodes" && a.GetSubresource() == "proxy" {
+			t.Errorf("a kubelet was asked through nodes/proxy without KubeletConfig: %v", a)
+		}
+	}
 }

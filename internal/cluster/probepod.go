@@ -250,8 +250,7 @@ func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *c
 	deadline := int64(r.o.Timeout.Seconds()) + 30
 	f, t := false, true
 	zero := int64(0)
-	vols := []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
-	mounts := []corev1.VolumeMount{{Name: "host", MountPath: "/host", ReadOnly: true}}
+	vols, mounts := hostVolumes(r.o.HostMount)
 	command := append([]string{"/pullpath"}, r.probeArgs(n)...)
 	pull := corev1.PullIfNotPresent
 	stdin := false

@@ -60,6 +60,7 @@ type VerifyOptions struct {
 	// ProbeFromPod (namespace/name) also runs ProbeImage in that pod's network namespace, as an
 	// ephemeral container, to set beside the node's verdict.
 	ProbeFromPod string
+	HostMount    string        // what of the node the probe pods mount under /host: HostMountRoot ("") or HostMountNarrow
 	ProbeArgs    []string      // extra probe flags (timeouts)
 	Timeout      time.Duration // per probe pod, from create to result
 	Concurrency  int

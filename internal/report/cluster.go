@@ -75,6 +75,7 @@ type CachedImage struct {
 	AbsentOn  []string `json:"absentOn"`
 	UnknownOn []string `json:"unknownOn"`
 	Summary   string   `json:"summary"`
+	Settle    string   `json:"settle,omitempty"` // how to learn about UnknownOn: verify on the pool, probe --cri on the node
 }
 
 // RunningPod is a pod that runs the same image (by digest or by reference).

@@ -43,7 +43,11 @@ func WritePodText(w io.Writer, d *PodDiagnosis) error {
 		if ci.Digest != "" {
 			img += " (" + shortDigest(ci.Digest) + ")"
 		}
-		fmt.Fprintf(b, "\ncached image  %s\n  %s\n\n", img, ci.Summary)
+		fmt.Fprintf(b, "\ncached image  %s\n  %s\n", img, ci.Summary)
+		if ci.Settle != "" {
+			fmt.Fprintf(b, "  %s\n", ci.Settle)
+		}
+		b.WriteString("\n")
 	}
 	if len(d.Nodes) > 0 {
 		tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)

@@ -53,7 +53,7 @@ kind: ClusterRole
 metadata:
   name: pullpath-watch
 rules:
-  # the node informer: every node, its readiness, architecture and images
+  # the node informer (list, then watch: no polling), and whether the API server answers
   - apiGroups: [""]
     resources: [nodes]
     verbs: [get, list, watch]
@@ -61,6 +61,10 @@ rules:
   - apiGroups: [""]
     resources: [nodes/status]
     verbs: [patch]
+  # whether the run namespace exists (the probe pods' owner is made in it)
+  - apiGroups: [""]
+    resources: [namespaces]
+    verbs: [get]
   # access reviews: whether the probe may be streamed (pods/attach) or goes in ConfigMaps
   - apiGroups: [authorization.k8s.io]
     resources: [selfsubjectaccessreviews]
@@ -74,12 +78,12 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pullpath
 subjects:
   - {kind: ServiceAccount, name: {SA}, namespace: {NS}}
 ---
-# node events live in namespace default: one per transition of a node's condition
+# node events live in namespace default: one per transition of a node's condition (a ClusterRole
+# bound by a RoleBinding in default only)
 apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
+kind: ClusterRole
 metadata:
   name: pullpath-watch-events
-  namespace: default
 rules:
   - apiGroups: [""]
     resources: [events]
@@ -90,21 +94,29 @@ kind: RoleBinding
 metadata:
   name: pullpath-watch-events
   namespace: default
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-watch-events}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: pullpath-watch-events}
 subjects:
   - {kind: ServiceAccount, name: {SA}, namespace: {NS}}
 ---
-# the run namespace only: probe pods (attach streams the probe into them), their logs and events,
-# the loader and status ConfigMaps, the leader's lease
+# the run namespace only: probe pods, their logs and events, the owner, loader and status
+# ConfigMaps, the leader's lease. create on pods/attach lets its holder attach to the stdin/stdout
+# of any container of any pod in this namespace only, which holds nothing but pullpath's probe
+# pods: watch streams the probe binary into its own probe pods' stdin with it.
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
-  name: pullpath-watch
+  name: pullpath-watch-runner
   namespace: {NS}
 rules:
   - apiGroups: [""]
-    resources: [pods, configmaps]
-    verbs: [get, list, create, update, delete]
+    resources: [pods]
+    verbs: [get, list, create, delete]
+  - apiGroups: [""]
+    resources: [configmaps]
+    verbs: [list, create, update, delete]
+  - apiGroups: [""]
+    resources: [secrets]
+    verbs: [list]
   - apiGroups: [""]
     resources: [pods/attach]
     verbs: [create]
@@ -121,11 +133,22 @@ rules:
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
-  name: pullpath-watch
+  name: pullpath-watch-runner
   namespace: {NS}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-watch}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-watch-runner}
 subjects:
   - {kind: ServiceAccount, name: {SA}, namespace: {NS}}
+---
+# pullpath watch status: read the watcher's status. Bind it to the people who ask (not bound here).
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: pullpath-watch-status
+  namespace: {NS}
+rules:
+  - apiGroups: [""]
+    resources: [configmaps]
+    verbs: [get]
 ---
 apiVersion: apps/v1
 kind: Deployment

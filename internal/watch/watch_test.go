@@ -162,3 +162,55 @@ func TestWatchRound(t *testing.T) {
 		}
 	}
 }
+
+// Every request a watcher makes on the fake cluster is one internal/cluster's table declares for
+// "watch" (deploy/watch/watch.yaml grants exactly those; its tests hold the YAML to the table).
+func TestWatchRequestsOnlyItsRights(t *testing.T) {
+	fc, _ := fakeCluster(t)
+	cs := &cluster.Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1(), NoWatchList: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := New(ctx, cs, Options{Images: []string{clustertest.Image}, Interval: time.Hour, Concurrency: 2, FullEvery: 2,
+		Probe: cluster.VerifyOptions{Namespace: "pullpath", Timeout: 5 * time.Second, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string)
+	go func() { done <- w.Run(ctx) }()
+	for deadline := time.Now().Add(20 * time.Second); len(w.Snapshot().Nodes) < 3 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(11 * time.Second) // the status ConfigMap is written at most every 10 s
+	cancel()
+	<-done
+	declared := map[string]bool{}
+	for _, r := range cluster.Lines("watch") {
+		declared[r.Verb+" "+r.Resource+" "+string(r.Scope)] = true
+	}
+	seen := map[string]bool{}
+	for _, a := range fc.Actions() {
+		res := a.GetResource().Resource
+		if sub := a.GetSubresource(); sub != "" {
+			res += "/" + sub
+		}
+		scope := cluster.ScopeCluster
+		switch a.GetNamespace() {
+		case "pullpath":
+			scope = cluster.ScopeRun
+		case "default":
+			scope = cluster.ScopeEvents
+		}
+		key := a.GetVerb() + " " + res + " " + string(scope)
+		seen[key] = true
+		if !declared[key] {
+			t.Errorf("watch requested %s, which internal/cluster/access.go does not declare for it", key)
+		}
+	}
+	// what the fake cluster cannot show: attach (no endpoint), an API server that does not answer,
+	// a probe pod that cannot start (its events)
+	unseen := map[string]bool{"create pods/attach run": true, "get nodes cluster": true, "get namespaces cluster": true, "get pods/log run": true, "list events run": true}
+	for k := range declared {
+		if !seen[k] && !unseen[k] {
+			t.Errorf("%s is declared for watch and was not requested", k)
+		}
+	}
+}

@@ -456,7 +456,18 @@ func (c *cluster) services() {
 		"--initial-cluster=hub=http://127.0.0.1:2380", "--unsafe-no-fsync", "--log-level=warn")...)
 	c.waitTCP("etcd", "127.0.0.1:2379")
 	pki := func(f string) string { return c.path("pki", f) }
+	// the audit log records every request of the ServiceAccounts of namespace auditedNS, and only
+	// theirs: TestRBACRolesPerCommand compares what each command asked with deploy/rbac.yaml
+	c.write(c.path("apiserver", "audit-policy.yaml"), []byte(`apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  userGroups: ["system:serviceaccounts:`+auditedNS+`"]
+- level: None
+`), 0o644)
 	c.start("kube-apiserver", nil, c.inHub(filepath.Join(c.bins, "kube-apiserver"),
+		"--audit-policy-file="+c.path("apiserver", "audit-policy.yaml"), "--audit-log-path="+c.path("apiserver", "audit.log"), "--audit-log-format=json",
 		"--etcd-servers=http://127.0.0.1:2379", "--bind-address=0.0.0.0", "--secure-port=6443",
 		"--advertise-address="+hubIP, "--endpoint-reconciler-type=none",
 		"--tls-cert-file="+pki("apiserver.pem"), "--tls-private-key-file="+pki("apiserver.key"),

@@ -24,7 +24,8 @@
 // the hub. The test process reaches the apiserver by dialing inside the hub (client-go's Dial);
 // Run executes the pullpath binary inside the hub with the admin kubeconfig; restrictedIdentity
 // mints a ServiceAccount holding deploy/rbac.yaml's roles (less what a test takes away) and a
-// kubeconfig with its TokenRequest token, for --kubeconfig. There is no scheduler: pods are pinned
+// kubeconfig with its TokenRequest token, for --kubeconfig. The apiserver's audit log records every
+// request of the ServiceAccounts of namespace pullpath-audited, and only theirs. There is no scheduler: pods are pinned
 // with nodeName; the harness creates each namespace's default ServiceAccount and kube-root-ca.crt,
 // and removes the not-ready taint of Ready nodes.
 //

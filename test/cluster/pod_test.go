@@ -80,6 +80,10 @@ func TestPodCachedImageLie(t *testing.T) {
 	if !strings.Contains(ci.Summary, "every failing pod (1) is on a node without the image") {
 		t.Errorf("summary: %s", ci.Summary)
 	}
+	// pod reads no kubelet's /configz by default: the report says how to settle poola-2
+	if !strings.Contains(ci.Settle, "pullpath verify "+im.Ref+" --pool poola (") || !strings.Contains(ci.Settle, "pullpath probe "+im.Ref+" --cri on the node") {
+		t.Errorf("settle: %q", ci.Settle)
+	}
 	byName := map[string]report.NodeImage{}
 	for _, n := range d.Nodes {
 		byName[n.Name] = n

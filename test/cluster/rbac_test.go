@@ -176,8 +176,9 @@ current-context: restricted
 //     The two runs go at once on one pod: each adds its ephemeral container (a 409 on the pod's
 //     resourceVersion is retried), and the runner role's rights are enough to leave nothing behind
 //   - pod without get pods, list events or list nodes: exit 2 naming the verb and the resource
-//   - pod without nodes/proxy: the diagnosis stands, the image-list cap is the default, a note says
-//     why
+//   - pod does not ask for nodes/proxy; with --read-kubelet-config and without the unsafe role that
+//     grants it, the diagnosis stands, the image-list cap is the default, a note says why; get on
+//     the kubelet's own nodes/configz subresource does not stand in for it
 //   - verify --from-pod without get on nodes: a note names the right, the pod is compared with the
 //     probe on its own node
 //   - verify with the runner role cluster-wide (no get on namespaces) in a run namespace that does
@@ -209,10 +210,13 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 	roles := rbacRoles(t)
 	reader := func(drop ...string) grant { return grant{role: "pullpath-reader", drop: drop} }
 	verifier := c.restrictedIdentity(t, roles, ns, "verifier", reader(), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
-	noProxy := c.restrictedIdentity(t, roles, ns, "noproxy", reader("nodes/proxy"))
+	noProxy := c.restrictedIdentity(t, roles, ns, "noproxy", reader()) // the reader role has no nodes/proxy
+	roles["configz-only"] = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/configz"}, Verbs: []string{"get"}}}
+	configzOnly := c.restrictedIdentity(t, roles, ns, "configz", reader(), grant{role: "configz-only"})
 	// the runner role cluster-wide: its rights hold in any namespace, but it may not read namespaces
-	// (the reader role less its get on namespaces, as before deploy/rbac.yaml granted it)
-	anyNS := c.restrictedIdentity(t, roles, ns, "anyns", reader("namespaces"), grant{role: "pullpath-runner"})
+	// (the reader role less its get on namespaces, as before deploy/rbac.yaml granted it); pull
+	// secrets anywhere, for --secret (the runner role reads none)
+	anyNS := c.restrictedIdentity(t, roles, ns, "anyns", reader("namespaces"), grant{role: "pullpath-runner"}, grant{role: "pullpath-secret-reader"})
 	noGetNodes := c.restrictedIdentity(t, roles, ns, "nogetnodes", reader("get nodes"), grant{role: "pullpath-runner", ns: runNS}, grant{role: "pullpath-pod-prober", ns: ns})
 	lacking := []struct {
 		drop, verb, resource, scope string
@@ -226,7 +230,7 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 		without[l.drop] = c.restrictedIdentity(t, roles, ns, "no"+l.drop, reader(l.drop))
 	}
 	t.Logf("identities ready in %s", time.Since(begin).Round(100*time.Millisecond))
-	secrets := []string{secretPass, auth, verifier.token, noProxy.token, anyNS.token, noGetNodes.token}
+	secrets := []string{secretPass, auth, verifier.token, noProxy.token, configzOnly.token, anyNS.token, noGetNodes.token}
 	for _, id := range without {
 		secrets = append(secrets, id.token)
 	}
@@ -277,6 +281,11 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 		}
 	}
 	out, errOut, code := c.Run(t, "pod", "app-fail", "-n", ns, "--kubeconfig", noProxy.kubeconfig, "-o", "json")
+	noLeak("pod", out+errOut)
+	if strings.Contains(out, "nodes/proxy") || code != 1 {
+		t.Errorf("pod without --read-kubelet-config: exit %d, want 1 and no word of nodes/proxy (it is not asked)\n%s\n%s", code, out, errOut)
+	}
+	out, errOut, code = c.Run(t, "pod", "app-fail", "-n", ns, "--kubeconfig", noProxy.kubeconfig, "-o", "json", "--read-kubelet-config")
 	noLeak("pod without nodes/proxy", out+errOut)
 	var d report.PodDiagnosis
 	if err := json.Unmarshal([]byte(out), &d); err != nil {
@@ -294,10 +303,17 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 			t.Errorf("pod without nodes/proxy: node %s cap %d, want the default 50", n.Name, n.ImagesCap)
 		}
 	}
-	text, errOut, _ := c.Run(t, "pod", "app-fail", "-n", ns, "--kubeconfig", noProxy.kubeconfig)
+	text, errOut, _ := c.Run(t, "pod", "app-fail", "-n", ns, "--kubeconfig", noProxy.kubeconfig, "--read-kubelet-config")
 	noLeak("pod without nodes/proxy, text", text+errOut)
 	if !strings.Contains(text, "no RBAC get on nodes/proxy") {
 		t.Errorf("pod without nodes/proxy, text: no note naming the right:\n%s", text)
+	}
+	// the kubelet's fine-grained nodes/configz (KEP-2862) does not open /configz through the API
+	// server, which authorizes its proxy path as nodes/proxy (docs/rbac.md says so)
+	text, errOut, _ = c.Run(t, "pod", "app-fail", "-n", ns, "--kubeconfig", configzOnly.kubeconfig, "--read-kubelet-config")
+	noLeak("pod with nodes/configz only", text+errOut)
+	if !strings.Contains(text, "no RBAC get on nodes/proxy") {
+		t.Errorf("pod with get on nodes/configz but not nodes/proxy: /configz was read through the API server:\n%s\n%s", text, errOut)
 	}
 
 	// 3b. a mistyped -n: the reader role may ask whether the namespace exists (else `pod --all`
