@@ -180,8 +180,8 @@ func TestDeployRolesGrantExactlyWhatCommandsUse(t *testing.T) {
 // namespace only. The default `pod` line never names the unsafe role.
 func TestNoDefaultRoleGrantsExecLikeRights(t *testing.T) {
 	dangerous := []string{"nodes/proxy", "pods/exec", "pods/attach", "pods/portforward", "nodes", "pods/proxy", "services/proxy"}
-	allowed := map[string][]grant{RoleNodesProxy: {{"", "nodes/proxy", "get"}}, RoleRunner: {{"", "pods/attach", "create"}},
-		RoleWatch: {{"", "nodes", "watch"}}, RoleWatchRunner: {{"", "pods/attach", "create"}}}
+	allowed := map[string][]grant{RoleNodesProxy: {{"", "nodes/proxy", "get"}}, RoleRunner: {{"", "pods/attach", "create"}, {"", "pods/attach", "get"}},
+		RoleWatch: {{"", "nodes", "watch"}}, RoleWatchRunner: {{"", "pods/attach", "create"}, {"", "pods/attach", "get"}}}
 	for _, d := range deployRoles(t) {
 		for g := range d.grants(t) {
 			if slices.Contains([]string{"escalate", "bind", "impersonate"}, g.verb) {
@@ -286,6 +286,7 @@ func (c restCore) RESTClient() rest.Interface { return c.rc }
 var unseenInUnitRuns = map[string]string{
 	"pod --all: get namespaces cluster": "asked by internal/cli when no pod is seen, not by internal/cluster",
 	"verify: create pods/attach run":    "the fake clientset has no attach endpoint (the stream is the API server's); the cluster tier's TestRBACRolesPerCommand sees it",
+	"verify: get pods/attach run":       "the same",
 }
 
 // Each command line, run on a fake cluster, makes only the requests the table declares for it, in

@@ -119,7 +119,7 @@ rules:
     verbs: [list]
   - apiGroups: [""]
     resources: [pods/attach]
-    verbs: [create]
+    verbs: [get, create]   # a WebSocket upgrade is a GET, which the API server also checks for create
   - apiGroups: [""]
     resources: [pods/log]
     verbs: [get]

@@ -207,7 +207,7 @@ func TestWatchRequestsOnlyItsRights(t *testing.T) {
 	}
 	// what the fake cluster cannot show: attach (no endpoint), an API server that does not answer,
 	// a probe pod that cannot start (its events)
-	unseen := map[string]bool{"create pods/attach run": true, "get nodes cluster": true, "get namespaces cluster": true, "get pods/log run": true, "list events run": true}
+	unseen := map[string]bool{"create pods/attach run": true, "get pods/attach run": true, "get nodes cluster": true, "get namespaces cluster": true, "get pods/log run": true, "list events run": true}
 	for k := range declared {
 		if !seen[k] && !unseen[k] {
 			t.Errorf("%s is declared for watch and was not requested", k)

@@ -194,21 +194,21 @@ func TestVerifyFromPodPullSecret(t *testing.T) {
 		t.Errorf("--pod app-second: comparison %q, want both reached with no refusal", v.FromPod.Comparison)
 	}
 
-	// the same through the loader (the binary in ConfigMaps, no --probe-image): the variables reach
-	// the probe it execs
+	// the same through the loader (the binary streamed by attach, no --probe-image): the variables
+	// reach the probe it execs
 	out, errOut, code := c.Run(t, "verify", ref, "--pool", "poola", "--pod", ns+"/app-second", "--run-namespace", runNS, "--probe-timeout", "60s", "-o", "json")
 	for _, s := range secrets {
 		if strings.Contains(out+errOut, s) {
-			t.Errorf("verify --pod app-second (configmap): a password or its Authorization value reached the output")
+			t.Errorf("verify --pod app-second (attach): a password or its Authorization value reached the output")
 		}
 	}
 	var vc report.Verification
 	if err := json.Unmarshal([]byte(out), &vc); err != nil {
-		t.Fatalf("verify --pod app-second (configmap): not JSON (exit %d): %v\n%s\n%s", code, err, out, errOut)
+		t.Fatalf("verify --pod app-second (attach): not JSON (exit %d): %v\n%s\n%s", code, err, out, errOut)
 	}
-	if code != 0 || len(vc.Pools) == 0 || vc.Pools[0].Delivery != "configmap" || vc.Pools[0].Probe == nil ||
+	if code != 0 || len(vc.Pools) == 0 || vc.Pools[0].Delivery != "attach" || vc.Pools[0].Probe == nil ||
 		!strings.Contains(vc.Pools[0].Probe.CredentialSource, ns+"/legacy key "+corev1.DockerConfigKey) {
-		t.Errorf("verify --pod app-second (configmap): exit %d pools %+v", code, vc.Pools)
+		t.Errorf("verify --pod app-second (attach): exit %d pools %+v", code, vc.Pools)
 	}
 
 	// the ephemeral containers as the API keeps them: the variable refers to the secret
