@@ -16,19 +16,25 @@ import (
 // attachStream is the probe binary on its way into a probe pod's stdin, through the API server's
 // attach endpoint: nothing is stored in the API, and the node reads it into a memory volume.
 type attachStream struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-	mu     sync.Mutex
-	e      error
-	sent   time.Time // when the last byte left
+	cancel  context.CancelFunc
+	done    chan struct{}
+	mu      sync.Mutex
+	e       error
+	started time.Time
+	sent    time.Time // when the last byte left
 }
+
+// attachStall bounds the stream: 13 MB take seconds; a stream that has not sent the whole binary
+// by then hangs somewhere (a proxy that holds upgrades, a wedged connection to the kubelet), and
+// the node is probed the other way.
+const attachStall = 45 * time.Second
 
 // attach starts streaming bin into container "probe" of pod name. The loader there reads to the
 // end of stdin, which the kubelet closes when the stream's stdin ends (stdinOnce), checks the size
 // and execs the probe. The stream itself lasts until the container ends or stop is called.
 func (r *run) attach(ctx context.Context, name string, bin []byte) *attachStream {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &attachStream{cancel: cancel, done: make(chan struct{})}
+	s := &attachStream{cancel: cancel, done: make(chan struct{}), started: time.Now()}
 	go func() {
 		defer close(s.done)
 		err := r.stream(ctx, name, &sentReader{r: bytes.NewReader(bin), s: s})
@@ -80,6 +86,9 @@ func (s *attachStream) failed() bool { return s != nil && s.err() != nil }
 func (s *attachStream) err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.e == nil && s.sent.IsZero() && time.Since(s.started) > attachStall {
+		s.e = fmt.Errorf("the attach stream had not delivered the binary after %s", attachStall)
+	}
 	return s.e
 }
 

@@ -225,8 +225,8 @@ func TestWatch(t *testing.T) {
 		}
 	}
 	c.figure("watch: SIGKILL mid-probe left %d probe pod(s); the next watcher removed them before it started", len(orphans))
-	w2.waitLog(t, "node poolb-2 (pool poolb): True Route", 90*time.Second)
-	w2.waitLog(t, "node poolc-1 (pool poolc): True Endpoint", 90*time.Second)
+	w2.waitLog(t, "node poolb-2 (pool poolb): True Route", 150*time.Second)
+	w2.waitLog(t, "node poolc-1 (pool poolc): True Endpoint", 150*time.Second)
 	// poolc-1 turns NotReady (as a node controller would mark it), then its kubelet reports Ready
 	patch := []byte(`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"Test","message":"pullpath's cluster tier","lastHeartbeatTime":"` +
 		time.Now().UTC().Format(time.RFC3339) + `","lastTransitionTime":"` + time.Now().UTC().Format(time.RFC3339) + `"}]}}`)
