@@ -4,6 +4,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/cluster"
 )
 
@@ -40,6 +42,13 @@ func (k *kubeFlags) loader() clientcmd.ClientConfig {
 // validate checks what can be checked before the API is asked: -n is a namespace name, --context
 // names a context of the kubeconfig (client-go's own word for it differs from one call to the next).
 func (k *kubeFlags) validate() error {
+	if k.kubeconfig != "" {
+		// client-go reads it whole: refuse a FIFO, a device, a directory or a huge file first
+		if fi, err := os.Stat(k.kubeconfig); err == nil && (!fi.Mode().IsRegular() || fi.Size() > capped.Max) {
+			_, err := capped.ReadFile(k.kubeconfig, capped.Max)
+			return fmt.Errorf("--kubeconfig: %w", err)
+		}
+	}
 	if srv := k.overrides.ClusterInfo.Server; srv != "" && !strings.Contains(srv, "://") {
 		// client-go would speak plain HTTP to it, a bearer token included
 		return fmt.Errorf("--server %q: give the scheme, e.g. https://%s", srv, srv)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/x509"
@@ -20,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/probe"
@@ -31,6 +31,7 @@ import (
 
 type probeOptions struct {
 	streams Streams
+	ctx     context.Context // ends reads of stdin on a signal
 
 	image         string
 	platform      string
@@ -128,6 +129,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 			if err := o.checkFlags(); err != nil {
 				return err
 			}
+			o.ctx = cmd.Context()
 			if err := o.Complete(args); err != nil {
 				return err
 			}
@@ -355,7 +357,7 @@ func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credent
 	case o.anonymous:
 		return creds.Credential{Source: "--anonymous"}, nil
 	case o.passwordStdin:
-		pw, err := readSecretLine(o.streams.In)
+		pw, err := readSecretLine(o.ctx, o.streams.In)
 		if err != nil {
 			return creds.Credential{}, fmt.Errorf("--password-stdin: %w", err)
 		}
@@ -391,7 +393,7 @@ func (o *probeOptions) namedSecrets() ([]creds.NamedSecret, error) {
 		if o.streams.In == nil {
 			return nil, errors.New("--pull-secret -: no stdin")
 		}
-		b, err := io.ReadAll(io.LimitReader(o.streams.In, 4<<20+1))
+		b, err := capped.ReadAll(o.ctx, o.streams.In, capped.Max)
 		if err != nil {
 			return nil, fmt.Errorf("--pull-secret -: %w", err)
 		}
@@ -426,15 +428,14 @@ func (o *probeOptions) namedSecrets() ([]creds.NamedSecret, error) {
 	return secrets, nil
 }
 
-func readSecretLine(r io.Reader) (string, error) {
+func readSecretLine(ctx context.Context, r io.Reader) (string, error) {
 	if r == nil {
 		return "", errors.New("no stdin")
 	}
-	line, err := bufio.NewReader(io.LimitReader(r, 64<<10)).ReadString('\n')
-	if err != nil && err != io.EOF {
+	line, err := capped.Line(ctx, r, 64<<10)
+	if err != nil {
 		return "", err
 	}
-	line = strings.TrimRight(line, "\r\n")
 	if line == "" {
 		return "", errors.New("empty password on stdin")
 	}
@@ -532,10 +533,14 @@ func (o *probeOptions) checkFlags() error {
 		if fi.IsDir() {
 			return fmt.Errorf("--hosts-file %s is a directory: give the hosts file (e.g. /etc/hosts), or \"\" to skip it", o.hostsFile)
 		}
+		// the resolver reads it at each lookup: a FIFO, a device or a huge file is refused now
+		if _, err := capped.ReadFile(o.hostsFile, capped.Max); err != nil {
+			return fmt.Errorf("--hosts-file: %w", err)
+		}
 	}
 	for _, f := range o.caFiles {
 		// the probe reads them again; read here so that a bad one is said before anything else
-		b, err := os.ReadFile(f)
+		b, err := capped.ReadFile(f, capped.Max)
 		if err != nil {
 			return fmt.Errorf("--ca-file: %w", err)
 		}

@@ -78,7 +78,17 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
 func Main(args []string) int {
 	ctx, stop := signalContext(context.Background())
 	defer stop()
-	return Code(Run(ctx, Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, args), os.Stderr)
+	return Code(signalCause(ctx, Run(ctx, Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, args)), os.Stderr)
+}
+
+// signalCause replaces a bare "context canceled" by the signal that cancelled ctx: exit 128+signal,
+// not 2.
+func signalCause(ctx context.Context, err error) error {
+	var se *SignalError
+	if errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &se) {
+		return se
+	}
+	return err
 }
 
 // Code maps Run's error to an exit code, printing real errors on errOut.
@@ -89,6 +99,13 @@ func Code(err error, errOut io.Writer) int {
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		return ee.Code
+	}
+	// a signal that cut a step with nothing to report (reading stdin, staging the demo): still
+	// 128+signal, as a shell reports it
+	var se *SignalError
+	if errors.As(err, &se) {
+		fmt.Fprintf(errOut, "pullpath: %v\n", err)
+		return se.ExitCode()
 	}
 	fmt.Fprintf(errOut, "pullpath: %v\n", err)
 	return ExitUsage

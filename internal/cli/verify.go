@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -183,14 +184,19 @@ func (o *verifyOptions) Validate() error {
 
 // checkExecutable refuses a file that cannot be a linux program: the nodes would only say so later.
 func checkExecutable(flag, path string) error {
+	// stat first: opening a FIFO blocks, and a device is not a program
+	if fi, err := os.Stat(path); err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	} else if fi.IsDir() {
+		return fmt.Errorf("%s %s is a directory: give the static linux pullpath binary", flag, path)
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s %s is a %s, not a file: give the static linux pullpath binary", flag, path, capped.Kind(fi.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", flag, err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s %s is a directory: give the static linux pullpath binary", flag, path)
-	}
 	magic := make([]byte, 4)
 	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != "\x7fELF" {
 		return fmt.Errorf("%s %s is not a linux executable (scripts/build.sh writes dist/pullpath-probe-linux-<arch>)", flag, path)

@@ -181,6 +181,10 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 				}
 				f := path.Join(dir, "hosts.toml")
 				b, err := l.readFile(f)
+				if err != nil && l.root.Exists(f) {
+					// a directory, a FIFO, a device or a huge file where hosts.toml should be
+					l.warn(WarnConfigInvalid, "cannot read "+f+": "+err.Error()+"; the hosts it would configure are not shown", "make "+f+" a regular hosts.toml file", f)
+				}
 				if err != nil || len(b) == 0 {
 					return []Host{l.certFilesHost(server, dir)}
 				}
