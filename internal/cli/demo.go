@@ -3,10 +3,11 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -58,10 +59,17 @@ run (a bad flag, --only matching no scenario).`,
 				}
 				return nil
 			}
-			if o.only != "" && !slices.ContainsFunc(demo.Names(), func(n string) bool { return strings.Contains(n, o.only) }) {
+			if o.only != "" && !slices.ContainsFunc(demo.Scenarios(), func(s demo.Scenario) bool { return s.Matches(o.only) }) {
 				return fmt.Errorf("--only %q matches no scenario (pullpath demo --list shows them)", o.only)
 			}
-			results, err := demo.Run(cmd.Context(), out, demo.RunOptions{Full: o.full, Only: o.only, Text: textOptions(cmd, o.streams.Out, false)})
+			ctx := cmd.Context()
+			results, err := demo.Run(ctx, out, demo.RunOptions{Full: o.full, Only: o.only, Text: textOptions(cmd, o.streams.Out, false)})
+			var se *SignalError
+			if err != nil && errors.As(context.Cause(ctx), &se) {
+				// the partial summary is printed; say where it stopped, exit 128+signal
+				fmt.Fprintf(o.streams.ErrOut, "pullpath demo: %v after %d of %d scenarios\n", se, len(results), countMatching(o.only))
+				return &ExitError{Code: se.ExitCode()}
+			}
 			if err != nil {
 				return err
 			}
@@ -80,13 +88,28 @@ run (a bad flag, --only matching no scenario).`,
 				}
 				return &ExitError{Code: ExitBroken}
 			}
-			fmt.Fprintf(out, "\nall %d diagnoses match the staged faults\n", len(results))
+			if len(results) == 1 {
+				fmt.Fprintln(out, "\nthe diagnosis matches the staged fault")
+			} else {
+				fmt.Fprintf(out, "\nall %d diagnoses match the staged faults\n", len(results))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&o.full, "full", false, "print every report in full, with the endpoint inventory, before the summary")
-	cmd.Flags().StringVar(&o.only, "only", "", "run only the scenarios whose name contains this text")
+	cmd.Flags().StringVar(&o.only, "only", "", "run only the scenarios whose name contains this text (any case)")
 	cmd.Flags().BoolVar(&o.list, "list", false, "list the scenario names and exit")
 	addQuiet(cmd, &o.quiet)
 	return cmd
+}
+
+// countMatching is how many scenarios --only selects.
+func countMatching(only string) int {
+	n := 0
+	for _, s := range demo.Scenarios() {
+		if s.Matches(only) {
+			n++
+		}
+	}
+	return n
 }
