@@ -40,6 +40,8 @@ func WriteText(w io.Writer, c *Config) error {
 	}
 	if cp := c.ConfigPath; cp != nil {
 		switch {
+		case cp.Path == "" && strings.HasPrefix(cp.Why, IgnoredPrefix):
+			fmt.Fprintf(b, "config    config_path ignored: %s\n", cp.Why)
 		case cp.Path == "":
 			fmt.Fprintf(b, "config    config_path not set in %s (%s)\n", cp.Source, cp.Why)
 		case cp.Default:
