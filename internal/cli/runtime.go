@@ -67,7 +67,8 @@ configuration.`,
 			if o.output == "json" {
 				err = report.WriteJSON(out, c)
 			} else {
-				err = runtimeconfig.WriteText(out, c)
+				// the terminal's width, or 80 columns when stdout is not a terminal, as probe
+				err = runtimeconfig.WriteTextWidth(out, c, textOptions(cmd, o.streams.Out, false).Width)
 			}
 			if err != nil {
 				return err

@@ -24,7 +24,7 @@ func TestConfigPathIgnoredTable(t *testing.T) {
 			}
 			c := load(t, fsys, "nginx", "")
 			var b strings.Builder
-			if err := WriteText(&b, c); err != nil {
+			if err := WriteTextWidth(&b, c, 1000); err != nil { // the content, unwrapped
 				t.Fatal(err)
 			}
 			if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), "config_path not set") {
