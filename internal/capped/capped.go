@@ -75,7 +75,7 @@ func readOpen(path string, f fs.File, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s grew past %s while read", path, human(max))
+		return nil, &fileError{fmt.Sprintf("%s grew past %s while read", path, human(max)), ErrTooLarge}
 	}
 	return b, nil
 }
@@ -88,16 +88,25 @@ var ErrTooLarge = errors.New("too large")
 
 func check(path string, fi fs.FileInfo, max int64) error {
 	if fi.IsDir() {
-		return fmt.Errorf("%s is a directory: %w", path, ErrNotRegular)
+		return &fileError{path + " is a directory", ErrNotRegular}
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is a %s, not a file: %w", path, Kind(fi.Mode()), ErrNotRegular)
+		return &fileError{fmt.Sprintf("%s is a %s, not a file", path, Kind(fi.Mode())), ErrNotRegular}
 	}
 	if fi.Size() > max {
-		return fmt.Errorf("%s is %s, more than the %s read: %w", path, human(fi.Size()), human(max), ErrTooLarge)
+		return &fileError{fmt.Sprintf("%s is %s, more than the %s read", path, human(fi.Size()), human(max)), ErrTooLarge}
 	}
 	return nil
 }
+
+// fileError says what is wrong with the file and is one of ErrNotRegular, ErrTooLarge.
+type fileError struct {
+	msg  string
+	kind error
+}
+
+func (e *fileError) Error() string { return e.msg }
+func (e *fileError) Unwrap() error { return e.kind }
 
 // Kind names what a file that is not regular is: "named pipe (FIFO)", "character device", ….
 func Kind(m fs.FileMode) string {
@@ -141,7 +150,7 @@ func ReadAll(ctx context.Context, r io.Reader, max int64) ([]byte, error) {
 	go func() {
 		b, err := io.ReadAll(io.LimitReader(r, max+1))
 		if err == nil && int64(len(b)) > max {
-			b, err = nil, fmt.Errorf("more than %s: %w", human(max), ErrTooLarge)
+			b, err = nil, &fileError{"more than " + human(max), ErrTooLarge}
 		}
 		ch <- result{b, err}
 	}()
@@ -184,7 +193,7 @@ func Line(ctx context.Context, r io.Reader, max int64) (string, error) {
 			}
 		}
 		if int64(len(b)) > max {
-			ch <- result{"", fmt.Errorf("a line of more than %s: %w", human(max), ErrTooLarge)}
+			ch <- result{"", &fileError{"a line of more than " + human(max), ErrTooLarge}}
 			return
 		}
 		ch <- result{strings.TrimSuffix(string(b), "\r"), nil}

@@ -115,7 +115,27 @@ func Code(err error, errOut io.Writer) int {
 func Run(ctx context.Context, s Streams, args []string) error {
 	cmd := NewRootCmd(s)
 	cmd.SetArgs(args)
-	return cmd.ExecuteContext(ctx)
+	return oneLine(cmd, cmd.ExecuteContext(ctx))
+}
+
+// oneLine puts cobra's multi-line unknown command error ("Did you mean this?" and a name a line)
+// on one line, as the contract promises for every exit 2.
+func oneLine(root *cobra.Command, err error) error {
+	if err == nil || !strings.HasPrefix(err.Error(), "unknown command ") || strings.Contains(err.Error(), "--help") {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	var near []string
+	for _, l := range lines[1:] {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasSuffix(l, "?") {
+			near = append(near, l)
+		}
+	}
+	hint := root.CommandPath() + " --help lists them"
+	if len(near) > 0 {
+		hint = "did you mean " + orList(near) + "? " + hint
+	}
+	return fmt.Errorf("%s (%s)", lines[0], hint)
 }
 
 // NewRootCmd builds the command tree.
@@ -144,6 +164,9 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 		return checkColor(c.Flag("color").Value.String())
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// cobra's usage, with the flag descriptions wrapped to stay within 80 columns
+	root.SetUsageTemplate(strings.NewReplacer(".LocalFlags.FlagUsages", "(.LocalFlags.FlagUsagesWrapped 80)",
+		".InheritedFlags.FlagUsages", "(.InheritedFlags.FlagUsagesWrapped 80)").Replace(root.UsageTemplate()))
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)
