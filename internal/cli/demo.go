@@ -3,14 +3,16 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/pullpath/pullpath/internal/demo"
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 type demoOptions struct {
@@ -19,6 +21,7 @@ type demoOptions struct {
 	only    string
 	list    bool
 	quiet   bool
+	output  string
 }
 
 func newDemoCmd(s Streams) *cobra.Command {
@@ -39,8 +42,14 @@ not run (a bad flag, --only matching no scenario).
   pullpath demo --full --only "blob host unreachable"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(o.output); err != nil {
+				return err
+			}
+			if o.output == "json" && o.full {
+				return errors.New("--full prints the reports as text: drop it with -o json")
+			}
 			out := o.streams.Out
-			if o.quiet {
+			if o.quiet || o.output == "json" {
 				out = io.Discard
 			}
 			if o.list {
@@ -51,10 +60,23 @@ not run (a bad flag, --only matching no scenario).
 				}
 				return nil
 			}
-			if o.only != "" && !slices.ContainsFunc(demo.Names(), func(n string) bool { return strings.Contains(n, o.only) }) {
+			if o.only != "" && !slices.ContainsFunc(demo.Scenarios(), func(s demo.Scenario) bool { return s.Matches(o.only) }) {
 				return fmt.Errorf("--only %q matches no scenario (pullpath demo --list shows them)", o.only)
 			}
-			results, err := demo.Run(cmd.Context(), out, demo.RunOptions{Full: o.full, Only: o.only, Text: textOptions(cmd, o.streams.Out, false)})
+			ctx := cmd.Context()
+			results, err := demo.Run(ctx, out, demo.RunOptions{Full: o.full, Only: o.only, Text: textOptions(cmd, o.streams.Out, false)})
+			var se *SignalError
+			interrupted := err != nil && errors.As(context.Cause(ctx), &se)
+			if o.output == "json" && !o.quiet && (err == nil || interrupted) && len(results) > 0 {
+				if err := report.WriteJSON(o.streams.Out, demoReport(results, se)); err != nil {
+					return err
+				}
+			}
+			if interrupted {
+				// the partial summary is printed; say where it stopped, exit 128+signal
+				fmt.Fprintf(o.streams.ErrOut, "pullpath demo: %v after %d of %d scenarios\n", se, len(results), countMatching(o.only))
+				return &ExitError{Code: se.ExitCode()}
+			}
 			if err != nil {
 				return err
 			}
@@ -73,13 +95,50 @@ not run (a bad flag, --only matching no scenario).
 				}
 				return &ExitError{Code: ExitBroken}
 			}
-			fmt.Fprintf(out, "\nall %d diagnoses match the staged faults\n", len(results))
+			if len(results) == 1 {
+				fmt.Fprintln(out, "\nthe diagnosis matches the staged fault")
+			} else {
+				fmt.Fprintf(out, "\nall %d diagnoses match the staged faults\n", len(results))
+			}
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&o.full, "full", false, "print every report in full, with the endpoint inventory, before the summary")
-	cmd.Flags().StringVar(&o.only, "only", "", "run only the scenarios whose name contains this text")
+	cmd.Flags().StringVar(&o.only, "only", "", "run only the scenarios whose name contains this text (any case)")
 	cmd.Flags().BoolVar(&o.list, "list", false, "list the scenario names and exit")
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json (a DemoReport: each scenario, its expected and diagnosed failure)")
 	addQuiet(cmd, &o.quiet)
 	return cmd
+}
+
+// countMatching is how many scenarios --only selects.
+func countMatching(only string) int {
+	n := 0
+	for _, s := range demo.Scenarios() {
+		if s.Matches(only) {
+			n++
+		}
+	}
+	return n
+}
+
+// demoReport is the DemoReport of the scenarios run; se is the signal that cut the run, or nil.
+func demoReport(results []demo.Result, se *SignalError) *report.Demo {
+	d := &report.Demo{APIVersion: report.APIVersion, Kind: "DemoReport", Match: true, Scenarios: []report.DemoScenario{}}
+	if se != nil {
+		d.Interrupted = signalName(se.Signal)
+	}
+	for _, r := range results {
+		s := r.Scenario
+		ds := report.DemoScenario{Name: s.Name, Match: r.Match,
+			Expect: report.DemoExpected{Class: s.Expect, Role: s.Role, Step: s.Step, Code: s.Code}}
+		if r.Err != nil {
+			ds.Error = r.Err.Error()
+		} else if r.Report != nil {
+			ds.Class, ds.Code, ds.Failing, ds.Duration = r.Report.Class, r.Report.Code, r.Report.Failing, r.Report.Duration
+		}
+		d.Match = d.Match && r.Match
+		d.Scenarios = append(d.Scenarios, ds)
+	}
+	return d
 }

@@ -2,14 +2,15 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/events"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -20,6 +21,7 @@ type explainOptions struct {
 	output  string
 	text    report.TextOptions
 	quiet   bool
+	ctx     context.Context // ends a read of stdin on a signal
 }
 
 func newExplainCmd(s Streams) *cobra.Command {
@@ -54,6 +56,7 @@ Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not ru
 			if o.quiet {
 				o.streams.Out = io.Discard
 			}
+			o.ctx = cmd.Context()
 			return o.Run()
 		},
 	}
@@ -72,12 +75,23 @@ func (o *explainOptions) Run() error {
 		}
 		in = o.streams.In
 	default:
-		f, err := os.Open(o.file)
+		// a FIFO, a device or a directory is refused before it is read
+		b, err := capped.ReadFile(o.file, events.MaxInput)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		in = f
+		in = bytes.NewReader(b)
+	}
+	if o.file == "" || o.file == "-" {
+		// stdin: read here, so that a signal ends a read of a pipe that never closes
+		if in == nil {
+			in = strings.NewReader("")
+		}
+		b, err := capped.ReadAll(o.ctx, io.LimitReader(in, events.MaxInput+1), events.MaxInput+1)
+		if err != nil {
+			return err
+		}
+		in = bytes.NewReader(b)
 	}
 	seen := &seenText{r: in}
 	msgs, format, err := events.Parse(seen)

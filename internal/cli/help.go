@@ -71,7 +71,7 @@ func usage(c *cobra.Command) error {
 			}
 			groups[g[0]] = append(groups[g[0]], f)
 		})
-		b.WriteString("\n\nFlags:\n" + strings.TrimRightFunc(own.FlagUsages(), unicode.IsSpace))
+		b.WriteString("\n\nFlags:\n" + strings.TrimRightFunc(own.FlagUsagesWrapped(80), unicode.IsSpace))
 		for _, t := range titles {
 			fs := groups[t]
 			slices.SortFunc(fs, func(a, b *pflag.Flag) int { return cmp.Compare(groupIndex(a), groupIndex(b)) })
@@ -83,7 +83,7 @@ func usage(c *cobra.Command) error {
 		}
 	}
 	if c.HasAvailableInheritedFlags() {
-		b.WriteString("\n\nGlobal Flags:\n" + strings.TrimRightFunc(c.InheritedFlags().FlagUsages(), unicode.IsSpace))
+		b.WriteString("\n\nGlobal Flags:\n" + strings.TrimRightFunc(c.InheritedFlags().FlagUsagesWrapped(80), unicode.IsSpace))
 	}
 	if c.HasAvailableSubCommands() {
 		fmt.Fprintf(b, "\n\nUse \"%s [command] --help\" for more information about a command.", c.CommandPath())

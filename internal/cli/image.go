@@ -25,6 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/spf13/cobra"
+
+	"github.com/pullpath/pullpath/internal/capped"
 )
 
 // ProbePath is where the probe binary sits in the probe image; verify --probe-image runs it.
@@ -179,7 +181,7 @@ func (o *imagePushOptions) caBundle() ([]byte, error) {
 			paths = []string{f}
 		}
 		for _, p := range paths {
-			if data, err := os.ReadFile(p); err == nil {
+			if data, err := capped.ReadFile(p, capped.Max); err == nil {
 				b = append(b, data...)
 				break
 			}
@@ -189,7 +191,7 @@ func (o *imagePushOptions) caBundle() ([]byte, error) {
 		}
 	}
 	for _, f := range o.addCAs {
-		data, err := os.ReadFile(f)
+		data, err := capped.ReadFile(f, capped.Max)
 		if err != nil {
 			return nil, fmt.Errorf("--add-ca: %w", err)
 		}
@@ -208,7 +210,7 @@ func (o *imagePushOptions) transport() (http.RoundTripper, error) {
 	tr := remote.DefaultTransport.(*http.Transport).Clone()
 	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
 	if o.caFile != "" {
-		pem, err := os.ReadFile(o.caFile)
+		pem, err := capped.ReadFile(o.caFile, capped.Max)
 		if err != nil {
 			return nil, fmt.Errorf("--ca-file: %w", err)
 		}

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/cluster"
 )
 
@@ -20,17 +22,40 @@ import (
 type kubeFlags struct {
 	kubeconfig string
 	overrides  clientcmd.ConfigOverrides
+	basicAuth  string // --username or --password given: refused by validate
 }
 
 func newKubeFlags() *kubeFlags { return &kubeFlags{} }
 
 func (k *kubeFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&k.kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")
-	clientcmd.BindOverrideFlags(&k.overrides, f, clientcmd.RecommendedConfigOverrideFlags(""))
+	flags := clientcmd.RecommendedConfigOverrideFlags("")
+	// kubectl's --username/--password are basic auth to the API server, which Kubernetes removed in
+	// 1.19; in pullpath --username is probe's registry user. The cluster commands do not bind
+	// them: they stay as hidden flags that say so, rather than an "unknown flag".
+	flags.AuthOverrideFlags.Username.LongName, flags.AuthOverrideFlags.Password.LongName = "", ""
+	clientcmd.BindOverrideFlags(&k.overrides, f, flags)
+	for _, name := range []string{"username", "password"} {
+		f.Var(&refusedFlag{name: name, set: &k.basicAuth}, name, "not taken: kubectl's --"+name+" is basic auth to the API server, removed in Kubernetes 1.19 (use the kubeconfig's user, --token or client certificates); pullpath's --username is probe's registry user")
+		_ = f.MarkHidden(name)
+	}
 	groupFlags(f, "Kubernetes, as kubectl", "kubeconfig", "context", "namespace", "as", "as-group", "as-uid", "cluster", "user", "server",
 		"token", "certificate-authority", "client-certificate", "client-key", "tls-server-name", "insecure-skip-tls-verify", "proxy-url",
-		"request-timeout", "disable-compression", "username", "password")
+		"request-timeout", "disable-compression")
 }
+
+// refusedFlag accepts a value so that validate can refuse it with a reason.
+type refusedFlag struct {
+	name string
+	set  *string
+}
+
+func (r *refusedFlag) String() string { return "" }
+func (r *refusedFlag) Set(string) error {
+	*r.set = r.name
+	return nil
+}
+func (r *refusedFlag) Type() string { return "string" }
 
 func (k *kubeFlags) loader() clientcmd.ClientConfig {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -43,6 +68,19 @@ func (k *kubeFlags) loader() clientcmd.ClientConfig {
 // validate checks what can be checked before the API is asked: -n is a namespace name, --context
 // names a context of the kubeconfig (client-go's own word for it differs from one call to the next).
 func (k *kubeFlags) validate() error {
+	if k.basicAuth != "" {
+		return fmt.Errorf("--%s: the API server's basic auth was removed in Kubernetes 1.19, so pullpath's cluster commands do not take kubectl's --username/--password; use the kubeconfig's user, --token or --client-certificate (in pullpath, --username is probe's registry user)", k.basicAuth)
+	}
+	for _, f := range []struct{ flag, path string }{
+		{"--kubeconfig", k.kubeconfig}, {"--certificate-authority", k.overrides.ClusterInfo.CertificateAuthority},
+		{"--client-certificate", k.overrides.AuthInfo.ClientCertificate}, {"--client-key", k.overrides.AuthInfo.ClientKey},
+	} {
+		// client-go reads them whole: refuse a FIFO, a device, a directory or a huge file first
+		if fi, err := os.Stat(f.path); f.path != "" && err == nil && (!fi.Mode().IsRegular() || fi.Size() > capped.Max) {
+			_, err := capped.ReadFile(f.path, capped.Max)
+			return fmt.Errorf("%s: %w", f.flag, err)
+		}
+	}
 	if srv := k.overrides.ClusterInfo.Server; srv != "" && !strings.Contains(srv, "://") {
 		// client-go would speak plain HTTP to it, a bearer token included
 		return fmt.Errorf("--server %q: give the scheme, e.g. https://%s", srv, srv)

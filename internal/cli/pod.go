@@ -60,11 +60,11 @@ cluster, no rights: the RBAC verb that was missing is named).
 	}
 	f := cmd.Flags()
 	o.kube.addFlags(f)
-	f.BoolVar(&o.all, "all", false, "every pod with a pull failure (in the namespace, or all with -A), grouped by image and cause")
+	f.BoolVar(&o.all, "all", false, "every pod with a pull failure, grouped")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "with --all: every namespace")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
-	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages, when their /configz cannot be read")
-	f.BoolVar(&o.kubeletConfig, "read-kubelet-config", false, "read each undecided node's nodeStatusMaxImages from its kubelet's /configz. UNSAFE to grant: it needs get on nodes/proxy (role pullpath-unsafe-nodes-proxy), which also allows exec in every container of every node")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages")
+	f.BoolVar(&o.kubeletConfig, "read-kubelet-config", false, "read each kubelet's /configz: UNSAFE, needs nodes/proxy (pullpath-unsafe-nodes-proxy), which allows exec in every container")
 	return cmd
 }
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/x509"
@@ -20,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/probe"
@@ -31,6 +31,7 @@ import (
 
 type probeOptions struct {
 	streams Streams
+	ctx     context.Context // ends reads of stdin on a signal
 
 	image         string
 	platform      string
@@ -102,6 +103,7 @@ Exit codes: 0 healthy, 1 broken and diagnosed, 2 could not run, 3 timed out.
 			if err := o.checkFlags(); err != nil {
 				return err
 			}
+			o.ctx = cmd.Context()
 			if err := o.Complete(args); err != nil {
 				return err
 			}
@@ -113,35 +115,35 @@ Exit codes: 0 healthy, 1 broken and diagnosed, 2 could not run, 3 timed out.
 	}
 	f := cmd.Flags()
 	o.flags = f
-	f.StringVar(&o.platform, "platform", "", "platform to pull, os/arch[/variant] (default: this machine's)")
+	f.StringVar(&o.platform, "platform", "", "os/arch[/variant] (default: this one)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration")
 	f.StringSliceVar(&o.dnsServers, "dns-server", nil, "use these nameservers (ip or ip:port) instead of the resolv.conf ones; repeatable")
 	f.StringVar(&o.hostsFile, "hosts-file", "/etc/hosts", "hosts file consulted before DNS, as the node does; empty to skip (a missing default is skipped, a missing file given is an error)")
-	f.StringArrayVar(&o.caFiles, "ca-file", nil, "PEM CA trusted in addition to the system roots, like a hosts.toml ca; repeatable")
-	f.BoolVar(&o.insecure, "insecure", false, "do not verify certificates (the verdict then says loudly that TLS was not checked)")
-	f.StringVarP(&o.username, "username", "u", "", "registry user name; the password is read from stdin with --password-stdin")
+	f.StringArrayVar(&o.caFiles, "ca-file", nil, "a PEM CA trusted beside the system roots")
+	f.BoolVar(&o.insecure, "insecure", false, "do not verify certificates (said loudly)")
+	f.StringVarP(&o.username, "username", "u", "", "registry user; with --password-stdin")
 	f.BoolVar(&o.passwordStdin, "password-stdin", false, "read the password (or token) from stdin")
-	f.StringVar(&o.pullSecret, "pull-secret", "", "a kubernetes.io/dockerconfigjson Secret (YAML or JSON) or a docker config.json; - reads it from stdin; every entry that covers the image is tried in turn, in the kubelet's order, until one pulls")
-	f.StringArrayVar(&o.pullSecretEnv, "pull-secret-env", nil, "a pull secret's docker config (config.json or a legacy .dockercfg) in this environment variable (how verify --from-pod hands the pod's pull secrets to its probe); VAR_NAME, when set, names the secret in the report; repeatable: every entry that covers the image is tried in turn, in the kubelet's order, until one pulls")
+	f.StringVar(&o.pullSecret, "pull-secret", "", "a Secret or config.json (- stdin)")
+	f.StringArrayVar(&o.pullSecretEnv, "pull-secret-env", nil, "a docker config in this variable")
 	f.BoolVar(&o.anonymous, "anonymous", false, "present no credentials, not even the docker config's")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	f.StringVar(&o.summaryFile, "summary-file", "", "also write the compact verdict (class, code, failing host, role, step, summary) as one JSON line to this file, e.g. /dev/termination-log in a probe pod")
-	f.BoolVar(&o.allowlist, "allowlist", false, "print only the host:port list the pull touched (for firewalls, proxies, private DNS)")
+	f.BoolVar(&o.allowlist, "allowlist", false, "print only the hosts the pull touched")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every step and hop")
 	f.BoolVar(&o.expectPrivate, "expect-private", false, "fail at dns when the registry resolves to a public address (it should use a private endpoint)")
 	f.StringVar(&o.node, "node", "", "node name for the report (default: the hostname)")
-	f.StringVar(&o.hostRoot, "host-root", "", "pull the way the node's runtime does: read its hosts, CAs, headers and proxy from this root (the host mount in a pod; default: / when a runtime's configuration is there; none to skip it)")
-	f.StringVar(&o.runtime, "runtime", "", "containerd, crio or docker (default: detected)")
+	f.StringVar(&o.hostRoot, "host-root", "", "the runtime's configuration root")
+	f.StringVar(&o.runtime, "runtime", "", "containerd, crio or docker")
 	f.DurationVar(&o.connectTimeout, "connect-timeout", probe.DefaultConnectTimeout, "TCP connect timeout per address")
 	f.DurationVar(&o.tlsTimeout, "tls-timeout", probe.DefaultTLSTimeout, "TLS handshake timeout")
 	f.DurationVar(&o.headerTimeout, "header-timeout", probe.DefaultHeaderTimeout, "time to wait for response headers")
 	f.DurationVar(&o.stallTimeout, "stall-timeout", probe.DefaultStallTimeout, "a blob download with no bytes for this long is a stall")
 	f.DurationVar(&o.timeout, "timeout", probe.DefaultTimeout, "bound on the whole probe")
 	f.IntVar(&o.concurrency, "concurrency", probe.DefaultConcurrency, "parallel blob downloads")
-	f.StringVar(&o.cri, "cri", "", "after the walk, ask the node's runtime over the CRI to pull the image with the same credentials and set its verdict beside the probe's (default socket: containerd's, k3s's or CRI-O's under the host root)")
+	f.StringVar(&o.cri, "cri", "", "also ask the runtime (CRI) to pull")
 	f.Lookup("cri").NoOptDefVal = "auto"
 	f.BoolVar(&o.criFresh, "cri-fresh", false, "with --cri: remove a cached image first so the runtime really pulls it, but only when no container uses it (an image in use is never evicted)")
-	f.BoolVar(&o.noDownload, "no-download", false, "stop after the manifest and the first byte of each layer (every blob host still reached): for very large images or a rate-limited registry; NOT a full pull, reported as such")
+	f.BoolVar(&o.noDownload, "no-download", false, "stop after each layer's first byte")
 	addQuiet(cmd, &o.quiet)
 	groupFlags(f, "Timeouts", "connect-timeout", "tls-timeout", "header-timeout", "stall-timeout", "timeout")
 	groupFlags(f, "More", "cri-fresh", "anonymous", "expect-private", "concurrency", "summary-file", "node", "dns-server", "hosts-file", "resolv-conf")
@@ -331,7 +333,7 @@ func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credent
 	case o.anonymous:
 		return creds.Credential{Source: "--anonymous"}, nil
 	case o.passwordStdin:
-		pw, err := readSecretLine(o.streams.In)
+		pw, err := readSecretLine(o.ctx, o.streams.In)
 		if err != nil {
 			return creds.Credential{}, fmt.Errorf("--password-stdin: %w", err)
 		}
@@ -367,7 +369,7 @@ func (o *probeOptions) namedSecrets() ([]creds.NamedSecret, error) {
 		if o.streams.In == nil {
 			return nil, errors.New("--pull-secret -: no stdin")
 		}
-		b, err := io.ReadAll(io.LimitReader(o.streams.In, 4<<20+1))
+		b, err := capped.ReadAll(o.ctx, o.streams.In, capped.Max)
 		if err != nil {
 			return nil, fmt.Errorf("--pull-secret -: %w", err)
 		}
@@ -402,15 +404,14 @@ func (o *probeOptions) namedSecrets() ([]creds.NamedSecret, error) {
 	return secrets, nil
 }
 
-func readSecretLine(r io.Reader) (string, error) {
+func readSecretLine(ctx context.Context, r io.Reader) (string, error) {
 	if r == nil {
 		return "", errors.New("no stdin")
 	}
-	line, err := bufio.NewReader(io.LimitReader(r, 64<<10)).ReadString('\n')
-	if err != nil && err != io.EOF {
+	line, err := capped.Line(ctx, r, 64<<10)
+	if err != nil {
 		return "", err
 	}
-	line = strings.TrimRight(line, "\r\n")
 	if line == "" {
 		return "", errors.New("empty password on stdin")
 	}
@@ -508,10 +509,14 @@ func (o *probeOptions) checkFlags() error {
 		if fi.IsDir() {
 			return fmt.Errorf("--hosts-file %s is a directory: give the hosts file (e.g. /etc/hosts), or \"\" to skip it", o.hostsFile)
 		}
+		// the resolver reads it at each lookup: a FIFO, a device or a huge file is refused now
+		if _, err := capped.ReadFile(o.hostsFile, capped.Max); err != nil {
+			return fmt.Errorf("--hosts-file: %w", err)
+		}
 	}
 	for _, f := range o.caFiles {
 		// the probe reads them again; read here so that a bad one is said before anything else
-		b, err := os.ReadFile(f)
+		b, err := capped.ReadFile(f, capped.Max)
 		if err != nil {
 			return fmt.Errorf("--ca-file: %w", err)
 		}

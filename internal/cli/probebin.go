@@ -7,11 +7,11 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/probebin"
 )
 
@@ -77,27 +77,5 @@ func staticELF(b []byte, goarch string) error {
 // readCapped reads a regular file of at most max bytes: a FIFO, a device or a directory given by
 // mistake is refused before it is read, and a file that grows past max is refused, not read forever.
 func readCapped(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if fi.Size() > max {
-		return nil, fmt.Errorf("%s is %d bytes, more than the %d a probe binary can be", path, fi.Size(), max)
-	}
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%s grew past %d bytes while read", path, max)
-	}
-	return b, nil
+	return capped.ReadFile(path, max)
 }

@@ -78,7 +78,17 @@ func (e *ExitError) Error() string { return fmt.Sprintf("exit %d", e.Code) }
 func Main(args []string) int {
 	ctx, stop := signalContext(context.Background())
 	defer stop()
-	return Code(Run(ctx, Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, args), os.Stderr)
+	return Code(signalCause(ctx, Run(ctx, Streams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}, args)), os.Stderr)
+}
+
+// signalCause replaces a bare "context canceled" by the signal that cancelled ctx: exit 128+signal,
+// not 2.
+func signalCause(ctx context.Context, err error) error {
+	var se *SignalError
+	if errors.Is(err, context.Canceled) && errors.As(context.Cause(ctx), &se) {
+		return se
+	}
+	return err
 }
 
 // Code maps Run's error to an exit code, printing real errors on errOut.
@@ -90,6 +100,13 @@ func Code(err error, errOut io.Writer) int {
 	if errors.As(err, &ee) {
 		return ee.Code
 	}
+	// a signal that cut a step with nothing to report (reading stdin, staging the demo): still
+	// 128+signal, as a shell reports it
+	var se *SignalError
+	if errors.As(err, &se) {
+		fmt.Fprintf(errOut, "pullpath: %v\n", err)
+		return se.ExitCode()
+	}
 	fmt.Fprintf(errOut, "pullpath: %v\n", err)
 	return ExitUsage
 }
@@ -98,7 +115,27 @@ func Code(err error, errOut io.Writer) int {
 func Run(ctx context.Context, s Streams, args []string) error {
 	cmd := NewRootCmd(s)
 	cmd.SetArgs(args)
-	return cmd.ExecuteContext(ctx)
+	return oneLine(cmd, cmd.ExecuteContext(ctx))
+}
+
+// oneLine puts cobra's multi-line unknown command error ("Did you mean this?" and a name a line)
+// on one line, as the contract promises for every exit 2.
+func oneLine(root *cobra.Command, err error) error {
+	if err == nil || !strings.HasPrefix(err.Error(), "unknown command ") || strings.Contains(err.Error(), "--help") {
+		return err
+	}
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	var near []string
+	for _, l := range lines[1:] {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasSuffix(l, "?") {
+			near = append(near, l)
+		}
+	}
+	hint := root.CommandPath() + " --help lists them"
+	if len(near) > 0 {
+		hint = "did you mean " + orList(near) + "? " + hint
+	}
+	return fmt.Errorf("%s (%s)", lines[0], hint)
 }
 
 // NewRootCmd builds the command tree.
@@ -122,11 +159,14 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	}
 	// no -v shorthand for --version: -v means verbose on the subcommands
 	root.Flags().Bool("version", false, "print the version")
-	root.PersistentFlags().String("color", "auto", "colour BROKEN, FAIL and warnings in text output: auto (a terminal, unless NO_COLOR is set), always or never")
+	root.PersistentFlags().String("color", "auto", "auto, always or never")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
 		return checkColor(c.Flag("color").Value.String())
 	}
 	root.SetVersionTemplate("{{.Version}}\n")
+	// cobra's usage, with the flag descriptions wrapped to stay within 80 columns
+	root.SetUsageTemplate(strings.NewReplacer(".LocalFlags.FlagUsages", "(.LocalFlags.FlagUsagesWrapped 80)",
+		".InheritedFlags.FlagUsages", "(.InheritedFlags.FlagUsagesWrapped 80)").Replace(root.UsageTemplate()))
 	root.SetIn(s.In)
 	root.SetOut(s.Out)
 	root.SetErr(s.ErrOut)

@@ -55,7 +55,8 @@ configuration.
 			if o.output == "json" {
 				err = report.WriteJSON(out, c)
 			} else {
-				err = runtimeconfig.WriteText(out, c)
+				// the terminal's width, or 80 columns when stdout is not a terminal, as probe
+				err = runtimeconfig.WriteTextWidth(out, c, textOptions(cmd, o.streams.Out, false).Width)
 			}
 			if err != nil {
 				return err
@@ -86,6 +87,10 @@ func loadRuntime(hostRoot, rt, image string) (*runtimeconfig.Config, error) {
 	case "", "containerd", "crio", "docker":
 	default:
 		return nil, fmt.Errorf("--runtime %q: want containerd, crio or docker", rt)
+	}
+	if rt == "" && !runtimeconfig.Present(runtimeconfig.Root{FS: os.DirFS(hostRoot), Name: hostRoot}) {
+		// an empty or mistyped root: reporting containerd's defaults from it would be fiction
+		return nil, fmt.Errorf("no container runtime configuration under %s: no containerd, CRI-O or docker configuration or unit there (--runtime NAME reads a runtime's defaults anyway)", hostRoot)
 	}
 	return runtimeconfig.Load(runtimeconfig.Options{Root: os.DirFS(hostRoot), Name: hostRoot, Runtime: runtimeconfig.Runtime(rt), Image: image})
 }

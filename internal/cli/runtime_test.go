@@ -189,3 +189,25 @@ func TestProbeReadsTheNodesRuntimeByDefault(t *testing.T) {
 		t.Errorf("malformed config: exit %d %q", r.code, r.errOut)
 	}
 }
+
+// TestRuntimeEmptyHostRoot is runtime --host-root on an empty or mistyped directory: exit 2 with
+// one line, not containerd's defaults read from nothing (a config.toml that is not there, a
+// resolv.conf warning, "files read:" empty) and exit 1.
+func TestRuntimeEmptyHostRoot(t *testing.T) {
+	root := t.TempDir()
+	writeTree(t, root, map[string]string{"home/user/notes.txt": "not a node\n"})
+	for _, args := range [][]string{
+		{"runtime", "--host-root", root, "registry.invalid/app:1"},
+		{"probe", "--host-root", root, "registry.invalid/app:1"},
+	} {
+		r := run(t, "", args...)
+		want := "pullpath: no container runtime configuration under " + root + ":"
+		if r.code != ExitUsage || r.out != "" || !strings.HasPrefix(r.errOut, want) || strings.Count(r.errOut, "\n") != 1 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want 2 and one line %q", args[0], r.code, r.out, r.errOut, want)
+		}
+	}
+	// --runtime says which one: its defaults are shown
+	if r := run(t, "", "runtime", "--runtime", "containerd", "--host-root", root, "registry.invalid/app:1"); r.code == ExitUsage {
+		t.Errorf("--runtime containerd on an empty root: exit 2: %s", r.errOut)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -79,6 +80,7 @@ func TestSignalEndsProbeWithPartialReport(t *testing.T) {
 			var doc struct {
 				Class       string `json:"class"`
 				Code        string `json:"code"`
+				WhereToLook string `json:"whereToLook"`
 				Interrupted *struct {
 					Reason, Signal, Step, Host, Role string
 				} `json:"interrupted"`
@@ -93,6 +95,10 @@ func TestSignalEndsProbeWithPartialReport(t *testing.T) {
 			i := doc.Interrupted
 			if i == nil || i.Reason != "canceled" || i.Signal != tc.name || i.Step != "http" || i.Host != e.Lab.RegistryAddr() || doc.Code != "CANCELED" {
 				t.Errorf("interrupted %+v code %s", i, doc.Code)
+			}
+			// a Ctrl-C is not a reason to raise --timeout
+			if strings.Contains(doc.WhereToLook, "--timeout") || !strings.Contains(doc.WhereToLook, "interrupted") {
+				t.Errorf("whereToLook after %s: %q", tc.name, doc.WhereToLook)
 			}
 			if len(doc.Endpoints) == 0 || doc.Endpoints[0].Steps["tls"] != "pass" {
 				t.Errorf("what held before the cut is reported: %+v", doc.Endpoints)

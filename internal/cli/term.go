@@ -62,5 +62,5 @@ func chooseText(isTerm bool, width int, mode, noColor, termEnv string) report.Te
 // addQuiet adds --quiet: nothing on stdout, the exit code is the answer (errors that stop the
 // command, exit 2, still go to stderr).
 func addQuiet(cmd *cobra.Command, quiet *bool) {
-	cmd.Flags().BoolVarP(quiet, "quiet", "q", false, "print nothing on stdout; the exit code is the result (errors still go to stderr)")
+	cmd.Flags().BoolVarP(quiet, "quiet", "q", false, "print nothing: the exit code says it")
 }

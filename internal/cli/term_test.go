@@ -68,7 +68,9 @@ func TestQuiet(t *testing.T) {
 	if r := run(t, `{"apiVersion":"v1","kind":"EventList","items":[]}`, "explain", "-q"); r.code != ExitOK || r.out != "" {
 		t.Errorf("explain -q, no failure: %+v", r)
 	}
-	if r := run(t, "", "runtime", "--quiet", "--host-root", t.TempDir(), "registry.example/app:1"); r.out != "" || r.code == ExitUsage {
+	quietRoot := t.TempDir() // a node with containerd on its defaults: an empty root is exit 2
+	writeTree(t, quietRoot, map[string]string{"lib/systemd/system/containerd.service": "[Service]\nExecStart=/usr/bin/containerd\n"})
+	if r := run(t, "", "runtime", "--quiet", "--host-root", quietRoot, "registry.example/app:1"); r.out != "" || r.code == ExitUsage {
 		t.Errorf("runtime --quiet: %+v", r)
 	}
 	if r := run(t, "", "probe", "--quiet", "-o", "yaml", "r.example/a:1"); r.code != ExitUsage || !strings.Contains(r.errOut, "--output") {

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -61,8 +62,7 @@ it. What a run makes is deleted on every exit path ('pullpath cleanup' after a k
 Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
 ` + manual("verify.md"),
 		Example: `  pullpath verify myreg.azurecr.io/team/app:1.4
-  pullpath verify myreg.azurecr.io/team/app:1.4 --fresh --pool nodepool2 --pod shop/web-7d9f8b6c5-x2x7q --runtime-pull
-  kubectl pullpath verify registry.corp.example/app:1 --all-nodes -o json --junit verify.xml`,
+  pullpath verify myreg.azurecr.io/team/app:1.4 --fresh --pool nodepool2 --pod shop/web-7d9f8b6c5-x2x7q --runtime-pull`,
 		Args: oneImage("pullpath verify myreg.azurecr.io/team/app:1.4"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.image = args[0]
@@ -74,24 +74,24 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
 	}
 	f := cmd.Flags()
 	o.kube.addFlags(f)
-	f.StringArrayVar(&o.pools, "pool", nil, "verify only this pool (repeatable); default every pool")
+	f.StringArrayVar(&o.pools, "pool", nil, "only this pool (repeatable); default every pool")
 	f.BoolVar(&o.allNodes, "all-nodes", false, "probe every eligible node, not one per pool")
-	f.BoolVar(&o.fresh, "fresh", false, "insist on a node without the image in its cache; a pool without one fails with how to get one")
-	f.StringVar(&o.secret, "secret", "", "pull with this kubernetes.io/dockerconfigjson (or legacy kubernetes.io/dockercfg) Secret (in -n's namespace)")
-	f.StringVar(&o.pod, "pod", "", "pull with the credentials the kubelet uses for this pod (NAMESPACE/NAME, or NAME in -n's namespace): every pull secret of the pod that covers the image, tried in turn")
-	f.StringVar(&o.runNamespace, "run-namespace", "pullpath", "namespace for the run's pods and ConfigMaps (Pod Security level privileged: hostNetwork and hostPath); created when missing and allowed")
+	f.BoolVar(&o.fresh, "fresh", false, "insist on a node without the image cached")
+	f.StringVar(&o.secret, "secret", "", "pull with this pull Secret (in -n)")
+	f.StringVar(&o.pod, "pod", "", "pull with this pod's pull secrets (NS/NAME)")
+	f.StringVar(&o.runNamespace, "run-namespace", "pullpath", "the run's namespace")
 	f.BoolVar(&o.includeUnready, "include-unready", false, "also probe NotReady and cordoned nodes")
-	f.BoolVar(&o.runtimePull, "runtime-pull", false, "beside each probe, a canary pod with the image: the kubelet's real pull, compared with the probe")
+	f.BoolVar(&o.runtimePull, "runtime-pull", false, "a canary pod: the kubelet's real pull beside")
 	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else the probe-only build embedded in pullpath)")
-	f.StringVar(&o.delivery, "delivery", "auto", "how the probe binary reaches the nodes: attach (streamed into the probe pod, nothing stored), configmap (stored in ConfigMaps), or auto (attach when allowed, else ConfigMaps)")
-	f.StringVar(&o.probeImage, "probe-image", "", "run the probe pods on this probe image (pullpath image push) instead of shipping the probe binary")
-	f.StringVar(&o.hostMount, "host-mount", cluster.HostMountRoot, "what of the node the probe pods mount read-only for the runtime's configuration: root (its /) or narrow (only /etc, /usr and /lib: no kubelet secrets, no runtime socket, and what docs/rbac.md measures as lost)")
-	f.StringVar(&o.fromPod, "from-pod", "", "also probe from this pod's own network namespace (NAMESPACE/NAME, or NAME in -n's namespace), as an ephemeral container of --probe-image")
+	f.StringVar(&o.delivery, "delivery", "auto", "attach, configmap or auto")
+	f.StringVar(&o.probeImage, "probe-image", "", "run this probe image (pullpath image push)")
+	f.StringVar(&o.hostMount, "host-mount", cluster.HostMountRoot, "root (/) or narrow")
+	f.StringVar(&o.fromPod, "from-pod", "", "also probe from this pod's network (NS/NAME)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
 	f.IntVar(&o.concurrency, "concurrency", 10, "pools probed at once")
-	f.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
-	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report to this file (a test case per pool)")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report here")
 	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages: a node listing this many images is 'unknown', never 'without the image'")
 	groupFlags(f, "More", "include-unready", "probe-binary", "timeout", "probe-timeout", "concurrency", "node-max-images")
 	return cmd
@@ -161,14 +161,19 @@ func (o *verifyOptions) Validate() error {
 
 // checkExecutable refuses a file that cannot be a linux program: the nodes would only say so later.
 func checkExecutable(flag, path string) error {
+	// stat first: opening a FIFO blocks, and a device is not a program
+	if fi, err := os.Stat(path); err != nil {
+		return fmt.Errorf("%s: %w", flag, err)
+	} else if fi.IsDir() {
+		return fmt.Errorf("%s %s is a directory: give the static linux pullpath binary", flag, path)
+	} else if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s %s is a %s, not a file: give the static linux pullpath binary", flag, path, capped.Kind(fi.Mode()))
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w", flag, err)
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err == nil && fi.IsDir() {
-		return fmt.Errorf("%s %s is a directory: give the static linux pullpath binary", flag, path)
-	}
 	magic := make([]byte, 4)
 	if _, err := io.ReadFull(f, magic); err != nil || string(magic) != "\x7fELF" {
 		return fmt.Errorf("%s %s is not a linux executable (scripts/build.sh writes dist/pullpath-probe-linux-<arch>)", flag, path)

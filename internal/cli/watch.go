@@ -56,9 +56,8 @@ Quota-safe: the manifest, every host and the first byte of each layer, and every
 
 Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 could not run.
 ` + manual("watch.md"),
-		Example: `  pullpath watch --image registry.corp.example/shop/web:1.4 --metrics-address :9090
-  pullpath watch status -o json`,
-		Args: cobra.NoArgs,
+		Example: `  pullpath watch --image registry.corp.example/shop/web:1.4 --metrics-address :9464`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err
@@ -68,15 +67,15 @@ Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 
 	}
 	f := cmd.Flags()
 	o.kube.addFlags(f)
-	f.StringArrayVar(&o.images, "image", nil, "an image whose pull path every node must hold (repeatable)")
+	f.StringArrayVar(&o.images, "image", nil, "an image every node must pull (repeatable)")
 	f.DurationVar(&o.interval, "interval", 15*time.Minute, "between two probes of a node")
-	f.IntVar(&o.concurrency, "concurrency", 5, "probe pods at once across the cluster")
-	f.IntVar(&o.fullEvery, "full-every", 6, "every Nth probe of a node downloads every layer (1: always)")
-	f.StringVar(&o.runNamespace, "run-namespace", "pullpath", "namespace for the probe pods and the status (Pod Security level privileged)")
-	f.StringVar(&o.metricsAddr, "metrics-address", "", "serve Prometheus metrics on this address (host:port), e.g. :9090")
-	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
-	f.StringVar(&o.delivery, "delivery", "auto", "how the probe binary reaches the nodes: attach, configmap or auto")
-	f.BoolVar(&o.leaderElect, "leader-elect", false, "probe only while holding the Lease pullpath-watch in the run namespace (several replicas in the cluster)")
+	f.IntVar(&o.concurrency, "concurrency", 5, "probe pods at once")
+	f.IntVar(&o.fullEvery, "full-every", 6, "every Nth probe downloads every layer")
+	f.StringVar(&o.runNamespace, "run-namespace", "pullpath", "where the probes and status live")
+	f.StringVar(&o.metricsAddr, "metrics-address", "", "serve /metrics on host:port, e.g. :9464")
+	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod")
+	f.StringVar(&o.delivery, "delivery", "auto", "attach, configmap or auto")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "probe only while holding the Lease")
 	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect")
 	cmd.AddCommand(newWatchStatusCmd(s), newWatchManifestsCmd(s))
 	return cmd
@@ -210,7 +209,7 @@ func newWatchStatusCmd(s Streams) *cobra.Command {
 	o := &watchStatusOptions{streams: s, kube: newKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "status",
-		Short: "Show what pullpath watch found: per pool, node and image, the class and since when",
+		Short: "Show what watch found, per pool, node and image",
 		Long: `Show the status the running watcher keeps in its run namespace (ConfigMap
 pullpath-watch-status): per pool, node and image, the class, since when, and the last probe.
 
@@ -306,7 +305,7 @@ func newWatchManifestsCmd(s Streams) *cobra.Command {
 	o := watch.ManifestOptions{}
 	cmd := &cobra.Command{
 		Use:   "manifests --image IMAGE --watcher-image REF",
-		Short: "Print the in-cluster install of watch: namespace, least-privilege RBAC, a leader-elected Deployment",
+		Short: "Print the in-cluster install: namespace, RBAC, Deployment",
 		Long: `Print what runs watch in the cluster, for kubectl apply -f -: the run namespace (Pod
 Security privileged, for the probe pods), a ServiceAccount with exactly watch's rights
 (docs/rbac.md), and a Deployment whose replicas elect one leader (a Lease). --watcher-image

@@ -40,6 +40,7 @@ var fieldValues = map[string]any{
 	"report.NextStep.Command":         "pullpath verify registry.corp.example/shop/web:1.4 --fresh --pool poolb",
 	"report.PullFailureGroup.Command": "pullpath pod web-new -n shop",
 	"report.Download.Partial":         "no-download", "report.Download.Verified": false,
+	"report.Demo.APIVersion": report.APIVersion, "report.Demo.Kind": "DemoReport",
 	"report.Verification.APIVersion": report.APIVersion, "report.Verification.Kind": "Verification",
 	"report.PoolResult.Delivery": "image", "report.RuntimePull.Result": "failed", "report.CRIResult.Result": "failed",
 	"report.HTTP.Status": 403, "report.Hop.Status": 200, "report.Hop.Seq": 1,
@@ -154,6 +155,10 @@ func fullDocuments() map[string]any {
 		"PodDiagnosis":  filled[report.PodDiagnosis](nil),
 		"PullFailureList": filled(func(l *report.PullFailures) {
 			l.Class = l.Groups[0].Class
+		}),
+		"DemoReport": filled(func(d *report.Demo) {
+			d.Interrupted = "SIGINT"
+			d.Scenarios[0].Expect.Step, d.Scenarios[0].Failing.Step = report.StepTCP, report.StepTCP
 		}),
 		"Verification": filled(func(v *report.Verification) {
 			v.Pools[0].Probe.Class, v.Pools[0].Probe.Code = report.ClassOther, report.CodeTimeout

@@ -69,7 +69,8 @@ func TestRuntimeReportFixtures(t *testing.T) {
 		{"containerd 2.2 ignores registry.configs tls", "r.example/a:1", map[string]string{"var/lib/dpkg/status": dpkgStatus("2.2.0"),
 			"etc/containerd/config.toml": "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".tls]\n  ca_file = \"/etc/pki/r.pem\"\n"}},
 		{"legacy auth", "r.example/a:1", map[string]string{"etc/containerd/config.toml": kindConfig + "  [plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r.example\".auth]\n    username = \"puller\"\n    password = \"s3cret-in-config\"\n"}},
-		{"empty root", "registry.example/app:1", map[string]string{"etc/hostname": "node\n"}},
+		// containerd on its built-in defaults: a unit, no config.toml (an empty root is exit 2, cli.TestRuntimeEmptyHostRoot)
+		{"defaults only", "registry.example/app:1", map[string]string{"etc/hostname": "node\n", "lib/systemd/system/containerd.service": "[Service]\nExecStart=/usr/bin/containerd\n"}},
 	}
 	seen := map[string]bool{}
 	for _, f := range fixtures {

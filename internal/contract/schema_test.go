@@ -144,7 +144,7 @@ func TestSchemaCompiles(t *testing.T) {
 }
 
 // kinds are the documents pullpath writes: each has a $defs entry and is in the kind enum.
-var kinds = []string{"ProbeReport", "Allowlist", "ExplainReport", "RuntimeReport", "Version", "PodDiagnosis", "PullFailureList", "Verification", "Cleanup", "WatchStatus"}
+var kinds = []string{"ProbeReport", "Allowlist", "ExplainReport", "RuntimeReport", "Version", "PodDiagnosis", "PullFailureList", "Verification", "Cleanup", "WatchStatus", "DemoReport"}
 
 // schemaEnum is the enum of $defs/name, as strings.
 func schemaEnum(t testing.TB, name string) []string {

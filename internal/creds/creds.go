@@ -6,15 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/yaml"
+
+	"github.com/pullpath/pullpath/internal/capped"
 )
 
 // Credential is what the probe presents. It is never printed; String shows only its source.
@@ -54,20 +54,15 @@ type dockerEntry struct {
 }
 
 // maxSecretFile caps a pull secret file.
-const maxSecretFile = 4 << 20
+const maxSecretFile = capped.Max
 
 // ReadPullSecretFile reads a kubernetes.io/dockerconfigjson Secret (YAML or JSON; data or
 // stringData), a legacy .dockercfg or a bare config.json from file, for FromPullSecrets; the file
 // names it.
 func ReadPullSecretFile(file string) (NamedSecret, error) {
-	f, err := os.Open(file)
+	b, err := capped.ReadFile(file, maxSecretFile)
 	if err != nil {
 		return NamedSecret{}, fmt.Errorf("pull secret: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-	if err != nil {
-		return NamedSecret{}, fmt.Errorf("pull secret %s: %w", file, err)
 	}
 	return NamedSecret{Label: file, Data: b}, nil
 }

@@ -44,10 +44,16 @@ func (s Scenario) Check(r *report.Probe) error {
 // RunOptions tune the demo.
 type RunOptions struct {
 	Full       bool   // print every report in full before the summary
-	Only       string // run scenarios whose name contains this
+	Only       string // run scenarios whose name contains this, without regard to case
 	LayerBytes int64  // size of each demo layer; default 256 KiB
 	// Text is the layout of the reports and the summary: its width (80 when 0) and colour.
 	Text report.TextOptions
+}
+
+// Matches reports whether the scenario's name contains only, without regard to case ("" matches
+// every scenario).
+func (s Scenario) Matches(only string) bool {
+	return strings.Contains(strings.ToLower(s.Name), strings.ToLower(only))
 }
 
 // Names lists the scenarios, in the order the demo runs them.
@@ -82,7 +88,7 @@ func Run(ctx context.Context, out io.Writer, o RunOptions) ([]Result, error) {
 	var results []Result
 	scen := Scenarios()
 	for i, s := range scen {
-		if o.Only != "" && !strings.Contains(s.Name, o.Only) {
+		if !s.Matches(o.Only) {
 			continue
 		}
 		opts := s.Stage(env)
@@ -101,6 +107,12 @@ func Run(ctx context.Context, out io.Writer, o RunOptions) ([]Result, error) {
 			}
 		}
 		if ctx.Err() != nil {
+			// the scenario in progress was cut, not diagnosed: summarise the ones that finished
+			if rep != nil && rep.Interrupted != nil || err != nil {
+				results = results[:len(results)-1]
+			}
+			fmt.Fprintln(out)
+			_, _ = io.WriteString(out, Summary(results, o.Text))
 			return results, ctx.Err()
 		}
 	}

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
@@ -138,7 +138,7 @@ func (w *walk) readHostFile(p string) ([]byte, error) {
 	if w.opts.HostFile != nil {
 		return w.opts.HostFile(p)
 	}
-	return os.ReadFile(p)
+	return capped.ReadFile(p, capped.Max)
 }
 
 // apiURL builds a URL under the target's API root, with containerd's ns parameter on mirrors.

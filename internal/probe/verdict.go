@@ -169,6 +169,9 @@ func (w *walk) ep0DNSLine(ep *endpoint) string {
 // whereToLook fills the class's "where to look" with what was observed.
 func (w *walk) whereToLook(c report.Class, f *failure) string {
 	ep := f.ep
+	if f.cut && w.cut != nil && w.cut.Reason == "canceled" {
+		return fmt.Sprintf("nothing on the path yet: the run was interrupted (Ctrl-C, a signal or the caller) during the %s step on %s, before a verdict; run it again to finish the walk", f.step, ep.hostport)
+	}
 	if f.cut {
 		return fmt.Sprintf("the %s step on %s, which had not finished: run again with a longer --timeout (now %s), and -v to follow each step", f.step, ep.hostport, w.opts.Timeout)
 	}

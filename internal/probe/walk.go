@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/hoptrace"
@@ -286,7 +287,7 @@ func trustPool(files []string) (*x509.CertPool, error) {
 		pool = x509.NewCertPool()
 	}
 	for _, f := range files {
-		b, err := os.ReadFile(f)
+		b, err := capped.ReadFile(f, capped.Max)
 		if err != nil {
 			return nil, fmt.Errorf("--ca-file: %w", err)
 		}

@@ -160,3 +160,35 @@ type Cleanup struct {
 	Run        string   `json:"run,omitempty"` // the one run cleaned up; absent: every run
 	LeftBehind []string `json:"leftBehind"`    // what could not be deleted (kind/namespace/name)
 }
+
+// Demo is the JSON contract of `pullpath demo -o json`: each staged scenario, the diagnosis it
+// expects and the probe's.
+type Demo struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`  // "DemoReport"
+	Match      bool   `json:"match"` // every scenario run was diagnosed as staged
+	// Interrupted is the signal that ended the run early; scenarios then lists the ones that finished.
+	Interrupted string         `json:"interrupted,omitempty"`
+	Scenarios   []DemoScenario `json:"scenarios"`
+}
+
+// DemoScenario is one scenario: what it stages and what the probe said.
+type DemoScenario struct {
+	Name   string       `json:"name"`
+	Expect DemoExpected `json:"expect"`
+	Match  bool         `json:"match"`
+	// Class and Code are the probe's verdict; Failing where it put the failure (null when ok).
+	Class    Class    `json:"class,omitempty"`
+	Code     Code     `json:"code,omitempty"`
+	Failing  *Failing `json:"failing"`
+	Duration Duration `json:"durationMs"`
+	Error    string   `json:"error,omitempty"` // the probe could not run
+}
+
+// DemoExpected is the diagnosis a scenario's staged fault must get.
+type DemoExpected struct {
+	Class Class    `json:"class"`
+	Role  Role     `json:"role,omitempty"` // the failing role; absent for ok
+	Step  StepName `json:"step,omitempty"`
+	Code  Code     `json:"code"`
+}

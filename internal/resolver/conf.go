@@ -2,14 +2,16 @@ package resolver
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pullpath/pullpath/internal/capped"
 )
 
 // Config is a resolver configuration as read from resolv.conf (resolv.conf(5)).
@@ -35,12 +37,11 @@ const (
 
 // ReadConfFile reads a resolv.conf file.
 func ReadConfFile(path string) (Config, error) {
-	f, err := os.Open(path)
+	b, err := capped.ReadFile(path, capped.Max)
 	if err != nil {
 		return Config{}, fmt.Errorf("resolver configuration: %w", err)
 	}
-	defer f.Close()
-	c, err := ParseConf(io.LimitReader(f, 1<<20))
+	c, err := ParseConf(bytes.NewReader(b))
 	if err != nil {
 		return Config{}, fmt.Errorf("resolver configuration %s: %w", path, err)
 	}
@@ -124,12 +125,11 @@ func ParseServer(s string) (string, error) {
 
 // lookupHostsFile returns the addresses the hosts file gives name, if any.
 func lookupHostsFile(path, name string) ([]netip.Addr, error) {
-	f, err := os.Open(path)
+	b, err := capped.ReadFile(path, capped.Max)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	return parseHosts(io.LimitReader(f, 4<<20), name), nil
+	return parseHosts(bytes.NewReader(b), name), nil
 }
 
 func parseHosts(r io.Reader, name string) []netip.Addr {

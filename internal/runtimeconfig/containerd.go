@@ -38,14 +38,17 @@ type ctrdConfig struct {
 	proven2    bool   // a file has version 3+: only containerd 2.x starts with it, whatever the version source says
 	configPath string // CRI registry config_path, possibly a ':'-separated list
 	pathSource string
-	pathDflt   bool                // config_path is containerd 2.2+'s built-in default
-	mirrors    map[string][]string // legacy registry.mirrors: host → endpoints
-	tls        map[string]legacyTLS
-	auth       map[string]legacyAuth // registry.configs."host".auth: still honoured with config_path
-	legacySrc  string
-	headers    map[string][]string // registry.headers: sent to every host
-	images     map[string]any      // the CRI image service's merged table (2.x: io.containerd.cri.v1.images)
-	table      string              // where a registry setting must be written to take effect
+	pathDflt   bool // config_path is containerd 2.2+'s built-in default
+	// ignoredPath is file:line of a config_path 2.x ignores: under the 1.x CRI table of a file
+	// at the current version, which is not migrated
+	ignoredPath string
+	mirrors     map[string][]string // legacy registry.mirrors: host → endpoints
+	tls         map[string]legacyTLS
+	auth        map[string]legacyAuth // registry.configs."host".auth: still honoured with config_path
+	legacySrc   string
+	headers     map[string][]string // registry.headers: sent to every host
+	images      map[string]any      // the CRI image service's merged table (2.x: io.containerd.cri.v1.images)
+	table       string              // where a registry setting must be written to take effect
 }
 
 type legacyAuth struct {
@@ -181,6 +184,10 @@ func (l *loader) configuredHosts(c *ctrdConfig, reg string) []Host {
 				}
 				f := path.Join(dir, "hosts.toml")
 				b, err := l.readFile(f)
+				if err != nil && l.root.Exists(f) {
+					// a directory, a FIFO, a device or a huge file where hosts.toml should be
+					l.warn(WarnConfigInvalid, "cannot read "+f+": "+err.Error()+"; the hosts it would configure are not shown", "make "+f+" a regular hosts.toml file", f)
+				}
 				if err != nil || len(b) == 0 {
 					return []Host{l.certFilesHost(server, dir)}
 				}
@@ -292,11 +299,17 @@ func (l *loader) configPathView(c *ctrdConfig) *ConfigPath {
 		cp := &ConfigPath{Path: c.configPath, Default: c.pathDflt, Source: c.pathSource}
 		if c.pathDflt {
 			cp.Why = l.configFile() + " sets none"
+			if c.ignoredPath != "" {
+				cp.Why += "; " + ignoredWhy(c.ignoredPath)
+			}
 		}
 		return cp
 	}
 	cp := &ConfigPath{Source: l.configFile()}
 	switch {
+	case c.ignoredPath != "":
+		cp.Source = c.ignoredPath
+		cp.Why = ignoredWhy(c.ignoredPath)
 	case len(c.mirrors) > 0:
 		cp.Why = "registry.mirrors apply instead, from " + c.legacySrc
 	case l.cfg.Version == "":
@@ -423,4 +436,11 @@ func (l *loader) dpkgVersion(names ...string) string {
 		}
 	}
 	return ""
+}
+
+// IgnoredPrefix starts ConfigPath.Why when a config_path is set where containerd 2.x ignores it.
+const IgnoredPrefix = "the config_path on "
+
+func ignoredWhy(at string) string {
+	return fmt.Sprintf(`%s%s is under [plugins.%q.registry], the containerd 1.x table, which containerd 2.x ignores in a version 3 config: move it to [plugins.%q.registry]`, IgnoredPrefix, at, criV1, criImages)
 }

@@ -213,7 +213,7 @@ func TestConfigPathView(t *testing.T) {
 				t.Fatalf("ConfigPath = %+v, want path %q from %q", c.ConfigPath, tc.path, tc.source)
 			}
 			var b strings.Builder
-			if err := WriteText(&b, c); err != nil {
+			if err := WriteTextWidth(&b, c, 1000); err != nil { // the content, unwrapped
 				t.Fatal(err)
 			}
 			if !strings.Contains(b.String(), tc.text) {

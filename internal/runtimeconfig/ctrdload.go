@@ -116,6 +116,13 @@ func (l *loader) loadContainerd() (*ctrdConfig, error) {
 			continue
 		}
 		d.plugins = v1Names(d.plugins, d.version)
+		if d.version >= 3 && d.version >= target {
+			if r := docRegistry(d, criV1); r != nil {
+				if _, ok := r["config_path"].(string); ok {
+					c.ignoredPath = fmt.Sprintf("%s:%d", d.file, lineOf(d.b, func(s string) bool { return strings.HasPrefix(s, "config_path") }))
+				}
+			}
+		}
 		d.raw = map[string]any{}
 		maps.Copy(d.raw, d.plugins)
 		if max(d.version, 1) < target {

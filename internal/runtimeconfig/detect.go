@@ -58,3 +58,14 @@ func (l *loader) detect() Runtime {
 func (l *loader) dockerPresent() bool {
 	return l.root.Exists(dockerDaemonJSON) || l.unitExists("docker") || l.root.Exists("/usr/bin/dockerd")
 }
+
+// Present reports whether root holds anything of a container runtime: its configuration (Detect),
+// or a containerd, CRI-O or docker unit (a runtime running on its defaults). An empty or mistyped
+// host root holds neither.
+func Present(root Root) bool {
+	if _, _, ok := Detect(root); ok {
+		return true
+	}
+	l := &loader{root: root}
+	return l.unitExists("containerd") || l.unitExists("crio") || l.unitExists("docker") || root.IsDir("/etc/containerd") || root.IsDir("/etc/crio")
+}

@@ -3,10 +3,11 @@ package runtimeconfig
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"path"
 	"strings"
+
+	"github.com/pullpath/pullpath/internal/capped"
 )
 
 // Root reads files of a host root. Absolute symlinks are resolved inside the root, as they would be
@@ -18,7 +19,7 @@ type Root struct {
 }
 
 // maxFile bounds any configuration file read.
-const maxFile = 4 << 20
+const maxFile = capped.Max
 
 // resolve returns the in-root path of p with every symlink component resolved.
 func (r Root) resolve(p string) (string, error) {
@@ -63,17 +64,14 @@ func (r Root) ReadFile(p string) ([]byte, error) {
 	if err != nil {
 		return nil, r.wrap(p, err)
 	}
-	f, err := r.FS.Open(rp)
+	// a FIFO, a device or a directory is refused before it is opened, a file over maxFile before
+	// it is read
+	b, err := capped.ReadFS(r.FS, rp, r.show(p), maxFile)
+	if errors.Is(err, capped.ErrNotRegular) || errors.Is(err, capped.ErrTooLarge) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, r.wrap(p, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxFile+1))
-	if err != nil {
-		return nil, r.wrap(p, err)
-	}
-	if len(b) > maxFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes", r.show(p), maxFile)
 	}
 	return b, nil
 }
