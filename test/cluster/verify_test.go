@@ -151,28 +151,7 @@ func TestVerifyEveryPool(t *testing.T) {
 func TestVerifyInterruptedLeavesNothing(t *testing.T) {
 	c := sharedCluster(t)
 	runNamespace(t, c)
-	c.Run(t, "version") // builds the binaries
-	im := c.Images[cachedImage]
-	cmd := exec.Command("nsenter", "--net=/run/netns/"+c.hub, "--", c.pullpath, "verify", im.Ref, "--run-namespace", runNS, "--probe-timeout", "90s", "-o", "json")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+c.path("bin")+":"+os.Getenv("PATH"))
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// wait until the run's probe pods exist, then interrupt
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		l, err := c.Client.CoreV1().Pods(runNS).List(context.Background(), metav1.ListOptions{LabelSelector: "pullpath.dev/role=probe"})
-		if err == nil && len(l.Items) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no probe pod appeared\n%s", errOut.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	cmd, out, errOut := c.verifyUntilProbing(t)
 	// nsenter forwards nothing: signal the pullpath process itself
 	if err := signalChild(cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -200,29 +179,9 @@ func TestVerifyInterruptedLeavesNothing(t *testing.T) {
 func TestVerifyCleanupOutlastsAPIServerOutage(t *testing.T) {
 	c := sharedCluster(t)
 	runNamespace(t, c)
-	c.Run(t, "version") // builds the binaries
-	im := c.Images[cachedImage]
-	cmd := exec.Command("nsenter", "--net=/run/netns/"+c.hub, "--", c.pullpath, "verify", im.Ref, "--run-namespace", runNS, "--probe-timeout", "90s", "-o", "json")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+c.path("bin")+":"+os.Getenv("PATH"))
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out, errOut := c.verifyUntilProbing(t)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		l, err := c.Client.CoreV1().Pods(runNS).List(context.Background(), metav1.ListOptions{LabelSelector: "pullpath.dev/role=probe"})
-		if err == nil && len(l.Items) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no probe pod appeared\n%s", errOut.String())
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
 	api := c.proc("kube-apiserver")
 	if err := api.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -262,6 +221,31 @@ func TestVerifyCleanupOutlastsAPIServerOutage(t *testing.T) {
 	}
 	assertNothingLeft(t, c)
 	c.figure("verify: SIGTERM during a 20 s API server outage: cleaned up %s after the outage began, nothing left", took.Round(100*time.Millisecond))
+}
+
+// verifyUntilProbing starts verify -o json on the shared image in the hub and returns once its
+// probe pods exist: the moment to interrupt it.
+func (c *cluster) verifyUntilProbing(t *testing.T) (cmd *exec.Cmd, out, errOut *bytes.Buffer) {
+	t.Helper()
+	c.Run(t, "version") // builds the binaries
+	im := c.Images[cachedImage]
+	cmd = exec.Command("nsenter", "--net=/run/netns/"+c.hub, "--", c.pullpath, "verify", im.Ref, "--run-namespace", runNS, "--probe-timeout", "90s", "-o", "json")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig, "PATH="+c.path("bin")+":"+os.Getenv("PATH"))
+	out, errOut = &bytes.Buffer{}, &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		l, err := c.Client.CoreV1().Pods(runNS).List(context.Background(), metav1.ListOptions{LabelSelector: "pullpath.dev/role=probe"})
+		if err == nil && len(l.Items) > 0 {
+			return cmd, out, errOut
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no probe pod appeared\n%s", errOut.String())
+		}
+	}
 }
 
 // signalChild signals nsenter's child (the pullpath process), found through /proc.
