@@ -98,10 +98,15 @@ func (s *attachStream) sentAt() time.Time {
 	return s.sent
 }
 
-// stop ends the stream (the probe has finished, or will not start) and waits for it.
+// stop ends the stream (the probe has finished, or will not start) and waits for it, a while: a
+// stream stuck in a write to a connection that never drains does not see its context, and must
+// not hold the probe of the node with it.
 func (s *attachStream) stop() {
 	s.cancel()
-	<-s.done
+	select {
+	case <-s.done:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // sentReader notes when the last byte of the binary has been read for sending.
