@@ -23,7 +23,7 @@ import (
 func probeBinary(file, dir, goarch string) ([]byte, string, error) {
 	name := "pullpath-probe-linux-" + goarch
 	from := func(path string) ([]byte, string, error) {
-		b, err := readCapped(path, 256<<20)
+		b, err := capped.ReadFile(path, 256<<20)
 		if err != nil {
 			return nil, "", err
 		}
@@ -72,10 +72,4 @@ func staticELF(b []byte, goarch string) error {
 		}
 	}
 	return nil
-}
-
-// readCapped reads a regular file of at most max bytes: a FIFO, a device or a directory given by
-// mistake is refused before it is read, and a file that grows past max is refused, not read forever.
-func readCapped(path string, max int64) ([]byte, error) {
-	return capped.ReadFile(path, max)
 }

@@ -252,7 +252,7 @@ func (c *census) fill(ctx context.Context, d *report.PodDiagnosis, pod *corev1.P
 	for i := range c.nodes {
 		n := &c.nodes[i]
 		pool, from := Pool(n)
-		ni := report.NodeImage{Name: n.Name, Pool: pool, PoolLabel: from, Created: n.CreationTimestamp.UTC(), Ready: nodeReady(n),
+		ni := report.NodeImage{Name: n.Name, Pool: pool, PoolLabel: from, Created: n.CreationTimestamp.UTC(), Ready: NodeReady(n),
 			Schedulable: !n.Spec.Unschedulable, ImageVersion: imageVersion(n), OSImage: n.Status.NodeInfo.OSImage,
 			Kernel: n.Status.NodeInfo.KernelVersion, Runtime: n.Status.NodeInfo.ContainerRuntimeVersion,
 			Kubelet: n.Status.NodeInfo.KubeletVersion, Arch: n.Status.NodeInfo.Architecture,

@@ -58,7 +58,7 @@ func (r *run) choose(ctx context.Context) ([]target, error) {
 			switch {
 			case n.Labels["kubernetes.io/os"] != "" && n.Labels["kubernetes.io/os"] != "linux":
 				skipped = append(skipped, n.Name+" (not linux)")
-			case !r.o.IncludeUnready && !nodeReady(n):
+			case !r.o.IncludeUnready && !NodeReady(n):
 				skipped = append(skipped, n.Name+" (NotReady)")
 			case !r.o.IncludeUnready && n.Spec.Unschedulable:
 				skipped = append(skipped, n.Name+" (cordoned)")

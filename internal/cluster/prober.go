@@ -64,17 +64,6 @@ func (p *Prober) Probe(ctx context.Context, n *corev1.Node, image string) report
 	return res
 }
 
-// Notes are what the runs noted (a delivery fallback, a refused right), once each.
-func (p *Prober) Notes() []string {
-	var out []string
-	for _, r := range p.runs {
-		r.mu.Lock()
-		out = append(out, r.notes...)
-		r.mu.Unlock()
-	}
-	return out
-}
-
 // Close deletes every object the runs made, retrying while the API server is away, and returns
 // what is left.
 func (p *Prober) Close(ctx context.Context) []string {

@@ -199,7 +199,7 @@ func (w *Watcher) upsert(obj any) {
 			ns.since = c.LastTransitionTime.Time
 		}
 		w.nodes[n.Name] = ns
-	} else if ns.node != nil && !ready(ns.node) && ready(n) {
+	} else if ns.node != nil && !cluster.NodeReady(ns.node) && cluster.NodeReady(n) {
 		// became Ready again (a reboot, a repaired kubelet, a node image upgrade in place): as
 		// good as new, so probed first
 		ns.next, ns.probed = time.Now(), false
@@ -233,7 +233,7 @@ func (w *Watcher) due(now time.Time) []*nodeState {
 	defer w.mu.Unlock()
 	var out []*nodeState
 	for _, ns := range w.nodes {
-		if !ns.busy && ns.node != nil && ready(ns.node) && !now.Before(ns.next) {
+		if !ns.busy && ns.node != nil && cluster.NodeReady(ns.node) && !now.Before(ns.next) {
 			out = append(out, ns)
 		}
 	}
@@ -411,15 +411,6 @@ func condition(n *corev1.Node) *corev1.NodeCondition {
 		}
 	}
 	return nil
-}
-
-func ready(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // StatusConfigMap is where the watcher keeps `watch status` (in the run namespace).
