@@ -6,6 +6,6 @@ import "github.com/spf13/cobra"
 
 func init() {
 	fullCommands = func(s Streams) []*cobra.Command {
-		return []*cobra.Command{newPodCmd(s), newVerifyCmd(s), newCleanupCmd(s), newImageCmd(s), newDemoCmd(s), newWatchCmd(s)}
+		return []*cobra.Command{newExplainCmd(s), newPodCmd(s), newVerifyCmd(s), newCleanupCmd(s), newImageCmd(s), newDemoCmd(s), newWatchCmd(s)}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pullpath/pullpath/internal/creds"
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -132,7 +133,7 @@ func (p *Plan) failure(code report.Code, status, stderr, summary string) *Failur
 		"exit: " + status,
 	}
 	if s := strings.TrimSpace(stderr); s != "" {
-		ev = append(ev, "stderr: "+redact(s))
+		ev = append(ev, "stderr: "+redact.Tokens(s))
 	}
 	if p.Kubelet.ConfigPath != "" {
 		ev = append(ev, fmt.Sprintf("kubelet flags: --image-credential-provider-config=%s (%s) --image-credential-provider-bin-dir=%s (%s)", p.Kubelet.ConfigPath, p.Kubelet.ConfigOrigin, p.Kubelet.BinDir, p.Kubelet.BinDirOrigin))

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pullpath/pullpath/internal/events"
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -34,7 +35,7 @@ func Check(ctx context.Context, c *Client, req Request) *report.CRIResult {
 	}
 	img, err := c.ImageStatus(ctx, req.Image)
 	if err != nil {
-		res.Note = "the runtime did not answer ImageStatus: " + redact(err)
+		res.Note = "the runtime did not answer ImageStatus: " + redactErr(err)
 		return res
 	}
 	if img != nil {
@@ -45,7 +46,7 @@ func Check(ctx context.Context, c *Client, req Request) *report.CRIResult {
 		}
 		users, err := c.ContainersUsing(ctx, req.Image, img)
 		if err != nil {
-			res.Note = "--cri-fresh: the runtime did not list its containers, so the image was not removed: " + redact(err)
+			res.Note = "--cri-fresh: the runtime did not list its containers, so the image was not removed: " + redactErr(err)
 			return res
 		}
 		if len(users) > 0 {
@@ -54,7 +55,7 @@ func Check(ctx context.Context, c *Client, req Request) *report.CRIResult {
 			return res
 		}
 		if err := c.RemoveImage(ctx, req.Image); err != nil {
-			res.Note = "--cri-fresh: the runtime refused to remove the image, so no pull was tried: " + redact(err)
+			res.Note = "--cri-fresh: the runtime refused to remove the image, so no pull was tried: " + redactErr(err)
 			return res
 		}
 		res.Removed = true
@@ -88,5 +89,5 @@ func Check(ctx context.Context, c *Client, req Request) *report.CRIResult {
 	return res
 }
 
-// redact keeps credentials and control characters out of a runtime's error text.
-func redact(err error) string { return events.Redact(err.Error()) }
+// redactErr keeps credentials and control characters out of a runtime's error text.
+func redactErr(err error) string { return redact.Evidence(err.Error()) }

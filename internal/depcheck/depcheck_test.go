@@ -19,7 +19,7 @@ func deps(t *testing.T, pkg string) []string {
 
 func TestProbeDependencies(t *testing.T) {
 	for _, d := range deps(t, "github.com/pullpath/pullpath/internal/probe") {
-		for _, banned := range []string{"k8s.io/", "github.com/containerd/", "sigs.k8s.io/controller-runtime"} {
+		for _, banned := range []string{"k8s.io/", "github.com/containerd/", "sigs.k8s.io/controller-runtime", "github.com/pullpath/pullpath/internal/events"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("internal/probe depends on %s", d)
 			}
@@ -27,10 +27,38 @@ func TestProbeDependencies(t *testing.T) {
 	}
 }
 
-func TestReportIsStandardLibraryOnly(t *testing.T) {
-	for _, d := range deps(t, "github.com/pullpath/pullpath/internal/report") {
-		if strings.Contains(strings.SplitN(d, "/", 2)[0], ".") && !strings.HasPrefix(d, "github.com/pullpath/pullpath/internal/report") {
-			t.Errorf("internal/report depends on %s", d)
+func TestReportIsStandardLibraryOnly(t *testing.T) { standardLibraryOnly(t, "internal/report") }
+
+// Every package that handles a credential uses redact, so it must be importable from the bottom.
+func TestRedactIsStandardLibraryOnly(t *testing.T) { standardLibraryOnly(t, "internal/redact") }
+
+func standardLibraryOnly(t *testing.T, pkg string) {
+	t.Helper()
+	for _, d := range deps(t, "github.com/pullpath/pullpath/"+pkg) {
+		if strings.Contains(strings.SplitN(d, "/", 2)[0], ".") && !strings.HasPrefix(d, "github.com/pullpath/pullpath/"+pkg) {
+			t.Errorf("%s depends on %s", pkg, d)
+		}
+	}
+}
+
+// The API is reached from the commands (cli) and the watcher only: the node probe, events and
+// report stay usable without a cluster.
+func TestClusterEnteredFromCommandsOnly(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/pullpath/pullpath/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	const cluster = "github.com/pullpath/pullpath/internal/cluster"
+	allowed := map[string]bool{"github.com/pullpath/pullpath/internal/cli": true, "github.com/pullpath/pullpath/internal/watch": true}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || allowed[f[0]] || strings.HasPrefix(f[0], cluster) {
+			continue
+		}
+		for _, imp := range f[1:] {
+			if imp == cluster {
+				t.Errorf("%s imports internal/cluster; only cli and watch may", f[0])
+			}
 		}
 	}
 }
@@ -44,7 +72,7 @@ func TestProbeOnlyBuildDependencies(t *testing.T) {
 	}
 	for _, d := range strings.Fields(string(out)) {
 		for _, banned := range []string{"k8s.io/client-go", "k8s.io/api/", "k8s.io/apimachinery", "github.com/containerd/",
-			"github.com/pullpath/pullpath/internal/demo", "github.com/pullpath/pullpath/internal/registrytest", "github.com/google/go-containerregistry/pkg/registry"} {
+			"github.com/pullpath/pullpath/internal/demo", "github.com/pullpath/pullpath/internal/registrytest", "github.com/pullpath/pullpath/internal/events", "github.com/google/go-containerregistry/pkg/registry"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("the probe-only build depends on %s", d)
 			}

@@ -3,12 +3,11 @@ package events
 import (
 	"fmt"
 	"net"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 
-	"github.com/pullpath/pullpath/internal/hoptrace"
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -126,9 +125,6 @@ var reBlocked = regexp.MustCompile(`registry (\S+) is blocked in `)
 // rulePrefilters hold each rule's literal precondition, in the order of rules.
 var rulePrefilters = prefiltersOf(rules, func(r rule) *regexp.Regexp { return r.re })
 
-// maxMessage bounds the text one finding is read from.
-const maxMessage = 64 << 10
-
 // maxParts bounds the errors of one message that are read one by one.
 const maxParts = 16
 
@@ -156,9 +152,9 @@ var resolverFailure = map[report.Code]bool{report.CodeDNSServFail: true, report.
 // returns it (containers/image), else the most decisive one, gives the class and host; the others'
 // classes follow as alternatives.
 func Classify(msg string) report.Finding {
-	if len(msg) > maxMessage {
+	if len(msg) > redact.MaxEvidence {
 		// real messages are a few KiB; a hostile or runaway line must not cost seconds of regexps
-		msg = msg[:maxMessage]
+		msg = msg[:redact.MaxEvidence]
 	}
 	fd, _ := classify(msg, true)
 	return fd
@@ -167,7 +163,7 @@ func Classify(msg string) report.Finding {
 // classify reads a message with or without the table learned from the dev corpus, and returns
 // the phrase key of its most decisive error (the table's generator counts by it).
 func classify(msg string, learn bool) (report.Finding, phraseKey) {
-	msg = cleanText(msg)
+	msg = redact.Clean(msg)
 	if parts := splitErrors(msg); len(parts) > 1 {
 		// a real message joins a few errors; a runaway list must not cost a classification each
 		return classifyMany(msg, parts[:min(len(parts), maxParts)], learn)
@@ -273,7 +269,7 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 			}
 		}
 	}
-	best.Message = redactText(msg)
+	best.Message = redact.Text(msg)
 	switch {
 	case best.Decided && len(best.Alternatives) > 0:
 		best.Decided = false
@@ -334,7 +330,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		host, role = reBlocked.FindStringSubmatch(matched)[1], report.RoleRegistry
 	}
 	host = f.withPort(host, role)
-	fd := report.Finding{Code: code, Host: host, Role: role, Message: redactText(msg), Image: f.image, Resolver: f.resolver,
+	fd := report.Finding{Code: code, Host: host, Role: role, Message: redact.Text(msg), Image: f.image, Resolver: f.resolver,
 		Address: f.addr, URL: f.urlText, Count: 1}
 	fd.Operation = f.operation(role)
 	// without an image or a URL naming another host, the docker CLI's default registry is meant
@@ -990,109 +986,6 @@ func orDash(s string) string {
 		return "in the pod spec"
 	}
 	return s
-}
-
-var (
-	reURLAll  = regexp.MustCompile(`https?://[^\s"'\\<>\x60]+`)
-	reAuthHdr = mustLit(`(?i)(authorization["']?\s*[:=]\s*\[?["']?)(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
-	reKV      = mustLit(`(?i)\b(password|passwd|secret|access_token|refresh_token|token)=([^&\s"]+)`)
-	// a pasted command's credentials: skopeo's and podman's --creds USER:PASSWORD, docker login's
-	// -p/--password, and a reference with user info (user:password@registry/…)
-	reCredFlag = mustLit(`(?i)(--(?:src-|dest-)?creds[= ]\s*|--password[= ]\s*|\blogin\s(?:\S+\s+)*?-p\s+)("[^"]*"|'[^']*'|\S+)`)
-	reUserInfo = regexp.MustCompile(`(^|[\s"'(=])([^\s"'(=:@/]+):[^\s"'@/]+@((?:[a-zA-Z0-9-]+\.)+[a-zA-Z0-9-]+|localhost)([:/])`)
-)
-
-// Redact is a message as explain shows it: at most maxMessage bytes, terminal escapes removed and
-// other control characters escaped, credentials redacted (signed URL queries, Authorization
-// values, password= and token= pairs). For another program's text shown as evidence (a runtime's
-// error, a credential provider's stderr); Classify's Message is the same.
-func Redact(msg string) string {
-	if len(msg) > maxMessage {
-		msg = msg[:maxMessage]
-	}
-	return redactText(cleanText(msg))
-}
-
-// redactText removes credentials from a message before it is shown or stored: signed URL queries,
-// Authorization headers, password= and token= pairs. Everything else is kept byte for byte.
-func redactText(s string) string {
-	if strings.Contains(s, "://") {
-		s = reURLAll.ReplaceAllStringFunc(s, func(u string) string {
-			u, tail := trimURL(u)
-			return redactURLText(u) + tail
-		})
-	}
-	low := strings.ToLower(s)
-	if reAuthHdr.pf.mayMatch(low) {
-		s = reAuthHdr.ReplaceAllString(s, "${1}${2} "+hoptrace.Redacted)
-	}
-	if reKV.pf.mayMatch(low) {
-		s = reKV.ReplaceAllString(s, "${1}="+hoptrace.Redacted)
-	}
-	if reCredFlag.pf.mayMatch(low) {
-		s = reCredFlag.ReplaceAllString(s, "${1}"+hoptrace.Redacted)
-	}
-	if strings.Contains(s, "@") {
-		s = reUserInfo.ReplaceAllString(s, "${1}${2}:"+hoptrace.Redacted+"@${3}${4}")
-	}
-	return s
-}
-
-// trimURL splits a URL found in prose from the punctuation that follows it ("…/v2/: dial",
-// "…?ns=docker.io: 400", "(https://…)"): the punctuation is the message's, not the URL's.
-func trimURL(u string) (string, string) {
-	end := len(u)
-	for end > 0 {
-		c := u[end-1]
-		if c == '.' || c == ',' || c == ';' || c == ':' || c == '!' || c == '\'' ||
-			c == ')' && strings.Count(u[:end], "(") < strings.Count(u[:end], ")") ||
-			c == ']' && strings.Count(u[:end], "[") < strings.Count(u[:end], "]") {
-			end--
-			continue
-		}
-		break
-	}
-	return u[:end], u[end:]
-}
-
-// redactURLText redacts a URL where it stands: user info and every query value outside the
-// probe's allow-list become REDACTED; keys, their order and all other bytes stay as written.
-func redactURLText(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		rest := u[i+3:]
-		hostEnd := strings.IndexAny(rest, "/?#")
-		if hostEnd < 0 {
-			hostEnd = len(rest)
-		}
-		if at := strings.LastIndexByte(rest[:hostEnd], '@'); at >= 0 {
-			u = u[:i+3] + hoptrace.Redacted + rest[at:]
-		}
-	}
-	q := strings.IndexByte(u, '?')
-	frag := strings.IndexByte(u, '#')
-	if frag >= 0 {
-		u = u[:frag+1] + hoptrace.Redacted
-	}
-	if q < 0 || frag >= 0 && frag < q {
-		return u
-	}
-	end := len(u)
-	if frag >= 0 {
-		end = frag
-	}
-	parts := strings.Split(u[q+1:end], "&")
-	for i, p := range parts {
-		k, _, hasV := strings.Cut(p, "=")
-		if ku, err := url.QueryUnescape(k); err == nil && hoptrace.SafeQueryKey(ku) {
-			continue
-		}
-		if hasV {
-			parts[i] = k + "=" + hoptrace.Redacted
-		} else if p != "" {
-			parts[i] = hoptrace.Redacted
-		}
-	}
-	return u[:q+1] + strings.Join(parts, "&") + u[end:]
 }
 
 // reDeniedBareHost is Docker's denial for a "repository" that is only a host name (a dot or a

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/pullpath/pullpath/internal/hoptrace"
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -191,7 +191,7 @@ func readFacts(msg string) facts {
 	}
 	if last != nil {
 		f.url = last
-		f.urlText = hoptrace.RedactURL(last)
+		f.urlText = redact.URL(last)
 	}
 	if ms := reMethod.findAll(t, low); len(ms) > 0 {
 		f.method = strings.ToUpper(ms[len(ms)-1][1])

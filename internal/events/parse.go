@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/report"
 
 	"sigs.k8s.io/yaml"
@@ -55,11 +56,11 @@ func Parse(r io.Reader) ([]Message, Format, error) {
 	}
 	msgs, format, err := parse(b)
 	if err != nil {
-		return nil, format, errors.New(cleanText(err.Error())) // a YAML error quotes the input
+		return nil, format, errors.New(redact.Clean(err.Error())) // a YAML error quotes the input
 	}
 	for i := range msgs {
 		m := &msgs[i]
-		m.Text, m.Source, m.Image = cleanText(m.Text), cleanText(m.Source), cleanText(m.Image)
+		m.Text, m.Source, m.Image = redact.Clean(m.Text), redact.Clean(m.Source), redact.Clean(m.Image)
 	}
 	return msgs, format, err
 }

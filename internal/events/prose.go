@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/pullpath/pullpath/internal/redact"
 )
 
 // The rules read a status or a class word only where the message states it, never in a name:
@@ -85,7 +87,7 @@ func proseOf(f *facts, urls [][]int) (prose, lower string) {
 		}
 	}
 	for _, loc := range urls {
-		u, _ := trimURL(t[loc[0]:loc[1]])
+		u, _ := redact.TrimURL(t[loc[0]:loc[1]])
 		if i := strings.Index(u, "://"); i >= 0 {
 			maskName(loc[0]+i+3, loc[0]+len(u))
 		}

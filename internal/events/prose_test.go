@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -66,7 +67,7 @@ func TestProseMasksEveryName(t *testing.T) {
 	missed := 0
 	for _, file := range files {
 		for _, s := range loadCorpus(t, file) {
-			for _, part := range append(splitErrors(cleanText(s.message)), errPart{text: cleanText(s.message)}) {
+			for _, part := range append(splitErrors(redact.Clean(s.message)), errPart{text: redact.Clean(s.message)}) {
 				f := readFacts(part.text)
 				for _, re := range patterns {
 					for _, m := range re.FindAllStringSubmatchIndex(f.text, -1) {

@@ -4,47 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
-
-// reTermSeq is a terminal escape sequence (CSI, OSC, or a two-byte ESC sequence): formatting of a
-// coloured log, never content, so it is removed rather than shown.
-var reTermSeq = regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b[@-Z\\\\-_]|\u009b[0-?]*[ -/]*[@-~]")
-
-// cleanText makes input text safe to print: terminal escape sequences are removed, every other
-// control character (C0 but tab and newline, DEL, C1) is written as \xNN, and invalid UTF-8 as
-// U+FFFD. Printable text is returned unchanged, so messages are still quoted byte for byte.
-func cleanText(s string) string {
-	clean := true
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x20 && c != '\t' && c != '\n' || c == 0x7f || c >= 0x80 {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return s
-	}
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	if strings.ContainsAny(s, "\x1b\u009b") {
-		s = reTermSeq.ReplaceAllString(s, "")
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if r < 0x20 && r != '\t' && r != '\n' || r == 0x7f || r >= 0x80 && r <= 0x9f {
-			fmt.Fprintf(&b, `\x%02x`, r)
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
 
 // ErrNotText is returned for input that is not text (binary data, a compressed file).
 var ErrNotText = errors.New("input is not text")

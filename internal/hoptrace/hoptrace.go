@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -126,7 +127,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	h.mu.Lock()
 	h.Method = req.Method
-	h.URL = RedactURL(req.URL)
+	h.URL = redact.URL(req.URL)
 	h.Host = hostPort(req)
 	h.Start = time.Now()
 	h.Phase = report.StepTCP

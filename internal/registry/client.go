@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/pullpath/pullpath/internal/hoptrace"
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -43,7 +44,7 @@ type HopError struct {
 }
 
 func (e *HopError) Error() string {
-	return fmt.Sprintf("%s %s: %v", e.Hop.Method, hoptrace.RedactURL(e.URL), e.Err)
+	return fmt.Sprintf("%s %s: %v", e.Hop.Method, redact.URL(e.URL), e.Err)
 }
 func (e *HopError) Unwrap() error { return e.Err }
 
@@ -123,11 +124,11 @@ func (c *Client) Do(ctx context.Context, method string, u *url.URL, hdr http.Hea
 		}
 		next, err := cur.Parse(loc)
 		if err != nil || (next.Scheme != "https" && next.Scheme != "http") || next.Host == "" {
-			return out, &RedirectError{Host: from, Role: curRole, Reason: fmt.Sprintf("unusable Location %q", hoptrace.RedactString(loc)), Hops: out.Hops}
+			return out, &RedirectError{Host: from, Role: curRole, Reason: fmt.Sprintf("unusable Location %q", redact.URLString(loc)), Hops: out.Hops}
 		}
 		key := method + " " + next.String()
 		if seen[key] || next.String() == cur.String() {
-			return out, &RedirectError{Host: from, Role: curRole, Reason: "redirect loop: " + hoptrace.RedactURL(next) + " was already visited", Hops: out.Hops}
+			return out, &RedirectError{Host: from, Role: curRole, Reason: "redirect loop: " + redact.URL(next) + " was already visited", Hops: out.Hops}
 		}
 		seen[key] = true
 		if i+1 >= maxRedirects {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/registry"
 )
 
@@ -77,7 +78,7 @@ func (l *loader) containerdHosts(c *ctrdConfig, reg string) []Host {
 			}
 			hosts[i].headerRaw, hosts[i].Header = raw, map[string][]string{}
 			for k, v := range raw {
-				hosts[i].Header[k] = redactHeader(k, v)
+				hosts[i].Header[k] = redact.Header(k, v)
 			}
 		}
 		for _, key := range legacyKeys(hosts[i].Host, reg) {

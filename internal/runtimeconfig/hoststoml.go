@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/pullpath/pullpath/internal/redact"
 )
 
 // hostFile is one parsed certs.d/<dir>/hosts.toml.
@@ -175,7 +177,7 @@ func hostEntry(server string, t map[string]any, dir, file string) (Host, error) 
 				return Host{}, fmt.Errorf("%s: header %s of %s: %v", file, k, server, err)
 			}
 			h.headerRaw[k] = vals
-			h.Header[k] = redactHeader(k, vals)
+			h.Header[k] = redact.Header(k, vals)
 		}
 	}
 	return h, nil

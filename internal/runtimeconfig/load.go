@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/resolver"
@@ -178,7 +179,7 @@ func (l *loader) checkHosts() {
 			continue
 		}
 		if p, err := pf(u); err == nil && p != nil {
-			h.Proxy = redactUserinfo(p)
+			h.Proxy = redact.ProxyURL(p.String())
 			if isInternalName(u.Hostname()) {
 				l.warn(WarnProxyNoNoProxy, fmt.Sprintf("%s is reached through the proxy %s: an internal registry behind a corporate proxy is the classic cause of timeouts and TLS errors", h.Host, h.Proxy),
 					"add "+u.Hostname()+" (and the blob and token hosts of the pull) to NO_PROXY in the runtime's unit, then restart it", l.cfg.Proxy.Source)
@@ -223,26 +224,6 @@ func (l *loader) checkPullHosts() {
 	}
 	l.warn(WarnNoPullHost, fmt.Sprintf("no host for %s has capabilities %s: the runtime cannot pull %s (containerd: \"no resolve hosts\")", l.ref.Registry, what, l.cfg.Image),
 		`give the server or a mirror capabilities = ["pull", "resolve"]`, l.cfg.Hosts[len(l.cfg.Hosts)-1].Source)
-}
-
-// redactProxyURL hides credentials in a proxy URL given as text.
-func redactProxyURL(s string) string {
-	if s == "" {
-		return s
-	}
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	return redactUserinfo(u)
-}
-
-func redactUserinfo(u *url.URL) string {
-	c := *u
-	if c.User != nil {
-		c.User = url.User("REDACTED")
-	}
-	return c.String()
 }
 
 // isInternalName reports whether a registry host cannot be meant for a corporate proxy: a private,

@@ -7,6 +7,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/pullpath/pullpath/internal/redact"
 )
 
 // unitDirs are systemd's system unit search path, highest priority first (systemd.unit(5)); /lib is
@@ -376,7 +378,7 @@ func (l *loader) loadProxy(rt Runtime) {
 		p = Proxy{HTTPProxy: dj.Proxies.HTTP, HTTPSProxy: dj.Proxies.HTTPS, NoProxy: dj.Proxies.No, Source: dockerDaemonJSON + " (proxies)"}
 	}
 	l.cfg.rawProxy = p
-	l.cfg.Proxy = Proxy{HTTPProxy: redactProxyURL(p.HTTPProxy), HTTPSProxy: redactProxyURL(p.HTTPSProxy), NoProxy: p.NoProxy, Source: p.Source}
+	l.cfg.Proxy = Proxy{HTTPProxy: redact.ProxyURL(p.HTTPProxy), HTTPSProxy: redact.ProxyURL(p.HTTPSProxy), NoProxy: p.NoProxy, Source: p.Source}
 	if p.HTTPProxy != "" || p.HTTPSProxy != "" {
 		return
 	}

@@ -1,4 +1,4 @@
-package credprovider
+package redact
 
 import (
 	"strings"
@@ -6,13 +6,13 @@ import (
 )
 
 // A provider's stderr loses every credential shape before it becomes evidence.
-func TestRedactProviderStderr(t *testing.T) {
+func TestTokensFromProviderStderr(t *testing.T) {
 	in := "GET https://user:pw-1234@login.example/token?sig=SIG-SECRET&service=acr failed\n" +
 		"Authorization: Bearer BEARER-SECRET-123\n" +
 		`{"access_token": "JSON-SECRET-456", "expires_in": 3600}` + "\n" +
 		"token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJub2RlIn0.c2lnbmF0dXJl\n" +
 		"password=PW-SECRET-789 \x1b[2J done"
-	out := redact(in)
+	out := Tokens(in)
 	for _, secret := range []string{"pw-1234", "SIG-SECRET", "BEARER-SECRET-123", "JSON-SECRET-456", "eyJhbGciOiJIUzI1NiJ9", "PW-SECRET-789", "\x1b"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("%q survived redaction:\n%s", secret, out)

@@ -1,4 +1,4 @@
-package hoptrace
+package redact
 
 import (
 	"net/url"
@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestRedactURL(t *testing.T) {
+func TestURL(t *testing.T) {
 	cases := map[string]string{
 		"https://s3.example/bucket/blob?X-Amz-Algorithm=AWS4&X-Amz-Credential=AKIA%2F1&X-Amz-Signature=deadbeef&X-Amz-Expires=300": "https://s3.example/bucket/blob?X-Amz-Algorithm=REDACTED&X-Amz-Credential=REDACTED&X-Amz-Expires=REDACTED&X-Amz-Signature=REDACTED",
 		"https://acct.blob.core.windows.net/c/b?sv=2020&se=2026-01-01&sig=c2VjcmV0":                                                "https://acct.blob.core.windows.net/c/b?se=REDACTED&sig=REDACTED&sv=REDACTED",
@@ -19,16 +19,16 @@ func TestRedactURL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := RedactURL(u); got != want {
-			t.Errorf("RedactURL(%s)\n got %s\nwant %s", in, got, want)
+		if got := URL(u); got != want {
+			t.Errorf("URL(%s)\n got %s\nwant %s", in, got, want)
 		}
 	}
-	if got := RedactString("::not a url?sig=secret"); strings.Contains(got, "secret") {
-		t.Errorf("RedactString kept the secret: %s", got)
+	if got := URLString("::not a url?sig=secret"); strings.Contains(got, "secret") {
+		t.Errorf("URLString kept the secret: %s", got)
 	}
 }
 
-func FuzzRedactURL(f *testing.F) {
+func FuzzURL(f *testing.F) {
 	f.Add("https://h/p?sig=SECRETVALUE&service=x")
 	f.Add("https://h/p?a=1;SECRETVALUE")
 	f.Fuzz(func(t *testing.T, s string) {
@@ -36,7 +36,7 @@ func FuzzRedactURL(f *testing.F) {
 		if err != nil || u.RawQuery == "" {
 			return
 		}
-		out := RedactURL(u)
+		out := URL(u)
 		_, rawq, _ := strings.Cut(out, "?")
 		if rawq == Redacted {
 			return
