@@ -7,11 +7,17 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/pullpath/pullpath/internal/loader"
 	"github.com/pullpath/pullpath/internal/report"
@@ -335,25 +341,81 @@ func poll(ctx context.Context, timeout time.Duration, done func() bool) error {
 	}
 }
 
+// waitPod waits until cond holds for the pod name, or r.o.Timeout passes. It lists and watches
+// that one pod (a field selector on its name) instead of asking for it again and again: one
+// request for the whole wait, not two a second for each node. cond may also depend on state
+// outside the pod (an attach stream that broke), so it is checked each 500 ms as well.
 func (r *run) waitPod(ctx context.Context, name string, cond func(*corev1.Pod) bool) (*corev1.Pod, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
+	defer cancel()
+	var mu sync.Mutex
 	var last *corev1.Pod
-	err := poll(ctx, r.o.Timeout, func() bool {
-		p, err := r.cs.Core.Pods(r.o.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		last = p
-		return cond(p)
-	})
-	if err != nil {
-		phase := "not found"
-		if last != nil {
-			phase = string(last.Status.Phase)
-		}
-		return last, fmt.Errorf("%w (pod phase %s)", err, phase)
+	met := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return last != nil && cond(last)
 	}
-	return last, nil
+	wctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				if met() {
+					stop()
+					return
+				}
+			}
+		}
+	}()
+	pods := r.cs.Core.Pods(r.o.Namespace)
+	byName := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = byName
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return pods.Watch(ctx, o)
+		},
+	}
+	_, err := watchtools.UntilWithSync(wctx, listThenWatch{lw}, &corev1.Pod{}, nil, func(ev watch.Event) (bool, error) {
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok || p.Name != name || ev.Type == watch.Deleted {
+			return false, nil
+		}
+		mu.Lock()
+		last = p
+		mu.Unlock()
+		return cond(p), nil
+	})
+	if met() {
+		mu.Lock()
+		defer mu.Unlock()
+		return last, nil
+	}
+	if err == nil || ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	phase := "not found"
+	if last != nil {
+		phase = string(last.Status.Phase)
+	}
+	return last, fmt.Errorf("%w (pod phase %s)", err, phase)
 }
+
+// listThenWatch lists, then watches: for one pod, a list streamed as a watch brings nothing, and
+// fake clientsets cannot stream one.
+type listThenWatch struct{ *cache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
 func waitingState(p *corev1.Pod) *corev1.ContainerStateWaiting {
 	for _, s := range p.Status.ContainerStatuses {

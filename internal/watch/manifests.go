@@ -110,7 +110,7 @@ metadata:
 rules:
   - apiGroups: [""]
     resources: [pods]
-    verbs: [get, list, create, delete]
+    verbs: [list, watch, create, delete]
   - apiGroups: [""]
     resources: [configmaps]
     verbs: [list, create, update, delete]
