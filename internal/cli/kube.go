@@ -4,6 +4,7 @@ package cli
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -23,6 +24,8 @@ type kubeFlags struct {
 	kubeconfig string
 	overrides  clientcmd.ConfigOverrides
 	basicAuth  string // --username or --password given: refused by validate
+	// wrap, when set, wraps the client's transport (watch counts its API requests with it)
+	wrap func(http.RoundTripper) http.RoundTripper
 }
 
 func newKubeFlags() *kubeFlags { return &kubeFlags{} }
@@ -175,5 +178,8 @@ func (k *kubeFlags) client() (*cluster.Client, error) {
 		return nil, k.configError(err)
 	}
 	rc.UserAgent = "pullpath/" + Version
+	if k.wrap != nil {
+		rc.Wrap(k.wrap)
+	}
 	return cluster.NewClient(rc)
 }

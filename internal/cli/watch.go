@@ -114,6 +114,8 @@ func (o *watchOptions) validate() error {
 }
 
 func (o *watchOptions) run(cmd *cobra.Command) error {
+	api := watch.NewAPICounter()
+	o.kube.wrap = api.Wrap
 	cs, err := o.kube.client()
 	if err != nil {
 		return err
@@ -152,7 +154,7 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 	var left []string
 	var leadErr error
 	lead := func(ctx context.Context) {
-		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf})
+		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf, API: api})
 		if err != nil {
 			leadErr = err
 			return
@@ -169,16 +171,30 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 		logf("waiting to lead (lease " + o.runNamespace + "/pullpath-watch, identity " + id + ")")
 		lctx, cancel := context.WithCancel(ctx)
 		defer cancel()
+		// client-go starts OnStartedLeading in a goroutine once the lease is acquired, and returns
+		// from Run without waiting for it: started says it began, led that lead (and so its
+		// cleanup) is over
+		started, led := make(chan struct{}), make(chan struct{})
 		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{Lock: lock, ReleaseOnCancel: true, Name: "pullpath-watch",
 			LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) { lead(ctx); cancel() },
+				OnStartedLeading: func(ctx context.Context) {
+					close(started)
+					defer close(led)
+					lead(ctx)
+					cancel()
+				},
 				OnStoppedLeading: func() { logf("no longer the leader") },
 			}})
 		if err != nil {
 			return err
 		}
 		le.Run(lctx)
+		select {
+		case <-started:
+			<-led
+		case <-time.After(time.Second): // the goroutine starts at once after acquiring: never led
+		}
 	} else {
 		lead(ctx)
 	}

@@ -17,7 +17,7 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMetrics(time.Minute)
+	m := newMetrics(time.Minute, nil)
 	m.pathOK.WithLabelValues("n", "p", "i", "r").Set(1)
 	m.lastResult.WithLabelValues("n", "p").Set(1)
 	families, err := m.reg.Gather()

@@ -23,9 +23,11 @@ type metrics struct {
 	lastResult  *prometheus.GaugeVec
 	interval    prometheus.Gauge
 	condition   *prometheus.GaugeVec
+	registryReq *prometheus.CounterVec
+	delivered   *prometheus.CounterVec
 }
 
-func newMetrics(interval time.Duration) *metrics {
+func newMetrics(interval time.Duration, api *APICounter) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		pathOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_path_ok",
@@ -43,7 +45,16 @@ func newMetrics(interval time.Duration) *metrics {
 		interval: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pullpath_watch_interval_seconds", Help: "The interval between two probes of a node."}),
 		condition: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_node_broken",
 			Help: "1 when the node's ImagePullPathBroken condition is True, 0 when False; absent when Unknown."}, []string{"node", "pool", "reason"}),
+		registryReq: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pullpath_watch_registry_requests_total",
+			Help: "HTTP requests the probes sent to registries, by pool, registry and the role of the host (registry, token, blob, mirror)."},
+			[]string{"pool", "registry", "role"}),
+		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pullpath_watch_delivered_bytes_total",
+			Help: "Bytes of the probe binary delivered to nodes, by delivery (attach: streamed; configmap: read by the kubelet)."}, []string{"delivery"}),
 	}
+	if api != nil {
+		m.reg.MustRegister(api)
+	}
+	m.reg.MustRegister(m.registryReq, m.delivered)
 	m.reg.MustRegister(m.pathOK, m.stepSeconds, m.probes, m.lastSuccess, m.lastResult, m.interval, m.condition,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	m.interval.Set(interval.Seconds())
@@ -51,8 +62,20 @@ func newMetrics(interval time.Duration) *metrics {
 }
 
 // observe records one node's probe of one image.
-func (m *metrics) observe(node, pool string, r ImageResult, probe *report.Probe, now time.Time) {
+func (m *metrics) observe(node, pool string, r ImageResult, res *report.PoolResult, now time.Time) {
 	reg := cluster.ImageRegistry(r.Image)
+	var probe *report.Probe
+	if res != nil {
+		probe = res.Probe
+		if d := res.DeliveryStats; d != nil && d.Bytes > 0 {
+			m.delivered.WithLabelValues(res.Delivery).Add(float64(d.Bytes))
+		}
+	}
+	if probe != nil {
+		for _, h := range probe.Hops {
+			m.registryReq.WithLabelValues(pool, reg, string(h.Role)).Inc()
+		}
+	}
 	m.lastResult.WithLabelValues(node, pool).Set(float64(now.Unix()))
 	if r.Verdict == nil {
 		m.probes.WithLabelValues(pool, "not_run").Inc()

@@ -36,6 +36,9 @@ type Options struct {
 	FullEvery int
 	Probe     cluster.VerifyOptions // run namespace, delivery, pull secret, probe timeout
 	Progress  func(string)
+	// API, when set, counts the client's requests and bytes (its transport wraps through it) and
+	// is served with the other metrics.
+	API *APICounter
 }
 
 // Watcher is one running watch.
@@ -91,7 +94,7 @@ func New(ctx context.Context, cs *cluster.Client, o Options) (*Watcher, error) {
 	}
 	quick := o.Probe
 	quick.ProbeArgs = append(slices.Clone(quick.ProbeArgs), "--no-download")
-	w := &Watcher{cs: cs, o: o, metrics: newMetrics(o.Interval), nodes: map[string]*nodeState{}}
+	w := &Watcher{cs: cs, o: o, metrics: newMetrics(o.Interval, o.API), nodes: map[string]*nodeState{}}
 	// a watcher killed before its cleanup (SIGKILL, a lost node) left probe pods: removed first
 	if err := cluster.RemoveWatchLeftovers(ctx, cs, o.Probe.Namespace); err != nil {
 		return nil, err
@@ -271,7 +274,7 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 		prober = w.quick
 	}
 	var results []ImageResult
-	var probes []*report.Probe
+	var probes []*report.PoolResult
 	for _, img := range w.o.Images {
 		res := prober.Probe(ctx, n, img)
 		if ctx.Err() != nil {
@@ -293,7 +296,7 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 			}
 		}
 		results = append(results, r)
-		probes = append(probes, res.Probe)
+		probes = append(probes, &res)
 	}
 	now := time.Now()
 	if conditionOf(results).Status == "Unknown" && w.apiAway(ctx, n.Name) {

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -16,6 +19,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/pullpath/pullpath/test/internal/netnsdial"
 )
@@ -32,6 +39,13 @@ func (w *watcher) mu() *sync.Mutex { return &w.sw.mu }
 
 func (c *cluster) startWatch(t *testing.T, args ...string) *watcher {
 	t.Helper()
+	// up: its signal handler is in place, and a killed watcher's leftovers are removed
+	return c.startWatchSaying(t, "watch: probing every Ready node", args...)
+}
+
+// startWatchSaying starts a watcher and waits until its stderr says up.
+func (c *cluster) startWatchSaying(t *testing.T, up string, args ...string) *watcher {
+	t.Helper()
 	c.Run(t, "version") // builds the binaries
 	cmd := exec.Command("nsenter", append([]string{"--net=/run/netns/" + c.hub, "--", c.pullpath, "watch"}, args...)...)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
@@ -42,8 +56,7 @@ func (c *cluster) startWatch(t *testing.T, args ...string) *watcher {
 		t.Fatal(err)
 	}
 	go func() { _ = cmd.Wait(); close(w.done) }()
-	// up: its signal handler is in place, and a killed watcher's leftovers are removed
-	w.waitLog(t, "watch: probing every Ready node", 2*time.Minute)
+	w.waitLog(t, up, 2*time.Minute)
 	t.Cleanup(func() {
 		select {
 		case <-w.done:
@@ -355,4 +368,113 @@ func TestWatchMetricsInPrometheus(t *testing.T) {
 		t.Errorf("watch after SIGTERM: exit %d\n%s", code, w.errOut.String())
 	}
 	assertNothingLeft(t, c)
+}
+
+// Two watchers with --leader-elect, as the Deployment runs them: only the holder of the Lease
+// probes; the standby creates nothing while it waits; when the leader is killed mid-probe, the
+// standby takes the Lease once it expires, removes the dead leader's probe pods, and probes.
+func TestWatchLeaderElection(t *testing.T) {
+	c := sharedCluster(t)
+	runNamespace(t, c)
+	im := c.Images[cachedImage]
+	args := []string{"--image", im.Ref, "--interval", "10s", "--concurrency", "2", "--run-namespace", runNS, "--probe-timeout", "90s", "--leader-elect"}
+	a := c.startWatch(t, args...)
+	b := c.startWatchSaying(t, "waiting to lead", args...)
+	lease, err := c.Client.CoordinationV1().Leases(runNS).Get(context.Background(), "pullpath-watch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := *lease.Spec.HolderIdentity; !strings.HasSuffix(id, fmt.Sprintf("-%d", a.cmd.Process.Pid)) {
+		t.Fatalf("lease held by %s, want the first watcher (pid %d)", id, a.cmd.Process.Pid)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for !c.hasWatchPods(t) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the leader created no probe pod\n%s", a.errOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.mu().Lock()
+	standby := b.errOut.String()
+	b.mu().Unlock()
+	if strings.Contains(standby, "probing every Ready node") || strings.Contains(standby, "node ") {
+		t.Errorf("the standby acted while the leader held the lease:\n%s", standby)
+	}
+	a.stop(t, syscall.SIGKILL)
+	killed := time.Now()
+	orphans := c.watchPods(t)
+	b.waitLog(t, "watch: probing every Ready node", 90*time.Second)
+	took := time.Since(killed)
+	for _, p := range orphans {
+		if _, err := c.Client.CoreV1().Pods(runNS).Get(context.Background(), p, metav1.GetOptions{}); err == nil {
+			t.Errorf("the dead leader's probe pod %s is still there after the standby took over", p)
+		}
+	}
+	c.waitCondition(t, "poola-1", "False", "OK", 90*time.Second, b)
+	c.figure("watch --leader-elect: the standby led %s after the leader's SIGKILL (lease 30 s), removed its %d probe pod(s) and probed", took.Round(100*time.Millisecond), len(orphans))
+	if took > 60*time.Second {
+		t.Errorf("the standby took over %s after the leader died, want within the 30 s lease and a retry", took)
+	}
+	if code := b.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("watch after SIGTERM: exit %d\n%s", code, b.errOut.String())
+	}
+	assertNothingLeft(t, c)
+}
+
+// The in-cluster manifests (`pullpath watch manifests`, deploy/watch/watch.yaml) are accepted by a
+// real API server: every object is created with a server-side dry run (schema, defaulting,
+// admission, and RBAC's escalation check on the roles), in a namespace of the test.
+func TestWatchManifestsAccepted(t *testing.T) {
+	c := sharedCluster(t)
+	ns := c.Namespace(t, "watchmanifests")
+	out, errOut, code := c.Run(t, "watch", "manifests", "--image", "registry.cluster.test/cached/app:v1",
+		"--watcher-image", "registry.cluster.test/tools/pullpath:v1", "--run-namespace", ns)
+	if code != 0 {
+		t.Fatalf("watch manifests: exit %d\n%s", code, errOut)
+	}
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resources := map[string]schema.GroupVersionResource{
+		"Namespace": {Version: "v1", Resource: "namespaces"}, "ServiceAccount": {Version: "v1", Resource: "serviceaccounts"},
+		"ClusterRole":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+		"ClusterRoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+		"Role":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+		"RoleBinding":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+		"Deployment":         {Group: "apps", Version: "v1", Resource: "deployments"},
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	var kinds []string
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		kind := u.GetKind()
+		kinds = append(kinds, kind)
+		if kind == "Namespace" {
+			continue // the test's namespace exists already
+		}
+		gvr, ok := resources[kind]
+		if !ok {
+			t.Errorf("a %s in the manifests, which this test does not know", kind)
+			continue
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(gvr)
+		if u.GetNamespace() != "" {
+			ri = dyn.Resource(gvr).Namespace(u.GetNamespace())
+		}
+		if _, err := ri.Create(context.Background(), &u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("%s %s: the API server refused it: %v", kind, u.GetName(), err)
+		}
+	}
+	if !slices.Contains(kinds, "Deployment") || !slices.Contains(kinds, "ClusterRole") {
+		t.Errorf("manifests hold %v, want a Deployment and its roles", kinds)
+	}
 }
