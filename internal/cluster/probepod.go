@@ -152,11 +152,19 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 	var p *corev1.Pod
 	var err error
 	if d != nil && d.mode == ModeAttach {
-		p, err = r.waitPod(ctx, name, func(p *corev1.Pod) bool { return finished(p) || containerRunning(p) })
-		if err == nil && !finished(p) {
-			stream = r.attach(ctx, name, d.bin)
+		// one wait: the stream starts when the loader runs, and the wait ends when the pod does
+		// or the stream breaks
+		p, err = r.waitPod(ctx, name, func(p *corev1.Pod) bool {
+			if finished(p) {
+				return true
+			}
+			if stream == nil && containerRunning(p) {
+				stream = r.attach(ctx, name, d.bin)
+			}
+			return stream.failed()
+		})
+		if stream != nil {
 			defer stream.stop()
-			p, err = r.waitPod(ctx, name, func(p *corev1.Pod) bool { return finished(p) || stream.failed() })
 			if stream.failed() && (p == nil || terminated(p) == nil) {
 				return podOutcome{broke: stream.err().Error()}
 			}
@@ -342,9 +350,10 @@ func poll(ctx context.Context, timeout time.Duration, done func() bool) error {
 }
 
 // waitPod waits until cond holds for the pod name, or r.o.Timeout passes. It lists and watches
-// that one pod (a field selector on its name) instead of asking for it again and again: one
-// request for the whole wait, not two a second for each node. cond may also depend on state
-// outside the pod (an attach stream that broke), so it is checked each 500 ms as well.
+// that one pod (a field selector on its name) instead of asking for it again and again: two
+// requests for the whole wait, not two a second for each node. cond may also depend on state
+// outside the pod (an attach stream that broke), so it is checked each 500 ms as well; its calls
+// never overlap.
 func (r *run) waitPod(ctx context.Context, name string, cond func(*corev1.Pod) bool) (*corev1.Pod, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.o.Timeout)
 	defer cancel()
@@ -390,8 +399,8 @@ func (r *run) waitPod(ctx context.Context, name string, cond func(*corev1.Pod) b
 			return false, nil
 		}
 		mu.Lock()
+		defer mu.Unlock()
 		last = p
-		mu.Unlock()
 		return cond(p), nil
 	})
 	if met() {
