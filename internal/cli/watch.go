@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -210,8 +211,27 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 }
 
 // probeBinaryFor gives verify's probe binary lookup to a command without --probe-binary.
+// Each architecture's binary is read (or decompressed) once and shared: a watcher holds a run per
+// image and probe kind, and each would otherwise keep its own 12 MB copy for the attach stream.
 func probeBinaryFor(file string) func(string) ([]byte, string, error) {
-	return func(goarch string) ([]byte, string, error) { return probeBinary(file, "", goarch) }
+	type loaded struct {
+		b   []byte
+		src string
+		err error
+	}
+	var mu sync.Mutex
+	byArch := map[string]*loaded{}
+	return func(goarch string) ([]byte, string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		l, ok := byArch[goarch]
+		if !ok {
+			l = &loaded{}
+			l.b, l.src, l.err = probeBinary(file, "", goarch)
+			byArch[goarch] = l
+		}
+		return l.b, l.src, l.err
+	}
 }
 
 type watchStatusOptions struct {
