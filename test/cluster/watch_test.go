@@ -89,6 +89,15 @@ func (w *watcher) waitLog(t *testing.T, s string, within time.Duration) {
 	}
 }
 
+// stopClean stops the watcher with SIGTERM: it must exit 0 and leave nothing in the cluster.
+func (w *watcher) stopClean(t *testing.T, c *cluster) {
+	t.Helper()
+	if code := w.stop(t, syscall.SIGTERM); code != 0 {
+		t.Errorf("watch after SIGTERM: exit %d\n%s", code, w.errOut.String())
+	}
+	assertNothingLeft(t, c)
+}
+
 // stop sends sig to the pullpath process and waits for it to end.
 func (w *watcher) stop(t *testing.T, sig syscall.Signal) int {
 	t.Helper()
@@ -270,10 +279,7 @@ func TestWatch(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if code := w2.stop(t, syscall.SIGTERM); code != 0 {
-		t.Errorf("watch after SIGTERM: exit %d, want 0\n%s", code, w2.errOut.String())
-	}
-	assertNothingLeft(t, c)
+	w2.stopClean(t, c)
 	if cond := c.pathCondition(t, "poolb-2"); cond == nil || cond.Status != "True" {
 		t.Errorf("the condition must stay after the watcher: %+v", cond)
 	}
@@ -364,10 +370,7 @@ func TestWatchMetricsInPrometheus(t *testing.T) {
 		t.Errorf("firing %v; want PullPathBrokenInPool for poolb, not poola\nprometheus: %s\nwatch: %s", firing, c.logTail("prometheus"), w.errOut.String())
 	}
 	c.figure("watch: a real Prometheus scraped pullpath_watch_* and fired %v", firing)
-	if code := w.stop(t, syscall.SIGTERM); code != 0 {
-		t.Errorf("watch after SIGTERM: exit %d\n%s", code, w.errOut.String())
-	}
-	assertNothingLeft(t, c)
+	w.stopClean(t, c)
 }
 
 // Two watchers with --leader-elect, as the Deployment runs them: only the holder of the Lease
@@ -415,10 +418,7 @@ func TestWatchLeaderElection(t *testing.T) {
 	if took > 60*time.Second {
 		t.Errorf("the standby took over %s after the leader died, want within the 30 s lease and a retry", took)
 	}
-	if code := b.stop(t, syscall.SIGTERM); code != 0 {
-		t.Errorf("watch after SIGTERM: exit %d\n%s", code, b.errOut.String())
-	}
-	assertNothingLeft(t, c)
+	b.stopClean(t, c)
 }
 
 // The in-cluster manifests (`pullpath watch manifests`, deploy/watch/watch.yaml) are accepted by a

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -81,10 +80,7 @@ func TestWatchBudget(t *testing.T) {
 	detect := firstAt.Sub(start)
 	time.Sleep(window)
 	last := scrape()
-	if code := w.stop(t, syscall.SIGTERM); code != 0 {
-		t.Errorf("watch after SIGTERM: exit %d\n%s", code, w.errOut.String())
-	}
-	assertNothingLeft(t, c)
+	w.stopClean(t, c)
 
 	probesFull := sumPrefix(first, `pullpath_watch_probes_total{`)
 	probesQuick := sumPrefix(last, `pullpath_watch_probes_total{`) - probesFull
