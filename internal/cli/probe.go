@@ -195,7 +195,7 @@ func (o *probeOptions) Complete(args []string) error {
 		level = slog.LevelDebug
 	}
 	o.probe = probe.Options{
-		Image: o.image, Platform: o.platform, Resolver: rc, CAFiles: o.caFiles, Insecure: o.insecure,
+		Ref: ref, Platform: o.platform, Resolver: rc, CAFiles: o.caFiles, Insecure: o.insecure,
 		Keyring: keyring, Credential: cred, Providers: plans, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
 		StallTimeout: o.stallTimeout, Timeout: o.timeout, Concurrency: o.concurrency, ExpectPrivate: o.expectPrivate,
 		Node: o.node, Progress: progress, Runtime: rt, HostFile: hostFile,
@@ -240,7 +240,7 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 			o.note("pulling the way %s does, with its configuration under %s (%s); --host-root none to skip", rt, nodeRoot, evidence)
 		}
 	}
-	rt, err := loadRuntime(hostRoot, o.runtime, o.image)
+	rt, err := loadRuntime(hostRoot, o.runtime, o.ref)
 	if err != nil {
 		if detected != "" {
 			err = fmt.Errorf("%w (read because %s exists; --host-root none skips the runtime's configuration)", err, detected)

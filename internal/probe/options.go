@@ -7,12 +7,16 @@ import (
 
 	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
+	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/resolver"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // Options configures one probe. The zero value of each field means its documented default.
 type Options struct {
+	// Ref is the image, parsed once by the caller (registry.ParseReference); when it is zero,
+	// Image is parsed.
+	Ref      registry.Reference
 	Image    string
 	Platform string // os/arch[/variant]; default: this machine's
 

@@ -40,7 +40,7 @@ type run struct {
 	turns    turns
 }
 
-// Run probes the pull path of opts.Image. An error means the probe could not run (bad input,
+// Run probes the pull path of opts.Ref (or opts.Image). An error means the probe could not run (bad input,
 // unreadable CA file); a broken path is a report with a class other than ok.
 //
 // As the kubelet, it presents the credentials its keyring gives for the image in turn (the pod's
@@ -52,12 +52,17 @@ type run struct {
 // then says what was established so far and which step was cut (Interrupted), never a guess.
 func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	opts.setDefaults()
-	ref, err := registry.ParseReference(opts.Image)
-	if err != nil {
-		return nil, err
+	ref := opts.Ref
+	if ref.Registry == "" {
+		var err error
+		if ref, err = registry.ParseReference(opts.Image); err != nil {
+			return nil, err
+		}
 	}
+	opts.Ref, opts.Image = ref, ref.Original
 	plat := registry.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}.Normalize()
 	if opts.Platform != "" {
+		var err error
 		if plat, err = registry.ParsePlatform(opts.Platform); err != nil {
 			return nil, err
 		}

@@ -22,7 +22,10 @@ type Options struct {
 	Root    fs.FS   // the host root, e.g. os.DirFS("/") or os.DirFS("/host")
 	Name    string  // the host root as given, for messages
 	Runtime Runtime // "" detects
-	Image   string
+	// Ref is the image, parsed once by the caller (registry.ParseReference); when it is zero,
+	// Image is parsed.
+	Ref   registry.Reference
+	Image string
 }
 
 type loader struct {
@@ -104,11 +107,14 @@ func (l *loader) add(sev Severity, code, msg, fix, src string) {
 // Load reads the runtime's configuration for opts.Image. An unreadable or malformed main config
 // file is an error naming the file; problems the runtime itself tolerates are warnings.
 func Load(opts Options) (*Config, error) {
-	ref, err := registry.ParseReference(opts.Image)
-	if err != nil {
-		return nil, err
+	ref := opts.Ref
+	if ref.Registry == "" {
+		var err error
+		if ref, err = registry.ParseReference(opts.Image); err != nil {
+			return nil, err
+		}
 	}
-	l := &loader{ref: ref, root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{APIVersion: report.APIVersion, Kind: "RuntimeReport", Image: opts.Image, Registry: ref.Registry, HostRoot: opts.Name,
+	l := &loader{ref: ref, root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{APIVersion: report.APIVersion, Kind: "RuntimeReport", Image: ref.Original, Registry: ref.Registry, HostRoot: opts.Name,
 		Files: []string{}, Warnings: []Warning{}}}
 	rt := opts.Runtime
 	if rt == "" {
