@@ -90,12 +90,12 @@ var (
 func (w *walk) providerFailure(f *failure, pf *credprovider.Failure) *failure {
 	name := w.provider.Provider.Name
 	if f == nil || f.cut {
-		w.warn(pf.Code, w.ref.Registry, pf.Summary+"; the walk went on anonymously, as the kubelet does")
+		w.warn(pf.Code, w.image.Registry, pf.Summary+"; the walk went on anonymously, as the kubelet does")
 		return f
 	}
 	class := w.classOf(f)
 	if class != report.ClassAuth && class != report.ClassForbidden {
-		w.warn(pf.Code, w.ref.Registry, fmt.Sprintf("%s (and the pull fails first at %s anyway)", pf.Summary, f.step))
+		w.warn(pf.Code, w.image.Registry, fmt.Sprintf("%s (and the pull fails first at %s anyway)", pf.Summary, f.step))
 		return f
 	}
 	ep := w.regEp

@@ -24,6 +24,7 @@ type run struct {
 	ref         registry.Reference
 	platform    registry.Platform
 	roots       *x509.CertPool
+	policy      policy // the runtime's, decided once
 
 	// the kubelet's credentials for the image in its order (Options.Keyring and the providers'
 	// answers); when it has none, Options.Credential alone
@@ -76,7 +77,7 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 	}
 	ctx, cancel := context.WithTimeout(parent, opts.Timeout)
 	defer cancel()
-	r := &run{opts: opts, parent: parent, ctx: ctx, ref: ref, platform: plat, roots: roots}
+	r := &run{opts: opts, parent: parent, ctx: ctx, ref: ref, platform: plat, roots: roots, policy: policyOf(opts.Runtime)}
 	r.credentials()
 
 	first, err := r.walk(0)
@@ -151,8 +152,8 @@ func (r *run) credentials() {
 func (r *run) walk(i int) (*report.Probe, error) {
 	opts := r.opts
 	opts.Credential = r.list[i]
-	w := &walk{opts: opts, ctx: r.ctx, ref: r.ref, platform: r.platform, rec: &hoptrace.Recorder{},
-		endpoints: map[string]*endpoint{}}
+	w := &walk{opts: opts, policy: r.policy, ctx: r.ctx, image: r.ref, platform: r.platform, rec: &hoptrace.Recorder{},
+		endpoints: map[string]*endpoint{}, hostAttempt: &hostAttempt{ref: r.ref}}
 	w.steps = append(w.steps, r.steps...)
 	w.secrets = append(w.secrets, r.secrets...)
 	var provFail *credprovider.Failure
@@ -175,7 +176,6 @@ func (r *run) walk(i int) (*report.Probe, error) {
 	if f != nil && f.cut {
 		w.interrupted(r.parent, f)
 	}
-	w.ref = r.ref // the image as named, whichever host's repository the last attempt used
 	rep := w.report(f, start)
 	rep.CredentialSource = w.credentialSource(provFail)
 	if rt := opts.Runtime; rt != nil {
@@ -192,9 +192,9 @@ func (r *run) walk(i int) (*report.Probe, error) {
 
 // hosts walks the targets in the runtime's order; the first that holds decides, as containerd's
 // resolver falls back host by host. When every host fails, the runtime names one host's error
-// (pickReported); the others are warnings with their evidence. results says what each host gave.
+// (policy.reported); the others are warnings with their evidence. results says what each host gave.
 func (w *walk) hosts(targets []target) (*failure, []string) {
-	opts, ref := w.opts, w.ref
+	opts, ref := w.opts, w.image
 	var f *failure
 	if len(targets) == 0 {
 		code := report.CodeUnknown
@@ -213,7 +213,6 @@ func (w *walk) hosts(targets []target) (*failure, []string) {
 	}
 	var tried []hostTry
 	for i, t := range targets {
-		w.resolved = false
 		f = w.attemptFallback(t)
 		if f == nil {
 			results[i] = "ok"
@@ -225,12 +224,11 @@ func (w *walk) hosts(targets []target) (*failure, []string) {
 			break
 		}
 		results[i] = fmt.Sprintf("%s %s at %s on %s", w.classOf(f), f.code, f.step, f.ep.hostport)
-		tried = append(tried, hostTry{t: t, f: f, i: i, resolved: w.resolved, cred: w.cred, download: w.download})
-		if w.resolved && opts.Runtime != nil && opts.Runtime.Runtime == runtimeconfig.CRIO {
-			// containers/image keeps the first source whose manifest loads and pulls every blob from it
+		tried = append(tried, hostTry{t: t, f: f, i: i, resolved: w.resolved, attempt: w.hostAttempt})
+		if w.resolved && w.policy.keepsResolved {
 			break
 		}
-		if stopsPull(opts.Runtime, t, f) {
+		if w.policy.stops(t, f) {
 			for k := i + 1; k < len(results); k++ {
 				results[k] = "not tried: dockerd stops at " + t.desc + "'s timeout"
 			}
@@ -239,9 +237,12 @@ func (w *walk) hosts(targets []target) (*failure, []string) {
 	}
 	reported := -1
 	if f != nil && !f.cut && len(tried) > 0 {
-		reported = pickReported(opts.Runtime, tried)
+		reported = w.policy.reported(tried)
 		pick := tried[reported]
-		f, w.cred, w.download = pick.f, pick.cred, pick.download
+		// the runtime's error is that host's, with its credential and download; the endpoint the
+		// walk ends on stays the last host's
+		f = pick.f
+		w.cred, w.download = pick.attempt.cred, pick.attempt.download
 		if len(tried) > 1 {
 			results[pick.i] += " (the error the runtime reports)"
 		}
@@ -252,7 +253,7 @@ func (w *walk) hosts(targets []target) (*failure, []string) {
 		}
 		then := "the runtime falls back to the next host"
 		if reported >= 0 && j > reported {
-			then = "it failed too; the runtime reports " + f.ep.hostport + "'s error (" + reportRule(opts.Runtime) + ")"
+			then = "it failed too; the runtime reports " + f.ep.hostport + "'s error (" + w.policy.words + ")"
 		}
 		w.warn(x.f.code, x.f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; %s", x.t.role, x.t.desc, x.f.step, x.f.code, x.f.summary, then))
 	}

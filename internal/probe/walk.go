@@ -27,16 +27,15 @@ import (
 )
 
 // walk is one walk of the pull path with one credential: the hosts in the runtime's order, each
-// walked until one holds.
+// walked (attempt) until one holds. What it observes on the way (endpoints, steps, warnings, hops)
+// is the walk's; the state of the host being walked is its current hostAttempt, made new for each.
 type walk struct {
 	opts      Options // the run's, with the credential this walk presents
+	policy    policy  // the runtime's (the run's)
 	ctx       context.Context
-	ref       registry.Reference
+	image     registry.Reference // the image as named
 	platform  registry.Platform
 	rec       *hoptrace.Recorder
-	client    *registry.Client
-	tgt       target    // the host of the current attempt
-	regEp     *endpoint // its endpoint
 	proxyFunc func(*url.URL) (*url.URL, error)
 
 	mu        sync.Mutex
@@ -45,17 +44,27 @@ type walk struct {
 	steps     []report.Step
 	warnings  []report.Warning
 
-	authz      string               // Authorization for the registry; never logged or reported
-	secrets    []string             // every credential value seen, scrubbed from the report
-	skipped    []report.RuntimeHost // runtime hosts the pull does not use (capabilities)
-	cred       creds.Credential     // of the current attempt
-	provider   *credprovider.Plan   // the kubelet credential provider whose credential (or failure) the walk took
+	secrets  []string             // every credential value seen, scrubbed from the report
+	skipped  []report.RuntimeHost // runtime hosts the pull does not use (capabilities)
+	provider *credprovider.Plan   // the kubelet credential provider whose credential (or failure) the walk took
+	cut      *report.Interruption // the run ended before a verdict
+
+	*hostAttempt // the host being walked; after the walk, the one whose credential and download are reported
+}
+
+// hostAttempt is the state of walking one host, made new for each attempt.
+type hostAttempt struct {
+	tgt        target
+	ref        registry.Reference // the image, with the repository this host is asked for
+	regEp      *endpoint          // the host's endpoint, once visited
+	client     *registry.Client
+	authz      string           // Authorization for the registry; never logged or reported
+	cred       creds.Credential // what the attempt presents
 	anonymous  bool
 	fromIndex  bool // the platform manifest was chosen from an index
 	challenged bool // a challenge after the ping was answered (once per attempt)
 	download   report.Download
-	cut        *report.Interruption // the run ended before a verdict
-	resolved   bool                 // the manifest HEAD of the current attempt succeeded: the runtime's resolve ended on this host
+	resolved   bool // the manifest HEAD succeeded: the runtime's resolve ended on this host
 }
 
 // classOf is the class a failure will be reported with.
@@ -78,15 +87,14 @@ func (w *walk) setAuthz(v string) {
 
 // attempt walks the whole path against one target.
 func (w *walk) attempt(t target) *failure {
-	w.tgt, w.regEp = t, nil
-	w.ref.Repository = t.repo // every manifest, blob and token scope asks for the host's repository
-	w.authz, w.fromIndex, w.challenged, w.download = "", false, false, report.Download{}
+	a := &hostAttempt{tgt: t, ref: w.image, cred: w.opts.Credential}
+	a.ref.Repository = t.repo // every manifest, blob and token scope asks for the host's repository
 	// as containerd: credentials given to the pull (the kubelet's) win; else the runtime's own config
-	w.cred = w.opts.Credential
-	if w.cred.Anonymous() && t.cred != nil {
-		w.cred = *t.cred
+	if a.cred.Anonymous() && t.cred != nil {
+		a.cred = *t.cred
 	}
-	w.anonymous = w.cred.Anonymous()
+	a.anonymous = a.cred.Anonymous()
+	w.hostAttempt = a
 	tr := w.transport(t)
 	defer tr.CloseIdleConnections()
 	w.client = &registry.Client{
