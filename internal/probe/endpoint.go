@@ -16,6 +16,7 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/resolver"
 	"github.com/pullpath/pullpath/internal/route"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // endpoint is one host:port of the pull path and what was observed on it.
@@ -94,6 +95,7 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	w.mu.Unlock()
 
 	if p := w.proxyFor(u); p != nil && role != report.RoleProxy {
+		w.proxiedInternal(ctx, ep, hoptrace.HostPort(p))
 		// The proxy resolves and reaches the host; the node only needs to reach the proxy.
 		if _, f := w.visit(ctx, p, report.RoleProxy, "the runtime's proxy for "+hp); f != nil {
 			ep.checkFail = f
@@ -111,6 +113,34 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	}
 	ep.dialAddrs = dialOrder(ep.addrs, ep.routes)
 	return ep, ep.checkFail
+}
+
+// proxiedInternal warns when a host the runtime reaches through its proxy belongs to the node's
+// internal network by the node's own evidence, where a corporate proxy usually cannot reach:
+// runtimeconfig.InternalEvidence (an address literal, a name under the node's search domains or
+// an internal-only suffix), or, probed here, the name resolves on the node to a private, CGNAT,
+// loopback or link-local address. The lookup is evidence only (the proxy resolves the name for the
+// pull), bounded by the connect timeout; a name the node cannot resolve says nothing.
+func (w *walk) proxiedInternal(ctx context.Context, ep *endpoint, proxy string) {
+	why := runtimeconfig.InternalEvidence(ep.host, w.opts.Resolver.Search)
+	if why == "" {
+		lctx, cancel := context.WithTimeout(ctx, w.opts.ConnectTimeout)
+		res := w.opts.Resolver.Lookup(lctx, ep.host)
+		cancel()
+		var internal []string
+		for _, a := range res.Addrs {
+			if s := resolver.Scope(a); s != "public" && s != "unspecified" {
+				internal = append(internal, a.String()+" ("+s+")")
+			}
+		}
+		if len(internal) > 0 {
+			why = fmt.Sprintf("the node resolves it to %s (%s)", strings.Join(internal, ", "), res.Source)
+		}
+	}
+	if why == "" {
+		return
+	}
+	w.warn(report.CodeProxyWithoutNoProxy, ep.hostport, fmt.Sprintf("%s (%s) is reached through the runtime's proxy %s, and %s: a corporate proxy often cannot reach an internal host, and a failure at the proxy is then most likely this; add %s to NO_PROXY in the runtime's unit", ep.hostport, ep.role, proxy, why, ep.host))
 }
 
 func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
