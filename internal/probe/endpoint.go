@@ -35,6 +35,9 @@ type endpoint struct {
 	viaProxy             string        // host:port of the proxy this endpoint is reached through
 	dialAddrs            []netip.Addr  // addrs in the order the runtime dials them
 	tcpSeen, tlsSeen     bool
+	// internal, for a host reached through the proxy: the proxy, and what shows the host is internal
+	// ("" for nothing); it waits for proxiedInternal's lookup
+	internal func() (proxy, why string)
 }
 
 func (e *endpoint) set(l report.StepName, v report.Verdict) {
@@ -115,32 +118,54 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	return ep, ep.checkFail
 }
 
-// proxiedInternal warns when a host the runtime reaches through its proxy belongs to the node's
-// internal network by the node's own evidence, where a corporate proxy usually cannot reach:
+// proxiedInternal looks, beside the walk, for what shows that a host the runtime reaches through
+// its proxy belongs to the node's internal network, where a corporate proxy usually cannot reach:
 // runtimeconfig.InternalEvidence (an address literal, a name under the node's search domains or
-// an internal-only suffix), or, probed here, the name resolves on the node to a private, CGNAT,
+// an internal-only suffix), or, probed here, the name resolving on the node to a private, CGNAT,
 // loopback or link-local address. The lookup is evidence only (the proxy resolves the name for the
-// pull), bounded by the connect timeout; a name the node cannot resolve says nothing.
+// pull) and runs beside the walk, bounded by the connect timeout: the report waits for it at most
+// that long once the walk ended, all lookups together. A name the node cannot resolve says nothing. proxiedWarnings turns what was found into warnings.
 func (w *walk) proxiedInternal(ctx context.Context, ep *endpoint, proxy string) {
-	why := runtimeconfig.InternalEvidence(ep.host, w.opts.Resolver.Search)
-	if why == "" {
+	if why := runtimeconfig.InternalEvidence(ep.host, w.opts.Resolver.Search); why != "" {
+		ep.internal = func() (string, string) { return proxy, why }
+		return
+	}
+	done := make(chan string, 1)
+	ep.internal = func() (string, string) { return proxy, <-done }
+	go func() {
 		lctx, cancel := context.WithTimeout(ctx, w.opts.ConnectTimeout)
+		defer cancel()
 		res := w.opts.Resolver.Lookup(lctx, ep.host)
-		cancel()
 		var internal []string
 		for _, a := range res.Addrs {
 			if s := resolver.Scope(a); s != "public" && s != "unspecified" {
 				internal = append(internal, a.String()+" ("+s+")")
 			}
 		}
-		if len(internal) > 0 {
-			why = fmt.Sprintf("the node resolves it to %s (%s)", strings.Join(internal, ", "), res.Source)
+		if len(internal) == 0 {
+			done <- ""
+			return
 		}
+		done <- fmt.Sprintf("the node resolves it to %s (%s)", strings.Join(internal, ", "), res.Source)
+	}()
+}
+
+// proxiedWarnings waits for the lookups of proxiedInternal and warns PROXY_WITHOUT_NO_PROXY on each
+// proxied host found internal, in the order the walk met them.
+func (w *walk) proxiedWarnings() {
+	w.mu.Lock()
+	order := append([]*endpoint(nil), w.order...)
+	w.mu.Unlock()
+	for _, ep := range order {
+		if ep.internal == nil {
+			continue
+		}
+		proxy, why := ep.internal()
+		if why == "" {
+			continue
+		}
+		w.warn(report.CodeProxyWithoutNoProxy, ep.hostport, fmt.Sprintf("%s (%s) is reached through the runtime's proxy %s, and %s: a corporate proxy often cannot reach an internal host, and a failure at the proxy is then most likely this; add %s to NO_PROXY in the runtime's unit", ep.hostport, ep.role, proxy, why, ep.host))
 	}
-	if why == "" {
-		return
-	}
-	w.warn(report.CodeProxyWithoutNoProxy, ep.hostport, fmt.Sprintf("%s (%s) is reached through the runtime's proxy %s, and %s: a corporate proxy often cannot reach an internal host, and a failure at the proxy is then most likely this; add %s to NO_PROXY in the runtime's unit", ep.hostport, ep.role, proxy, why, ep.host))
 }
 
 func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {

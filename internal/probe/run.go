@@ -176,6 +176,7 @@ func (r *run) walk(i int) (*report.Probe, error) {
 	if f != nil && f.cut {
 		w.interrupted(r.parent, f)
 	}
+	w.proxiedWarnings()
 	rep := w.report(f, start)
 	rep.CredentialSource = w.credentialSource(provFail)
 	if rt := opts.Runtime; rt != nil {
