@@ -1,10 +1,12 @@
-// Command pullbench measures full-layer download throughput and peak memory of pullpath's probe
+// Command pullbench measures full-layer download throughput and peak memory of `pullpath probe`,
+// in the full build and the probe-only build (-tags probeonly, what verify ships to the nodes),
 // against go-containerregistry's remote layer download (the path `crane pull` takes), on the same
-// loopback registry, side by side in one run. Each client runs in its own child process so that its
-// peak RSS is its own.
+// loopback registry, side by side in one run. Each client runs in its own process so that its
+// peak RSS is its own: the two pullpath builds as the binaries users run (built by the benchmark
+// unless -full and -probeonly name them), ggcr in a child of the benchmark.
 //
-//	go run ./bench/pullbench                 # ~200 MB and ~1 GB images, 3 rounds each
-//	go run ./bench/pullbench -sizes 200 -rounds 1
+//	go run ./bench/pullbench                 # 256 MiB and 1 GiB images, 3 rounds each
+//	go run ./bench/pullbench -sizes 256 -rounds 1
 package main
 
 import (
@@ -36,8 +38,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/pullpath/pullpath/internal/creds"
-	"github.com/pullpath/pullpath/internal/probe"
 	"github.com/pullpath/pullpath/internal/registrytest"
 	"github.com/pullpath/pullpath/internal/resolver"
 )
@@ -172,16 +172,18 @@ func main() {
 	if len(os.Args) > 1 && strings.HasPrefix(os.Args[1], "child-") {
 		os.Exit(child(os.Args[1], os.Args[2:]))
 	}
-	sizes := flag.String("sizes", "200,1000", "image sizes in MB, comma-separated")
+	sizes := flag.String("sizes", "256,1024", "image sizes in MiB, comma-separated")
 	rounds := flag.Int("rounds", 3, "rounds per client and size; the median is shown")
+	full := flag.String("full", "", "the full pullpath build to measure (default: built from this module)")
+	probeOnly := flag.String("probeonly", "", "the probe-only pullpath build to measure (default: built with -tags probeonly)")
 	flag.Parse()
-	if err := bench(*sizes, *rounds); err != nil {
+	if err := bench(*sizes, *rounds, *full, *probeOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "pullbench:", err)
 		os.Exit(1)
 	}
 }
 
-func bench(sizes string, rounds int) error {
+func bench(sizes string, rounds int, full, probeOnly string) error {
 	ca, err := registrytest.NewCA("pullbench CA")
 	if err != nil {
 		return err
@@ -191,6 +193,36 @@ func bench(sizes string, rounds int) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	bins := map[string]*string{"full": &full, "probeonly": &probeOnly}
+	for _, b := range []string{"full", "probeonly"} {
+		if *bins[b] != "" {
+			// measured from a copy, as build below: see copyFile
+			c := dir + "/given-" + b
+			if err := copyFile(*bins[b], c); err != nil {
+				return err
+			}
+			*bins[b] = c
+			continue
+		}
+		*bins[b] = dir + "/pullpath-" + b
+		// as scripts/build.sh builds the releases: static, trimmed, stripped
+		args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", *bins[b]}
+		if b == "probeonly" {
+			args = append(args, "-tags", "probeonly")
+		}
+		start := time.Now()
+		cmd := exec.Command("go", append(args, "github.com/pullpath/pullpath/cmd/pullpath")...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building the %s build: %w", b, err)
+		}
+		fmt.Fprintf(os.Stderr, "built the %s build in %s\n", b, time.Since(start).Round(time.Second))
+		if err := copyFile(*bins[b], *bins[b]+".copy"); err != nil {
+			return err
+		}
+		*bins[b] += ".copy"
+	}
 	caFile := dir + "/ca.pem"
 	if err := os.WriteFile(caFile, ca.PEM, 0o644); err != nil {
 		return err
@@ -237,29 +269,50 @@ func bench(sizes string, rounds int) error {
 	for _, f := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n <= 0 {
-			return fmt.Errorf("-sizes: %q is not a size in MB", f)
+			return fmt.Errorf("-sizes: %q is not a size in MiB", f)
 		}
 		mbs = append(mbs, n)
 	}
+	sizeOf := func(b string) string {
+		if fi, err := os.Stat(b); err == nil {
+			return fmt.Sprintf("%.1f MB", float64(fi.Size())/1e6)
+		}
+		return "?"
+	}
+	fmt.Printf("pullpath full build %s, probe-only build %s\n", sizeOf(full), sizeOf(probeOnly))
+	// what each build costs before it does anything: the runtime's start and every package's init
+	for _, b := range []string{"full", "probeonly"} {
+		cmd := exec.Command(*bins[b], "version")
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("%s version: %w", b, err)
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			fmt.Printf("  %s build, `pullpath version` alone: peak RSS %.0f MiB\n", b, float64(ru.Maxrss)/1024)
+		}
+	}
 	fmt.Printf("pullbench: %s/%s, GOMAXPROCS=%d, %d round(s); TLS on loopback, every blob a 307 to a blob host\n\n", goos(), goarch(), nproc(), rounds)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "image\tlayers\tclient\tseconds\tMB/s\tpeak RSS MB\thops recorded\t")
+	fmt.Fprintln(tw, "image\tlayers\tclient\tseconds\tMB/s\tpeak RSS MiB\thops recorded\t")
 	for _, mb := range mbs {
 		layers := 4
 		if mb >= 800 {
 			layers = 8
 		}
-		layerSize := int64(mb) * 1_000_000 / int64(layers)
-		tag := fmt.Sprintf("%dmb", mb)
+		layerSize := int64(mb) << 20 / int64(layers)
+		tag := fmt.Sprintf("%dmib", mb)
 		start := time.Now()
 		if err := s.add(tag, layers, layerSize); err != nil {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "generated %s (%d × %d bytes) in %s\n", tag, layers, layerSize, time.Since(start).Round(time.Millisecond))
-		for _, client := range []string{"child-probe", "child-probe4", "child-ggcr"} {
+		for _, client := range []string{"full", "probeonly", "child-ggcr"} {
 			var runs []measure
 			for range rounds {
-				m, err := runChild(client, e, tag)
+				bin := ""
+				if b := bins[client]; b != nil {
+					bin = *b
+				}
+				m, err := runClient(client, bin, e, tag)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", client, tag, err)
 				}
@@ -267,16 +320,37 @@ func bench(sizes string, rounds int) error {
 			}
 			sort.Slice(runs, func(i, j int) bool { return runs[i].Seconds < runs[j].Seconds })
 			m := runs[len(runs)/2]
-			label := map[string]string{"child-probe": "pullpath probe (3 jobs, containerd's default)",
-				"child-probe4": "pullpath probe --concurrency 4", "child-ggcr": "ggcr remote, as crane (4 jobs)"}[client]
+			label := map[string]string{"full": "pullpath probe, full build (3 jobs)",
+				"probeonly": "pullpath probe, probe-only build (3 jobs)", "child-ggcr": "ggcr remote, as crane (4 jobs)"}[client]
 			hops := "-"
 			if m.Hops > 0 {
 				hops = strconv.Itoa(m.Hops)
 			}
-			fmt.Fprintf(tw, "%d MB\t%d\t%s\t%.2f\t%.0f\t%.0f\t%s\t\n", mb, layers, label, m.Seconds, float64(m.Bytes)/1e6/m.Seconds, float64(m.MaxRSSKB)/1024, hops)
+			fmt.Fprintf(tw, "%d MiB\t%d\t%s\t%.2f\t%.0f\t%.0f\t%s\t\n", mb, layers, label, m.Seconds, float64(m.Bytes)/1e6/m.Seconds, float64(m.MaxRSSKB)/1024, hops)
 		}
 	}
 	return tw.Flush()
+}
+
+// copyFile copies a binary with plain writes. A process's RSS counts the pages of its executable
+// it touched, and how many a page fault maps depends on how the file sits in the page cache: the
+// same full build started 34-35 MiB from a copy, 41-42 MiB straight from the linker's output (larger
+// folios). Installed binaries are copies (downloaded, unpacked, krew), so they are measured so.
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 type measure struct {
@@ -286,20 +360,51 @@ type measure struct {
 	MaxRSSKB int64   `json:"-"`
 }
 
-func runChild(client string, e env, tag string) (measure, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return measure{}, err
+// runClient runs one client in its own process: a pullpath build (bin) as a user runs it, or
+// ggcr in a child of this benchmark. Its peak RSS is the process's.
+func runClient(client, bin string, e env, tag string) (measure, error) {
+	if client == "child-ggcr" {
+		self, err := os.Executable()
+		if err != nil {
+			return measure{}, err
+		}
+		return run(exec.Command(self, client, e.CAFile, e.DNS, e.Registry, tag), func(out []byte) (measure, error) {
+			var m measure
+			return m, json.Unmarshal(out, &m)
+		})
 	}
-	cmd := exec.Command(self, client, e.CAFile, e.DNS, e.Registry, tag)
+	cmd := exec.Command(bin, "probe", e.Registry+"/bench:"+tag, "-o", "json", "--host-root", "none", "--anonymous",
+		"--platform", "linux/amd64", "--ca-file", e.CAFile, "--dns-server", e.DNS, "--hosts-file", "")
+	start := time.Now()
+	return run(cmd, func(out []byte) (measure, error) {
+		var rep struct {
+			Class    string `json:"class"`
+			Summary  string `json:"summary"`
+			Download struct {
+				Bytes    int64 `json:"bytes"`
+				Verified bool  `json:"verified"`
+			} `json:"download"`
+			Hops []json.RawMessage `json:"hops"`
+		}
+		if err := json.Unmarshal(out, &rep); err != nil {
+			return measure{}, err
+		}
+		if !rep.Download.Verified {
+			return measure{}, fmt.Errorf("probe: %s: %s", rep.Class, rep.Summary)
+		}
+		return measure{Bytes: rep.Download.Bytes, Seconds: time.Since(start).Seconds(), Hops: len(rep.Hops)}, nil
+	})
+}
+
+func run(cmd *exec.Cmd, parse func([]byte) (measure, error)) (measure, error) {
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
 		return measure{}, err
 	}
-	var m measure
-	if err := json.Unmarshal(out, &m); err != nil {
-		return measure{}, fmt.Errorf("child output %q: %w", out, err)
+	m, err := parse(out)
+	if err != nil {
+		return measure{}, fmt.Errorf("output %.200q: %w", out, err)
 	}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		m.MaxRSSKB = ru.Maxrss
@@ -309,7 +414,7 @@ func runChild(client string, e env, tag string) (measure, error) {
 
 func child(kind string, args []string) int {
 	if len(args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: pullbench child-probe|child-probe4|child-ggcr CAFILE DNS REGISTRY TAG")
+		fmt.Fprintln(os.Stderr, "usage: pullbench child-ggcr CAFILE DNS REGISTRY TAG")
 		return 2
 	}
 	caFile, dnsAddr, registry, tag := args[0], args[1], args[2], args[3]
@@ -317,10 +422,6 @@ func child(kind string, args []string) int {
 	var m measure
 	var err error
 	switch kind {
-	case "child-probe":
-		m, err = runProbe(image, caFile, dnsAddr, probe.DefaultConcurrency)
-	case "child-probe4":
-		m, err = runProbe(image, caFile, dnsAddr, 4)
 	case "child-ggcr":
 		m, err = runGGCR(image, caFile, dnsAddr)
 	default:
@@ -332,21 +433,6 @@ func child(kind string, args []string) int {
 	}
 	_ = json.NewEncoder(os.Stdout).Encode(m)
 	return 0
-}
-
-func runProbe(image, caFile, dnsAddr string, concurrency int) (measure, error) {
-	start := time.Now()
-	rep, err := probe.Run(context.Background(), probe.Options{
-		Concurrency: concurrency, Image: image, Platform: "linux/amd64", CAFiles: []string{caFile}, Credential: creds.Credential{Source: "bench"},
-		Resolver: resolver.Config{Source: "bench", Nameservers: []string{dnsAddr}, Ndots: 1, Timeout: 2 * time.Second, Attempts: 1},
-	})
-	if err != nil {
-		return measure{}, err
-	}
-	if !rep.Download.Verified {
-		return measure{}, fmt.Errorf("probe: %s %s: %s", rep.Class, rep.Code, rep.Summary)
-	}
-	return measure{Bytes: rep.Download.Bytes, Seconds: time.Since(start).Seconds(), Hops: len(rep.Hops)}, nil
 }
 
 // runGGCR does what crane pull does to fetch layers: remote.Image, then every layer's compressed

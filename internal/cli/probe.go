@@ -34,6 +34,7 @@ type probeOptions struct {
 	ctx     context.Context // ends reads of stdin on a signal
 
 	image         string
+	ref           registry.Reference // image, parsed once
 	platform      string
 	resolvConf    string
 	dnsServers    []string
@@ -157,6 +158,7 @@ func (o *probeOptions) Complete(args []string) error {
 	if err != nil {
 		return err
 	}
+	o.ref = ref
 	rt, hostFile, err := o.loadNodeRuntime()
 	if err != nil {
 		return err
@@ -180,7 +182,7 @@ func (o *probeOptions) Complete(args []string) error {
 	}
 	rc.HostsFile = o.hostsFile
 
-	cands, plans, err := o.credential(ref, rt)
+	keyring, cred, plans, err := o.credential(ref, rt)
 	if err != nil {
 		return err
 	}
@@ -193,8 +195,8 @@ func (o *probeOptions) Complete(args []string) error {
 		level = slog.LevelDebug
 	}
 	o.probe = probe.Options{
-		Image: o.image, Platform: o.platform, Resolver: rc, CAFiles: o.caFiles, Insecure: o.insecure,
-		Credential: cands[0], More: cands[1:], Providers: plans, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
+		Ref: ref, Platform: o.platform, Resolver: rc, CAFiles: o.caFiles, Insecure: o.insecure,
+		Keyring: keyring, Credential: cred, Providers: plans, ConnectTimeout: o.connectTimeout, TLSTimeout: o.tlsTimeout, HeaderTimeout: o.headerTimeout,
 		StallTimeout: o.stallTimeout, Timeout: o.timeout, Concurrency: o.concurrency, ExpectPrivate: o.expectPrivate,
 		Node: o.node, Progress: progress, Runtime: rt, HostFile: hostFile,
 		Logger: slog.New(slog.NewTextHandler(o.streams.ErrOut, &slog.HandlerOptions{Level: level})),
@@ -238,7 +240,7 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 			o.note("pulling the way %s does, with its configuration under %s (%s); --host-root none to skip", rt, nodeRoot, evidence)
 		}
 	}
-	rt, err := loadRuntime(hostRoot, o.runtime, o.image)
+	rt, err := loadRuntime(hostRoot, o.runtime, o.ref)
 	if err != nil {
 		if detected != "" {
 			err = fmt.Errorf("%w (read because %s exists; --host-root none skips the runtime's configuration)", err, detected)
@@ -260,71 +262,66 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 	return rt, root.ReadFile, nil
 }
 
-// credential picks what the probe presents. Explicit flags win; else, when the node's kubelet
-// (under the host root) has a credential provider for the image, the probe runs that provider as
-// the kubelet does — under --host-root /host that executes the node's binary from /host — and
-// presents the node's own identity; else the docker config; else nothing. The first credential
-// is presented, the walk tries the others in turn when it fails.
-func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) ([]creds.Credential, []*credprovider.Plan, error) {
+// credential picks what the probe presents. Explicit flags win; else the kubelet's keyring: the
+// pull secrets given, the kubelet's own docker config and, when the node's kubelet (under the host
+// root) has credential providers for the image, those providers, which the probe runs as the
+// kubelet does — under --host-root /host that executes the node's binary from /host — to present
+// the node's own identity. The walk presents the keyring's credentials in turn. When the keyring
+// holds nothing for the image and no provider runs: the docker config, else nothing.
+func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (*creds.Keyring, creds.Credential, []*credprovider.Plan, error) {
 	if o.anonymous || o.passwordStdin {
 		c, err := o.explicitCredential(ref)
-		return []creds.Credential{c}, nil, err
+		return nil, c, nil, err
 	}
+	kr := &creds.Keyring{}
 	var plans []*credprovider.Plan
-	var node []creds.Credential // the node keyring's: the kubelet's own docker config
 	note := ""
 	if rt != nil && rt.HostRoot != "" {
 		kubelet := o.kubeletAt(rt.HostRoot)
 		var err error
-		plans, note, err = credprovider.FindAll(kubelet, ref.Registry+"/"+ref.Repository)
+		plans, note, err = credprovider.FindAll(kubelet, ref.Name())
 		if err != nil {
-			return nil, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
+			return nil, creds.Credential{}, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
 		}
 		if len(plans) > 0 && o.output == "text" {
 			for _, p := range plans {
 				o.note("presenting the node's identity: running %s, as the kubelet does", p.Source())
 			}
 		}
-		if f, b := credprovider.NodeDockerConfig(kubelet); f != "" {
-			all, err := creds.FromPullSecrets([]creds.NamedSecret{{Label: f, Data: b}}, ref.Registry+"/"+ref.Repository)
-			var none *creds.NoEntryError
-			switch {
-			case err == nil:
-				for i := range all {
-					all[i].Source = "the kubelet's docker config " + strings.TrimPrefix(all[i].Source, "pull secret ")
-				}
-				node = all
-			case !errors.As(err, &none) && o.output == "text":
-				o.note("the kubelet's docker config: %v; the kubelet skips it too", err)
-			}
+		if err := kubelet.AddNodeConfig(kr, ref.Name()); err != nil && o.output == "text" {
+			o.note("%v; the kubelet skips it too", err)
 		}
 	}
-	// the kubelet's list: the pod's pull secrets, its docker config, then what its providers gave
-	var list []creds.Credential
 	if o.pullSecret != "" || len(o.pullSecretEnv) > 0 {
-		all, err := o.pullSecretCredentials(ref)
+		secrets, err := o.namedSecrets()
+		if err != nil {
+			return nil, creds.Credential{}, nil, err
+		}
+		_, err = creds.FromPullSecrets(secrets, ref.Name())
 		var none *creds.NoEntryError
 		switch {
-		case errors.As(err, &none) && len(node)+len(plans) > 0:
+		case errors.As(err, &none) && len(kr.Lookup(ref.Name()))+len(plans) > 0:
 			// the kubelet skips a secret without an entry for the image: the node's own remain
 			o.note("%v: the kubelet pulls with the node's own credentials only", err)
 		case err != nil:
-			return nil, nil, err
+			return nil, creds.Credential{}, nil, err
 		default:
-			list = all
+			if err := kr.AddPullSecrets(secrets); err != nil {
+				return nil, creds.Credential{}, nil, err
+			}
 		}
 	}
-	if list = append(list, node...); len(list) > 0 {
-		return list, plans, nil
-	}
-	if len(plans) > 0 {
-		return []creds.Credential{{Source: plans[0].Source()}}, plans, nil
+	switch {
+	case len(kr.Lookup(ref.Name())) > 0:
+		return kr, creds.Credential{}, plans, nil
+	case len(plans) > 0:
+		return kr, creds.Credential{Source: plans[0].Source()}, plans, nil
 	}
 	c, err := o.explicitCredential(ref)
 	if err == nil && c.Anonymous() && note != "" {
 		c.Source = "anonymous (" + note + ")"
 	}
-	return []creds.Credential{c}, nil, err
+	return nil, c, nil, err
 }
 
 func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credential, error) {
@@ -349,16 +346,6 @@ func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credent
 		return creds.Credential{Source: "anonymous (docker config unreadable)"}, nil
 	}
 	return c, nil
-}
-
-// pullSecretCredentials are every entry of the --pull-secret or --pull-secret-env secrets that
-// covers the image, as the kubelet's keyring orders them, however the secrets came.
-func (o *probeOptions) pullSecretCredentials(ref registry.Reference) ([]creds.Credential, error) {
-	secrets, err := o.namedSecrets()
-	if err != nil {
-		return nil, err
-	}
-	return creds.FromPullSecrets(secrets, ref.Registry+"/"+ref.Repository)
 }
 
 // namedSecrets reads the pull secrets named by --pull-secret (a file, or - for stdin) or

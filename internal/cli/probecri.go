@@ -56,13 +56,17 @@ func (o *probeOptions) prepareCRI(ctx context.Context) (func(context.Context, *r
 // hands them. With none, the runtime uses its own configuration, as it
 // would for the kubelet.
 func (o *probeOptions) runtimePull(ctx context.Context, c *cri.Client, rep *report.Probe) *report.CRIResult {
-	// the kubelet's list: the pod's pull secrets, then what its providers gave, each in turn
-	var cands []creds.Credential
-	if !o.probe.Credential.Anonymous() {
-		cands = append([]creds.Credential{o.probe.Credential}, o.probe.More...)
-	}
+	// the kubelet's list: its keyring's credentials and what its providers give, each in turn
+	kr := o.probe.Keyring.Clone()
 	if ps := o.probe.Providers; len(ps) > 0 {
-		cands = append(cands, credprovider.RunAll(ctx, ps).Creds...)
+		all := credprovider.RunAll(ctx, ps)
+		all.AddTo(kr)
+	}
+	var cands []creds.Credential
+	for _, m := range kr.Lookup(o.ref.Name()) {
+		if m.Err == nil {
+			cands = append(cands, m.Credential)
+		}
 	}
 	if len(cands) == 0 {
 		cands = []creds.Credential{o.probe.Credential} // none: the runtime's own configuration

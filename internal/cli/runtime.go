@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
@@ -41,10 +42,11 @@ configuration.
 			if err := checkOutput(o.output); err != nil {
 				return err
 			}
-			if _, err := parseImage(args[0]); err != nil {
+			ref, err := parseImage(args[0])
+			if err != nil {
 				return err
 			}
-			c, err := loadRuntime(o.hostRoot, o.runtime, args[0])
+			c, err := loadRuntime(o.hostRoot, o.runtime, ref)
 			if err != nil {
 				return err
 			}
@@ -75,7 +77,7 @@ configuration.
 }
 
 // loadRuntime reads the runtime configuration under hostRoot for image.
-func loadRuntime(hostRoot, rt, image string) (*runtimeconfig.Config, error) {
+func loadRuntime(hostRoot, rt string, ref registry.Reference) (*runtimeconfig.Config, error) {
 	fi, err := os.Stat(hostRoot)
 	if err != nil {
 		return nil, fmt.Errorf("--host-root: %w", err)
@@ -92,5 +94,5 @@ func loadRuntime(hostRoot, rt, image string) (*runtimeconfig.Config, error) {
 		// an empty or mistyped root: reporting containerd's defaults from it would be fiction
 		return nil, fmt.Errorf("no container runtime configuration under %s: no containerd, CRI-O or docker configuration or unit there (--runtime NAME reads a runtime's defaults anyway)", hostRoot)
 	}
-	return runtimeconfig.Load(runtimeconfig.Options{Root: os.DirFS(hostRoot), Name: hostRoot, Runtime: runtimeconfig.Runtime(rt), Image: image})
+	return runtimeconfig.Load(runtimeconfig.Options{Root: os.DirFS(hostRoot), Name: hostRoot, Runtime: runtimeconfig.Runtime(rt), Ref: ref})
 }

@@ -101,13 +101,13 @@ func kubeletOrder(pc *report.PullCredentials, p *corev1.Pod, image string) []rep
 	}
 	// the keyring's order over the pod's secrets, each under its covering key (the Docker Hub
 	// fallback key only when no other covers, as in the kubelet)
-	keys := make([]string, len(order))
+	var kr creds.Keyring
 	for i, t := range order {
-		keys[i] = t.Entry
+		kr.Add(creds.PullSecrets, t.Entry, creds.Credential{}, i)
 	}
 	var sorted []report.CredentialTurn
-	for _, i := range creds.KeyringOrder(keys, image) {
-		sorted = append(sorted, order[i])
+	for _, m := range kr.Lookup(lookupName(image)) {
+		sorted = append(sorted, order[m.Tag])
 	}
 	order = append(sorted, unread...)
 	check := fmt.Sprintf("pullpath verify %s --pod %s/%s (or pullpath probe %s --host-root / on the node)", image, p.Namespace, p.Name, image)
@@ -116,6 +116,15 @@ func kubeletOrder(pc *report.PullCredentials, p *corev1.Pod, image string) []rep
 			Detail: "the kubelet's own docker config.json on the node (in its --root-dir, default /var/lib/kubelet, then /, $HOME/.docker, /.docker, else a legacy .dockercfg), if it has an entry for the image"},
 		report.CredentialTurn{Source: "credential-providers", Check: check,
 			Detail: providerTurn(pc.NodeIdentity)})
+}
+
+// lookupName is the name the kubelet's keyring looks image up under (registry.Reference.Name); an
+// image that does not parse is used as given.
+func lookupName(image string) string {
+	if r, err := registry.ParseReference(image); err == nil {
+		return r.Name()
+	}
+	return image
 }
 
 // unreadableSecret is a pull secret that could not be read (a missing right, most often): whether
@@ -169,8 +178,12 @@ func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) (
 		return ps, s, nil
 	}
 	sort.Strings(keys)
-	if k, ok := creds.MatchImage(keys, image); ok {
-		ps.CoversRegistry, ps.Entry = boolp(true), k
+	var kr creds.Keyring
+	for _, k := range keys {
+		kr.Add(creds.PullSecrets, k, creds.Credential{}, 0)
+	}
+	if ms := kr.Lookup(lookupName(image)); len(ms) > 0 {
+		ps.CoversRegistry, ps.Entry = boolp(true), ms[0].Key
 		return ps, s, nil
 	}
 	ps.CoversRegistry = boolp(false)

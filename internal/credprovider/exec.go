@@ -211,29 +211,41 @@ type Outcome struct {
 // Combined is what the kubelet holds for an image once every matching provider ran.
 type Combined struct {
 	Outcomes []Outcome
-	// Creds are the credentials the kubelet tries, in its order: the combined answers' auth keys
-	// that match the image, most specific key first (the keyring's reverse order); a key several
-	// providers returned gives each one's credential, the earlier provider's first. (The
-	// CredentialProviderConfig docs say the earlier provider's value is used; the v1.37 keyring
-	// keeps both: plugin/plugins.go:91 adds every answer to one BasicDockerKeyring, whose Add
-	// appends per key, and plugins_test.go "multiple providers" expects two.) From names the plan
-	// each came from.
+	// Creds are the credentials the kubelet tries, in its order (the providers' keyring of
+	// creds.Keyring: a key several providers returned gives each one's credential, the earlier
+	// provider's first. The CredentialProviderConfig docs say the earlier provider's value is
+	// used; the v1.37 keyring keeps both: plugin/plugins.go:91 adds every answer to one
+	// BasicDockerKeyring, whose Add appends per key, and plugins_test.go "multiple providers"
+	// expects two). From names the plan each came from.
 	Creds   []creds.Credential
 	From    []*Plan
 	Secrets []string // every credential value any provider returned, for scrubbing
+
+	answers []answer
 }
+
+// answer is one auth entry of one provider's answer.
+type answer struct {
+	key   string
+	entry authEntry
+	from  int // the outcome that gave it
+}
+
+// AddTo adds every provider's answer to k's providers' keyring, in the providers' order.
+func (c *Combined) AddTo(k *creds.Keyring) {
+	for _, a := range c.answers {
+		o := c.Outcomes[a.from]
+		k.Add(creds.Providers, a.key, o.Plan.credential(a.key, a.entry, o.Took), a.from)
+	}
+}
+
+// PlanOf is the plan whose answer gave m (a match of the providers' keyring AddTo filled).
+func (c *Combined) PlanOf(m creds.Match) *Plan { return c.Outcomes[m.Tag].Plan }
 
 // RunAll runs every plan in order, as the kubelet runs every provider that matches an image, and
 // combines their answers.
 func RunAll(ctx context.Context, plans []*Plan) Combined {
 	var c Combined
-	type answer struct {
-		key   string
-		entry authEntry
-		from  int // the outcome that gave it
-	}
-	var all []answer
-	var keys []string
 	for i, p := range plans {
 		a, secrets, took, f := p.exchange(ctx)
 		c.Secrets = append(c.Secrets, secrets...)
@@ -242,29 +254,28 @@ func RunAll(ctx context.Context, plans []*Plan) Combined {
 			o.Cred, o.Failure = p.pick(a, took)
 			// the providers' order, each answer's keys in string order (the kubelet ranges over a map)
 			for _, k := range slices.Sorted(maps.Keys(a)) {
-				all = append(all, answer{k, a[k], i})
-				keys = append(keys, k)
+				c.answers = append(c.answers, answer{k, a[k], i})
 			}
 		}
 		c.Outcomes = append(c.Outcomes, o)
 	}
-	// one keyring for every answer, as the kubelet's (plugin/plugins.go:92-103): its keys
-	// normalised before they are sorted and matched, as a pod's pull secrets' are
-	for _, i := range creds.KeyringOrder(keys, plans[0].Image) {
-		a := all[i]
-		o := c.Outcomes[a.from]
-		c.Creds = append(c.Creds, o.Plan.credential(a.key, a.entry, o.Took))
-		c.From = append(c.From, o.Plan)
+	var k creds.Keyring
+	c.AddTo(&k)
+	for _, m := range k.Lookup(plans[0].Image) {
+		c.Creds = append(c.Creds, m.Credential)
+		c.From = append(c.From, c.PlanOf(m))
 	}
 	return c
 }
 
-// pickAuth picks the entry of one provider's answer the kubelet's keyring uses first for the image
-// (creds.KeyringOrder).
+// pickAuth picks the entry of one provider's answer the kubelet's keyring uses first for the image.
 func pickAuth(auth map[string]authEntry, image string) (string, authEntry, bool) {
-	keys := slices.Sorted(maps.Keys(auth))
-	if k, ok := creds.MatchImage(keys, image); ok {
-		return k, auth[k], true
+	var k creds.Keyring
+	for _, key := range slices.Sorted(maps.Keys(auth)) {
+		k.Add(creds.Providers, key, creds.Credential{}, 0)
+	}
+	if ms := k.Lookup(image); len(ms) > 0 {
+		return ms[0].Key, auth[ms[0].Key], true
 	}
 	return "", authEntry{}, false
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -207,46 +205,21 @@ type NamedSecret struct {
 	Data  []byte
 }
 
-// FromPullSecrets returns every entry of secrets that covers image, in the order the kubelet's
-// keyring tries them: every secret's keys in one keyring, in the pod's order (KeyringOrder; the
-// keys of one secret in string order, where the kubelet ranges over a map). An unusable secret is
-// an error, as it fails the kubelet's keyring; no entry for the image is an error naming the keys.
-func FromPullSecrets(secrets []NamedSecret, image string) ([]Credential, error) {
-	type entry struct {
-		label, key string
-		e          dockerEntry
+// FromPullSecrets returns every entry of secrets that covers the image name (Keyring.Lookup), in the order the kubelet's
+// keyring tries them (a Keyring of the pull secrets alone). An unusable secret is an error, as it
+// fails the kubelet's keyring; no entry for the image is a *NoEntryError naming the keys.
+func FromPullSecrets(secrets []NamedSecret, name string) ([]Credential, error) {
+	var k Keyring
+	if err := k.AddPullSecrets(secrets); err != nil {
+		return nil, err
 	}
-	var all []entry
-	var keys []string
-	for _, s := range secrets {
-		if len(s.Data) > maxSecretFile {
-			return nil, fmt.Errorf("pull secret %s: larger than %d bytes", s.Label, maxSecretFile)
-		}
-		auths, err := parsePullSecret(s.Data)
-		if err != nil {
-			return nil, fmt.Errorf("pull secret %s: %w", s.Label, err)
-		}
-		for _, k := range slices.Sorted(maps.Keys(auths)) {
-			all = append(all, entry{s.Label, k, auths[k]})
-			keys = append(keys, k)
-		}
-	}
-	order := KeyringOrder(keys, image)
-	if len(order) == 0 {
+	out, err := k.Credentials(name)
+	if err == nil && len(out) == 0 {
 		labels := make([]string, 0, len(secrets))
 		for _, s := range secrets {
 			labels = append(labels, s.Label)
 		}
-		return nil, &NoEntryError{Secrets: strings.Join(labels, ", "), Image: image, Keys: keys}
+		return nil, &NoEntryError{Secrets: strings.Join(labels, ", "), Image: name, Keys: k.Keys(PullSecrets)}
 	}
-	out := make([]Credential, 0, len(order))
-	for _, i := range order {
-		c, err := all[i].e.credential()
-		if err != nil {
-			return nil, fmt.Errorf("pull secret %s, entry %s: %w", all[i].label, all[i].key, err)
-		}
-		c.Source = fmt.Sprintf("pull secret %s (entry %s)", all[i].label, all[i].key)
-		out = append(out, c)
-	}
-	return out, nil
+	return out, err
 }

@@ -3,6 +3,7 @@ package creds
 import (
 	"encoding/base64"
 	"fmt"
+	"github.com/pullpath/pullpath/internal/registry"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,7 +28,11 @@ func fromFile(file, image string) (Credential, error) {
 	if err != nil {
 		return Credential{}, err
 	}
-	all, err := FromPullSecrets([]NamedSecret{s}, image)
+	ref, err := registry.ParseReference(image)
+	if err != nil {
+		return Credential{}, err
+	}
+	all, err := FromPullSecrets([]NamedSecret{s}, ref.Name())
 	if err != nil {
 		return Credential{}, err
 	}
@@ -114,7 +119,7 @@ func FuzzParsePullSecret(f *testing.F) {
 	})
 }
 
-func TestMatchImageAsTheKubelet(t *testing.T) {
+func TestFirstKeyAsTheKubelet(t *testing.T) {
 	for _, tc := range []struct {
 		keys  []string
 		image string
@@ -131,21 +136,27 @@ func TestMatchImageAsTheKubelet(t *testing.T) {
 		{[]string{"other.example", "https://myreg.io"}, "myreg.io/app@sha256:" + strings.Repeat("a", 64), "https://myreg.io"},
 		{[]string{"other.example"}, "myreg.io/app:1", ""},
 	} {
-		got, ok := MatchImage(tc.keys, tc.image)
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("MatchImage(%q, %s) = %q, %t; want %q", tc.keys, tc.image, got, ok, tc.want)
+		got := ""
+		if o := order(PullSecrets, tc.keys, tc.image); len(o) > 0 {
+			got = tc.keys[o[0]]
+		}
+		if got != tc.want {
+			t.Errorf("first key of %q for %s = %q; want %q", tc.keys, tc.image, got, tc.want)
 		}
 	}
 }
 
-func FuzzMatchImage(f *testing.F) {
+func FuzzKeyringLookup(f *testing.F) {
 	f.Add("*.azurecr.io", "myreg.azurecr.io/team/app:1")
 	f.Add("https://index.docker.io/v1/", "nginx")
 	f.Add("reg.example:5000/team", "reg.example:5000/team/app@sha256:"+strings.Repeat("a", 64))
 	f.Fuzz(func(t *testing.T, key, image string) {
-		k, ok := MatchImage([]string{key}, image)
-		if (ok && k != key) || (!ok && k != "") {
-			t.Fatalf("MatchImage(%q, %q) = %q, %t", key, image, k, ok)
+		var k Keyring
+		k.Add(PullSecrets, key, Credential{Source: key}, 0)
+		for _, m := range k.Lookup(image) {
+			if m.Key != key || m.Credential.Source != key {
+				t.Fatalf("Lookup(%q) with key %q = %+v", image, key, m)
+			}
 		}
 	})
 }

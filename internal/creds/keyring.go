@@ -1,19 +1,194 @@
 package creds
 
 import (
+	"fmt"
+	"maps"
 	"net"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
-
-	"github.com/google/go-containerregistry/pkg/name"
 )
 
-// The kubelet's keyring, one for pull secrets, the node's docker config and credential provider
-// answers alike: each goes through BasicDockerKeyring.Add and Lookup (kubernetes v1.37.2
-// pkg/credentialprovider/secrets/secrets.go:57,69; provider.go via keyring.go:325;
-// plugin/plugins.go:97,99), so pullpath runs all three through KeyringOrder.
+// Keyring is the kubelet's credential keyring for one pull, the one model of its order in
+// pullpath (kubernetes v1.37.2): the pod's pull secrets, then the node's docker config, then what
+// its credential providers answered (image_manager.go:314 MakeDockerKeyring(pullSecrets,
+// UnionDockerKeyring{nodeKeyring, externalCredentialProviderKeyring}); secrets.go:39, keyring.go:348).
+// Each of the three is one BasicDockerKeyring (secrets.go:57,69; provider.go via keyring.go:325;
+// plugin/plugins.go:91-103), and Lookup concatenates their answers in that order. The zero value
+// is an empty keyring.
+type Keyring struct {
+	tiers [numTiers][]entry
+}
+
+// Tier is one of the kubelet's keyrings, in the order Lookup returns them.
+type Tier int
+
+// The kubelet's keyrings, in its order.
+const (
+	PullSecrets Tier = iota // the pod's imagePullSecrets, one keyring in the pod's order
+	NodeConfig              // the kubelet's own docker config.json (the node keyring)
+	Providers               // the image credential providers' answers, in the config's order
+	numTiers
+)
+
+type entry struct {
+	key  string // as the keyring indexes it (KeyringKey)
+	raw  string // as written
+	cred Credential
+	err  error // the entry cannot be used: an error when the kubelet picks it
+	tag  int
+	// ignored: the key does not parse, and the kubelet skips the entry (Keys still lists it)
+	ignored bool
+}
+
+// Match is one credential the keyring gives for an image.
+type Match struct {
+	Tier       Tier
+	Key        string // the key as written in its secret, config or answer
+	Credential Credential
+	Err        error // the entry is unusable (no username, password, auth or token)
+	Tag        int   // what the caller gave Add, e.g. which provider answered
+}
+
+// Add adds one credential under key (as written) to tier; tag is handed back in its Match. A key
+// the kubelet cannot parse is ignored, as the kubelet ignores it.
+func (k *Keyring) Add(t Tier, key string, c Credential, tag int) {
+	k.add(t, key, c, nil, tag)
+}
+
+func (k *Keyring) add(t Tier, key string, c Credential, err error, tag int) {
+	nk, ok := KeyringKey(key)
+	k.tiers[t] = append(k.tiers[t], entry{key: nk, raw: key, cred: c, err: err, tag: tag, ignored: !ok})
+}
+
+// AddPullSecrets adds the pod's pull secrets, in the pod's order, to the pull secrets' keyring:
+// each entry's Source is "pull secret LABEL (entry KEY)". The keys of one secret go in string
+// order, where the kubelet ranges over a map. An unusable secret is an error, as it fails the
+// kubelet's keyring.
+func (k *Keyring) AddPullSecrets(secrets []NamedSecret) error {
+	for _, s := range secrets {
+		if err := k.addConfig(PullSecrets, s, "pull secret "+s.Label); err != nil {
+			return fmt.Errorf("pull secret %s: %w", s.Label, err)
+		}
+	}
+	return nil
+}
+
+// AddNodeConfig adds the kubelet's own docker config (file, its content) to the node keyring: each
+// entry's Source is "the kubelet's docker config FILE (entry KEY)".
+func (k *Keyring) AddNodeConfig(file string, data []byte) error {
+	return k.addConfig(NodeConfig, NamedSecret{Label: file, Data: data}, "the kubelet's docker config "+file)
+}
+
+func (k *Keyring) addConfig(t Tier, s NamedSecret, source string) error {
+	if len(s.Data) > maxSecretFile {
+		return fmt.Errorf("larger than %d bytes", maxSecretFile)
+	}
+	auths, err := parsePullSecret(s.Data)
+	if err != nil {
+		return err
+	}
+	for _, key := range slices.Sorted(maps.Keys(auths)) {
+		c, err := auths[key].credential()
+		if err != nil {
+			err = fmt.Errorf("%s, entry %s: %w", source, key, err)
+		}
+		c.Source = fmt.Sprintf("%s (entry %s)", source, key)
+		k.add(t, key, c, err, 0)
+	}
+	return nil
+}
+
+// Keys returns the keys of tier as written, in the order they were added, ignored ones included.
+func (k *Keyring) Keys(t Tier) []string {
+	var out []string
+	for _, e := range k.tiers[t] {
+		out = append(out, e.raw)
+	}
+	return out
+}
+
+// Lookup returns the credentials the kubelet tries for the image named name (host[:port]/repository,
+// Docker Hub's as docker.io/library/…: registry.Reference.Name, the kubelet's
+// ParseNormalizedNamed(image).Name()), in its order: tier by tier, and within
+// a tier (keyring.go:170-181, 294-316) every key that matches the image by URLsMatch, the keys
+// deduplicated once normalised and sorted in reverse (the more specific first), a key's entries in
+// the order they were added; only when none matches and the image is Docker Hub's, the entries
+// under "index.docker.io" (what "https://index.docker.io/v1/" becomes).
+func (k *Keyring) Lookup(name string) []Match {
+	if k == nil {
+		return nil
+	}
+	var out []Match
+	for t := range numTiers {
+		for _, e := range lookup(k.tiers[t], name) {
+			out = append(out, Match{Tier: t, Key: e.raw, Credential: e.cred, Err: e.err, Tag: e.tag})
+		}
+	}
+	return out
+}
+
+// Credentials is Lookup's credentials, or the error of the first unusable entry among them.
+func (k *Keyring) Credentials(name string) ([]Credential, error) {
+	var out []Credential
+	for _, m := range k.Lookup(name) {
+		if m.Err != nil {
+			return nil, m.Err
+		}
+		out = append(out, m.Credential)
+	}
+	return out, nil
+}
+
+// Clone returns a copy of k that Add does not share; nil gives an empty keyring.
+func (k *Keyring) Clone() *Keyring {
+	c := &Keyring{}
+	if k != nil {
+		for t := range k.tiers {
+			c.tiers[t] = slices.Clone(k.tiers[t])
+		}
+	}
+	return c
+}
+
+// In returns the matches of tier t among ms.
+func In(ms []Match, t Tier) []Match {
+	var out []Match
+	for _, m := range ms {
+		if m.Tier == t {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// lookup is one BasicDockerKeyring's Lookup for repo (host[:port]/repository).
+func lookup(entries []entry, repo string) []entry {
+	byKey := map[string][]entry{}
+	var index []string
+	for _, e := range entries {
+		if e.ignored {
+			continue
+		}
+		if _, seen := byKey[e.key]; !seen {
+			index = append(index, e.key)
+		}
+		byKey[e.key] = append(byKey[e.key], e)
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(index)))
+	var out []entry
+	for _, nk := range index {
+		if ok, _ := URLsMatch(nk, repo); ok {
+			out = append(out, byKey[nk]...)
+		}
+	}
+	if len(out) == 0 && isDefaultRegistry(repo) {
+		out = byKey["index.docker.io"]
+	}
+	return out
+}
 
 // KeyringKey is a docker config or provider auth key as the kubelet indexes it
 // (keyring.go:143-167): "https://" prepended unless the key starts with "https://" or "http://",
@@ -36,62 +211,6 @@ func KeyringKey(k string) (key string, ok bool) {
 		return u.Host, true
 	}
 	return u.Host + p, true
-}
-
-// KeyringOrder returns the indexes of keys (in the order they were added: secret by secret, or
-// provider by provider) whose entries the kubelet's keyring returns for image, in its order
-// (keyring.go:174-181, 294-316): normalised keys deduplicated and sorted in reverse (the more
-// specific first), each matching image by URLsMatch; a normalised key's entries in the order they
-// were added. Only when none matches and image is Docker Hub's, the entries under
-// "index.docker.io" (what "https://index.docker.io/v1/" becomes).
-func KeyringOrder(keys []string, image string) []int {
-	repo := KubeletRepo(image)
-	byKey := map[string][]int{}
-	var index []string
-	for i, k := range keys {
-		nk, ok := KeyringKey(k)
-		if !ok {
-			continue
-		}
-		if _, seen := byKey[nk]; !seen {
-			index = append(index, nk)
-		}
-		byKey[nk] = append(byKey[nk], i)
-	}
-	sort.Sort(sort.Reverse(sort.StringSlice(index)))
-	var out []int
-	for _, nk := range index {
-		if ok, _ := URLsMatch(nk, repo); ok {
-			out = append(out, byKey[nk]...)
-		}
-	}
-	if len(out) == 0 && isDefaultRegistry(repo) {
-		out = byKey["index.docker.io"]
-	}
-	return out
-}
-
-// MatchImage returns the key of keys the kubelet's keyring tries first for image (KeyringOrder).
-func MatchImage(keys []string, image string) (string, bool) {
-	if o := KeyringOrder(keys, image); len(o) > 0 {
-		return keys[o[0]], true
-	}
-	return "", false
-}
-
-// KubeletRepo is the name the kubelet looks image up under (ParseNormalizedNamed(image).Name(),
-// pkg/util/parsers/parsers.go:33-38): host[:port]/repository without tag or digest, Docker Hub's
-// as docker.io/library/…. An image that does not parse is used as given.
-func KubeletRepo(image string) string {
-	ref, err := name.ParseReference(image, name.WeakValidation)
-	if err != nil {
-		return image
-	}
-	host := ref.Context().RegistryStr()
-	if host == name.DefaultRegistry {
-		host = "docker.io"
-	}
-	return host + "/" + ref.Context().RepositoryStr()
 }
 
 // isDefaultRegistry is the kubelet's isDefaultRegistryMatch (keyring.go:192-214).

@@ -1,9 +1,112 @@
 package creds
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/pullpath/pullpath/internal/registry"
 )
+
+// lookupName is the kubelet's lookup name of image.
+func lookupName(t testing.TB, image string) string {
+	t.Helper()
+	ref, err := registry.ParseReference(image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Name()
+}
+
+// order adds keys to one tier of a keyring, tagged by their index, and returns the tags Lookup
+// gives for image.
+func order(t Tier, keys []string, image string) []int {
+	var k Keyring
+	for i, key := range keys {
+		k.Add(t, key, Credential{}, i)
+	}
+	ref, err := registry.ParseReference(image)
+	if err != nil {
+		panic(err)
+	}
+	var out []int
+	for _, m := range k.Lookup(ref.Name()) {
+		out = append(out, m.Tag)
+	}
+	return out
+}
+
+// The kubelet's order across its keyrings (docs/commands/probe.md, "the kubelet's list"), read in
+// k8s.io/kubernetes@v1.37.2: each claim of that page is a case.
+func TestKeyringKubeletOrder(t *testing.T) {
+	cred := func(src string) Credential { return Credential{Username: "u", Password: "p", Source: src} }
+	sources := func(ms []Match) []string {
+		var out []string
+		for _, m := range ms {
+			out = append(out, fmt.Sprintf("%d:%s", m.Tier, m.Credential.Source))
+		}
+		return out
+	}
+	ref := "reg.example/team/app"
+	t.Run("secrets.go:39, keyring.go:348: pull secrets, then the node's docker config, then the providers", func(t *testing.T) {
+		var k Keyring
+		// added out of order: the tier decides, not the order of Add
+		k.Add(Providers, "reg.example", cred("provider"), 0)
+		k.Add(NodeConfig, "reg.example", cred("node"), 0)
+		k.Add(PullSecrets, "reg.example", cred("secret"), 0)
+		want := []string{"0:secret", "1:node", "2:provider"}
+		if got := sources(k.Lookup(ref)); !slices.Equal(got, want) {
+			t.Errorf("Lookup = %q, want %q", got, want)
+		}
+	})
+	t.Run("keyring.go:181: within a keyring the more specific key first; across keyrings, the keyring first", func(t *testing.T) {
+		var k Keyring
+		k.Add(PullSecrets, "reg.example", cred("secret host"), 0)
+		k.Add(NodeConfig, "reg.example/team", cred("node team"), 0)
+		k.Add(PullSecrets, "reg.example/team", cred("secret team"), 0)
+		want := []string{"0:secret team", "0:secret host", "1:node team"}
+		if got := sources(k.Lookup(ref)); !slices.Equal(got, want) {
+			t.Errorf("Lookup = %q, want %q", got, want)
+		}
+	})
+	t.Run("secrets.go:57,69: all pull secrets in one keyring, in the pod's order", func(t *testing.T) {
+		var k Keyring
+		one := `{"auths":{"reg.example":{"auth":"dTE6cDE="}}}`
+		two := `{"auths":{"reg.example":{"auth":"dTI6cDI="},"https://reg.example/team":{"auth":"dTM6cDM="}}}`
+		if err := k.AddPullSecrets([]NamedSecret{{"one", []byte(one)}, {"two", []byte(two)}}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"0:pull secret two (entry https://reg.example/team)", "0:pull secret one (entry reg.example)", "0:pull secret two (entry reg.example)"}
+		if got := sources(k.Lookup(ref)); !slices.Equal(got, want) {
+			t.Errorf("Lookup = %q, want %q", got, want)
+		}
+	})
+	t.Run("plugins.go:91, plugins_test.go:361: a key two providers return gives both, the earlier provider's first", func(t *testing.T) {
+		if got := order(Providers, []string{"*.example", "reg.example", "reg.example"}, ref); !slices.Equal(got, []int{1, 2, 0}) {
+			t.Errorf("providers' order = %v, want [1 2 0]", got)
+		}
+	})
+	t.Run("kuberuntime_image.go:38: an image no key covers gets no credential (one anonymous pull)", func(t *testing.T) {
+		var k Keyring
+		k.Add(PullSecrets, "other.example", cred("secret"), 0)
+		k.Add(NodeConfig, "other.example", cred("node"), 0)
+		if got := k.Lookup(ref); len(got) != 0 {
+			t.Errorf("Lookup = %v, want none", sources(got))
+		}
+	})
+	t.Run("an unusable entry is an error only when the kubelet picks it", func(t *testing.T) {
+		var k Keyring
+		if err := k.AddPullSecrets([]NamedSecret{{"s", []byte(`{"auths":{"reg.example":{"auth":"dTpw"},"other.example":{}}}`)}}); err != nil {
+			t.Fatal(err)
+		}
+		if cs, err := k.Credentials(ref); err != nil || len(cs) != 1 {
+			t.Errorf("Credentials(%s) = %v, %v", ref, cs, err)
+		}
+		if _, err := k.Credentials("other.example/app"); err == nil {
+			t.Error("Credentials(other.example/app): want the empty entry's error")
+		}
+	})
+}
 
 // Cases read from kubernetes' own keyring tests (URLsMatch), and the port and path rules.
 func TestURLsMatch(t *testing.T) {
@@ -63,7 +166,7 @@ func TestKeyringKeyAsTheKubelet(t *testing.T) {
 	}
 }
 
-// KeyringOrder is BasicDockerKeyring.Add then Lookup (keyring.go:174-181 the index deduplicated and
+// A keyring's Lookup is BasicDockerKeyring.Add then Lookup (keyring.go:174-181 the index deduplicated and
 // reverse-sorted, :294-316 each key matched with URLsMatchStr, the Docker Hub fallback at :310):
 // the same for pull secrets and credential provider answers. Where sorting the raw keys would give
 // another order (or another match), it says so.
@@ -94,8 +197,8 @@ func TestKeyringOrderAsTheKubelet(t *testing.T) {
 		{"an unparsable key is ignored", []string{"reg.test/%zz", "reg.test"}, "reg.test/app", []int{1}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := KeyringOrder(c.keys, c.image); !slices.Equal(got, c.want) {
-				t.Errorf("KeyringOrder(%q, %s) = %v, want %v", c.keys, c.image, got, c.want)
+			if got := order(PullSecrets, c.keys, c.image); !slices.Equal(got, c.want) && len(got)+len(c.want) > 0 {
+				t.Errorf("Lookup(%q, %s) = %v, want %v", c.keys, c.image, got, c.want)
 			}
 			if c.raw == nil {
 				return
@@ -116,7 +219,7 @@ func TestKeyringOrderAsTheKubelet(t *testing.T) {
 				return 0
 			})
 			for _, i := range idx {
-				if ok, _ := URLsMatch(c.keys[i], KubeletRepo(c.image)); ok {
+				if ok, _ := URLsMatch(c.keys[i], lookupName(t, c.image)); ok {
 					raw = append(raw, i)
 				}
 			}

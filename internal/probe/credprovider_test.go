@@ -396,12 +396,11 @@ func TestPullSecretsThenProviders(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			plan, _ := nodeWithProvider(t, e, reg, c.prov...)
 			secret := fmt.Sprintf(`{"auths":{%q:{"auth":%q}}}`, reg, base64.StdEncoding.EncodeToString([]byte(demo.User+":"+c.secret)))
-			all, err := creds.FromPullSecrets([]creds.NamedSecret{{Label: "s1", Data: []byte(secret)}}, reg+"/team/app")
-			if err != nil {
+			o := providerOpts(e, plan)
+			o.Keyring = &creds.Keyring{}
+			if err := o.Keyring.AddPullSecrets([]creds.NamedSecret{{Label: "s1", Data: []byte(secret)}}); err != nil {
 				t.Fatal(err)
 			}
-			o := providerOpts(e, plan)
-			o.Credential, o.More = all[0], all[1:]
 			rep, err := probe.Run(context.Background(), o)
 			if err != nil {
 				t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/resolver"
 	"github.com/pullpath/pullpath/internal/route"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // endpoint is one host:port of the pull path and what was observed on it.
@@ -34,6 +35,9 @@ type endpoint struct {
 	viaProxy             string        // host:port of the proxy this endpoint is reached through
 	dialAddrs            []netip.Addr  // addrs in the order the runtime dials them
 	tcpSeen, tlsSeen     bool
+	// internal, for a host reached through the proxy: the proxy, and what shows the host is internal
+	// ("" for nothing); it waits for proxiedInternal's lookup
+	internal func() (proxy, why string)
 }
 
 func (e *endpoint) set(l report.StepName, v report.Verdict) {
@@ -94,6 +98,7 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	w.mu.Unlock()
 
 	if p := w.proxyFor(u); p != nil && role != report.RoleProxy {
+		w.proxiedInternal(ctx, ep, hoptrace.HostPort(p))
 		// The proxy resolves and reaches the host; the node only needs to reach the proxy.
 		if _, f := w.visit(ctx, p, report.RoleProxy, "the runtime's proxy for "+hp); f != nil {
 			ep.checkFail = f
@@ -111,6 +116,56 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	}
 	ep.dialAddrs = dialOrder(ep.addrs, ep.routes)
 	return ep, ep.checkFail
+}
+
+// proxiedInternal looks, beside the walk, for what shows that a host the runtime reaches through
+// its proxy belongs to the node's internal network, where a corporate proxy usually cannot reach:
+// runtimeconfig.InternalEvidence (an address literal, a name under the node's search domains or
+// an internal-only suffix), or, probed here, the name resolving on the node to a private, CGNAT,
+// loopback or link-local address. The lookup is evidence only (the proxy resolves the name for the
+// pull) and runs beside the walk, bounded by the connect timeout: the report waits for it at most
+// that long once the walk ended, all lookups together. A name the node cannot resolve says nothing. proxiedWarnings turns what was found into warnings.
+func (w *walk) proxiedInternal(ctx context.Context, ep *endpoint, proxy string) {
+	if why := runtimeconfig.InternalEvidence(ep.host, w.opts.Resolver.Search); why != "" {
+		ep.internal = func() (string, string) { return proxy, why }
+		return
+	}
+	done := make(chan string, 1)
+	ep.internal = func() (string, string) { return proxy, <-done }
+	go func() {
+		lctx, cancel := context.WithTimeout(ctx, w.opts.ConnectTimeout)
+		defer cancel()
+		res := w.opts.Resolver.Lookup(lctx, ep.host)
+		var internal []string
+		for _, a := range res.Addrs {
+			if s := resolver.Scope(a); s != "public" && s != "unspecified" {
+				internal = append(internal, a.String()+" ("+s+")")
+			}
+		}
+		if len(internal) == 0 {
+			done <- ""
+			return
+		}
+		done <- fmt.Sprintf("the node resolves it to %s (%s)", strings.Join(internal, ", "), res.Source)
+	}()
+}
+
+// proxiedWarnings waits for the lookups of proxiedInternal and warns PROXY_WITHOUT_NO_PROXY on each
+// proxied host found internal, in the order the walk met them.
+func (w *walk) proxiedWarnings() {
+	w.mu.Lock()
+	order := append([]*endpoint(nil), w.order...)
+	w.mu.Unlock()
+	for _, ep := range order {
+		if ep.internal == nil {
+			continue
+		}
+		proxy, why := ep.internal()
+		if why == "" {
+			continue
+		}
+		w.warn(report.CodeProxyWithoutNoProxy, ep.hostport, fmt.Sprintf("%s (%s) is reached through the runtime's proxy %s, and %s: a corporate proxy often cannot reach an internal host, and a failure at the proxy is then most likely this; add %s to NO_PROXY in the runtime's unit", ep.hostport, ep.role, proxy, why, ep.host))
+	}
 }
 
 func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {

@@ -7,12 +7,16 @@ import (
 
 	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
+	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/resolver"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // Options configures one probe. The zero value of each field means its documented default.
 type Options struct {
+	// Ref is the image, parsed once by the caller (registry.ParseReference); when it is zero,
+	// Image is parsed.
+	Ref      registry.Reference
 	Image    string
 	Platform string // os/arch[/variant]; default: this machine's
 
@@ -20,18 +24,19 @@ type Options struct {
 	CAFiles  []string        // PEM files trusted in addition to the system roots, like a hosts.toml "ca"
 	Insecure bool            // skip certificate verification (reported as a warning)
 
-	Credential creds.Credential // anonymous when empty
-	// More are further credentials the kubelet tries in turn, in order, when the pull with
-	// Credential fails (every entry of the pod's pull secrets that covers the image, then of the
-	// kubelet's own docker config); the probe does the same and reports what each got, then tries
-	// what Providers gave. Default none.
-	More []creds.Credential
+	// Keyring is the kubelet's keyring for the pull: the pod's pull secrets and its own docker
+	// config. The probe adds what Providers answer and, as the kubelet, presents each credential
+	// it gives for the image in turn, one walk each, until one pulls, and reports what each got;
+	// no anonymous pull follows. Default empty.
+	Keyring *creds.Keyring
 	// Providers are the kubelet's credential providers for the image, in its config's order: the
-	// probe runs each as the kubelet does and combines their answers as the kubelet does. With an
-	// anonymous Credential it walks with the answer the kubelet tries first, and providers that all
-	// fail are a finding (class auth) when the anonymous pull the kubelet then makes is refused;
-	// else their answers are tried after Credential and More, as the kubelet's keyring orders them.
+	// probe runs each as the kubelet does, before the walk, and adds their answers to the
+	// keyring's last tier. When they are all the keyring gives, providers that all fail are a
+	// finding (class auth) when the anonymous pull the kubelet then makes is refused.
 	Providers []*credprovider.Plan
+	// Credential is presented when the keyring and the providers give nothing for the image: a
+	// flag's, the operator's docker config's, or anonymous (its Source says why). Default anonymous.
+	Credential creds.Credential
 
 	ConnectTimeout time.Duration // per address; default 5s (containerd: 30s)
 	TLSTimeout     time.Duration // handshake; default 10s, as containerd

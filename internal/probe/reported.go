@@ -3,7 +3,6 @@ package probe
 import (
 	"net/http"
 
-	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
@@ -14,8 +13,41 @@ type hostTry struct {
 	f        *failure
 	i        int  // its index among the targets
 	resolved bool // the manifest HEAD succeeded: the runtime's resolve ended on this host
-	cred     creds.Credential
-	download report.Download
+	attempt  *hostAttempt
+}
+
+// policy is how the runtime on the node treats the hosts of one pull, decided once per run from
+// its configuration (policyOf): which host's error it reports when every host failed, where it
+// gives up before the last host, and whether it sends containerd's ?ns= to a mirror.
+type policy struct {
+	rule resolverRule
+	// keepsResolved: containers/image keeps the first source whose manifest loads and pulls every
+	// blob from it (CRI-O), so a host that resolved ends the walk
+	keepsResolved bool
+	// stopsAtRealmTimeout: dockerd's own puller from 28.0 gives up at a mirror whose token realm's
+	// connection timed out (stops)
+	stopsAtRealmTimeout bool
+	// sendsNS: containerd's resolver sends ?ns=<registry> to a host not named as the registry
+	// (isProxy), dockerd's with the containerd image store too (it vendors it); CRI-O's client and
+	// dockerd's own puller do not
+	sendsNS bool
+	// words says in a few words which host's error the runtime reports, for the warnings
+	words string
+}
+
+// policyOf decides the policy of the runtime rt (nil: no runtime read).
+func policyOf(rt *runtimeconfig.Config) policy {
+	p := policy{rule: ruleOf(rt), words: reportRule(rt)}
+	if rt == nil {
+		return p
+	}
+	p.keepsResolved = rt.Runtime == runtimeconfig.CRIO
+	p.sendsNS = rt.Runtime == runtimeconfig.Containerd || dockerStore(rt, runtimeconfig.StoreContainerd)
+	if dockerStore(rt, runtimeconfig.StoreGraphdriver) {
+		n, ok := runtimeconfig.DockerMajor(rt.Version)
+		p.stopsAtRealmTimeout = ok && n >= 28
+	}
+	return p
 }
 
 // resolverRule is whose code picks the error when every host failed.
@@ -57,7 +89,7 @@ func dockerStore(rt *runtimeconfig.Config, store string) bool {
 	return rt != nil && rt.Runtime == runtimeconfig.Docker && rt.ImageStore != nil && rt.ImageStore.Store == store
 }
 
-// stopsPull says whether the runtime gives up at this failed host rather than try the next. From
+// stops says whether the runtime gives up at this failed host rather than try the next. From
 // 28.0, dockerd's own puller does not fall back on an error that is a context deadline
 // (continueOnError, distribution/errors.go:121 at v28.5.2, added by moby commit 52774154c9), and
 // Go's dial timeout is one (net's timeoutError Is context.DeadlineExceeded). The mirror's /v2/ ping
@@ -65,15 +97,11 @@ func dockerStore(rt *runtimeconfig.Config, store string) bool {
 // tag's HEAD. A layer's timeout stops the pull too, but only once the config came through (a config
 // error is wrapped and falls back, pull_v2.go:525); the probe does not say which blob failed first,
 // so a blob host keeps the fallback.
-func stopsPull(rt *runtimeconfig.Config, t target, f *failure) bool {
-	if !dockerStore(rt, runtimeconfig.StoreGraphdriver) {
-		return false
-	}
-	n, ok := runtimeconfig.DockerMajor(rt.Version)
-	return ok && n >= 28 && t.role == report.RoleMirror && f.ep.role == report.RoleToken && f.code == report.CodeTCPTimeout
+func (p policy) stops(t target, f *failure) bool {
+	return p.stopsAtRealmTimeout && t.role == report.RoleMirror && f.ep.role == report.RoleToken && f.code == report.CodeTCPTimeout
 }
 
-// pickReported returns which of the failed hosts (all failed, in the runtime's order) names the
+// reported returns which of the failed hosts (all failed, in the runtime's order) names the
 // error the runtime reports. Each runtime keeps a different one:
 //
 //   - containerd 1.x (remotes/docker/resolver.go Resolve at v1.6.20): the first error that is not a
@@ -93,12 +121,12 @@ func stopsPull(rt *runtimeconfig.Config, t target, f *failure) bool {
 //     any other error unless it says "no such process"), its ping too (registry.go:99-110), and so
 //     does a mirror that served the manifest and then failed a config or layer download: the
 //     upstream is pulled from the start. Only an unsupported media type, a cancelled pull, and from
-//     28.0 a timeout past the ping (stopsPull: the walk then ends at that mirror) stop at the mirror.
+//     28.0 a timeout past the ping (stops: the walk then ends at that mirror) stop at the mirror.
 //   - dockerd with the containerd image store: containerd's rule, by the version it vendors (ruleOf).
 //   - docker whose image store is unknown, or no runtime read: the last host, as before.
-func pickReported(rt *runtimeconfig.Config, tried []hostTry) int {
+func (p policy) reported(tried []hostTry) int {
 	last := len(tried) - 1
-	rule := ruleOf(rt)
+	rule := p.rule
 	if rule == lastHost || last == 0 {
 		return last
 	}
@@ -136,7 +164,7 @@ func resolveRank(f *failure) int {
 	return 1
 }
 
-// reportRule says in a few words which host's error the runtime reports, for the warnings.
+// reportRule says in a few words which host's error the runtime reports (policy.words).
 func reportRule(rt *runtimeconfig.Config) string {
 	docker := rt != nil && rt.Runtime == runtimeconfig.Docker
 	switch rule := ruleOf(rt); {

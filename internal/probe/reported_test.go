@@ -26,7 +26,7 @@ func dockerNode(version, store string) *runtimeconfig.Config {
 	return &runtimeconfig.Config{Runtime: runtimeconfig.Docker, Version: version, ImageStore: &runtimeconfig.ImageStore{Store: store}}
 }
 
-// Which host's error each runtime reports when every host failed (pickReported), docker in both
+// Which host's error each runtime reports when every host failed (policy.reported), docker in both
 // of its eras.
 func TestPickReported(t *testing.T) {
 	const (
@@ -77,7 +77,7 @@ func TestPickReported(t *testing.T) {
 		{"docker, no store read", &runtimeconfig.Config{Runtime: runtimeconfig.Docker, Version: ce28}, blobThen404, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := pickReported(tc.rt, tc.tried); got != tc.want {
+			if got := policyOf(tc.rt).reported(tc.tried); got != tc.want {
 				t.Fatalf("pickReported = %d (%s), want %d (%s)", got, tc.tried[got].f.ep.hostport, tc.want, tc.tried[tc.want].f.ep.hostport)
 			}
 		})
@@ -85,7 +85,7 @@ func TestPickReported(t *testing.T) {
 }
 
 // From 28.0 dockerd's own puller stops at a mirror whose error is a context deadline; past the
-// /v2/ ping that is its token realm's connection timeout (stopsPull).
+// /v2/ ping that is its token realm's connection timeout (policy.stops).
 func TestStopsPull(t *testing.T) {
 	realmTimeout := failed("mirror:443", report.RoleToken, report.CodeTCPTimeout, 0, false)
 	for _, tc := range []struct {
@@ -107,7 +107,7 @@ func TestStopsPull(t *testing.T) {
 		{"containerd", &runtimeconfig.Config{Runtime: runtimeconfig.Containerd, Version: "2.4.2"}, realmTimeout, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := stopsPull(tc.rt, tc.try.t, tc.try.f); got != tc.want {
+			if got := policyOf(tc.rt).stops(tc.try.t, tc.try.f); got != tc.want {
 				t.Fatalf("stopsPull = %t, want %t", got, tc.want)
 			}
 		})
@@ -128,7 +128,7 @@ func TestReportRule(t *testing.T) {
 		{&runtimeconfig.Config{Runtime: runtimeconfig.Containerd, Version: "1.6.20"}, "containerd 1.x reports"},
 		{&runtimeconfig.Config{Runtime: runtimeconfig.Containerd, Version: "2.4.2"}, "containerd 2.x reports"},
 	} {
-		if got := reportRule(tc.rt); !strings.Contains(got, tc.want) {
+		if got := policyOf(tc.rt).words; !strings.Contains(got, tc.want) {
 			t.Errorf("reportRule(%+v) = %q, want it to say %q", tc.rt, got, tc.want)
 		}
 	}

@@ -383,3 +383,52 @@ ca = "/etc/lab/ca.pem"
 		})
 	}
 }
+
+// A host the runtime reaches through its proxy is a PROXY_WITHOUT_NO_PROXY warning when the node
+// shows it is internal: it resolves, on the node, to a private or CGNAT address, or it is under
+// the node's search domain; a public answer is no warning (issue 24 item 6). The proxy refuses
+// every CONNECT: nothing is dialed but the proxy on loopback.
+func TestRuntimeProxyInternalRegistry(t *testing.T) {
+	e := lab(t)
+	px, err := registrytest.StartConnectProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	px.Refuse.Store(true)
+	const name = "harbor.example.net"
+	unit := "[Service]\nEnvironment=\"HTTPS_PROXY=http://" + px.Addr + "\" \"NO_PROXY=10.233.0.0/18,svc,svc.cluster.local\"\n"
+	for _, tc := range []struct {
+		name, addr string
+		search     []string
+		want       string // in the warning; "" for none
+	}{
+		{"resolves to a private address", "10.20.30.40", nil, "resolves it to 10.20.30.40 (private)"},
+		{"resolves to a CGNAT address", "100.64.1.2", nil, "resolves it to 100.64.1.2 (private)"},
+		{"under the node's search domain", "203.0.113.7", []string{"example.net"}, "search domain example.net"},
+		{"resolves to a public address", "203.0.113.7", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.Lab.DNS.SetA(name, mustAddr(tc.addr))
+			cfg, read := nodeAt(t, e, name, "", "1.7.24", unit)
+			o := runtimeOpts(e, cfg, read)
+			o.Image, o.Resolver.Search = name+"/team/app:1.4", tc.search
+			rep, err := probe.Run(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Class != report.ClassProxy {
+				t.Errorf("class %s (%s), want proxy: the proxy refuses the CONNECT", rep.Class, rep.Summary)
+			}
+			var got string
+			for _, w := range rep.Warnings {
+				if w.Code == report.CodeProxyWithoutNoProxy && w.Host == name+":443" {
+					got = w.Message
+				}
+			}
+			if (got == "") != (tc.want == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("PROXY_WITHOUT_NO_PROXY warning %q, want one saying %q", got, tc.want)
+			}
+		})
+	}
+}

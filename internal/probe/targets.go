@@ -11,7 +11,6 @@ import (
 	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/report"
-	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // target is one host the runtime tries for the image, with the trust, headers and proxy it uses.
@@ -34,13 +33,13 @@ type target struct {
 // the registry itself with the system roots and --ca-file.
 func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 	if w.opts.Runtime == nil {
-		base := &url.URL{Scheme: "https", Host: w.ref.Host, Path: "/v2"}
-		return []target{{base: base, repo: w.ref.Repository, role: report.RoleRegistry, desc: base.String(), source: "image reference",
+		base := &url.URL{Scheme: "https", Host: w.image.Host, Path: "/v2"}
+		return []target{{base: base, repo: w.image.Repository, role: report.RoleRegistry, desc: base.String(), source: "image reference",
 			tls: &tls.Config{RootCAs: roots, InsecureSkipVerify: w.opts.Insecure, MinVersion: tls.VersionTLS12}}}, nil //nolint:gosec // --insecure is reported
 	}
 	var out []target
 	for _, h := range w.opts.Runtime.Hosts {
-		if !slices.Contains(h.Capabilities, "pull") || (w.ref.Digest == "" && !slices.Contains(h.Capabilities, "resolve")) {
+		if !slices.Contains(h.Capabilities, "pull") || (w.image.Digest == "" && !slices.Contains(h.Capabilities, "resolve")) {
 			w.warn(report.CodeHostSkipped, h.Host, fmt.Sprintf("the runtime skips %s for this pull: capabilities %v (%s)", h.URL, h.Capabilities, h.Source))
 			role := report.RoleRegistry
 			if h.Role == "mirror" {
@@ -53,7 +52,7 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("runtime host %q: %v", h.URL, err)
 		}
-		t := target{base: base, repo: w.ref.Repository, role: report.RoleRegistry, header: http.Header{}, desc: h.URL, source: h.Source, fallback: h.HTTPFallback}
+		t := target{base: base, repo: w.image.Repository, role: report.RoleRegistry, header: http.Header{}, desc: h.URL, source: h.Source, fallback: h.HTTPFallback}
 		if h.Repository != "" {
 			t.repo = h.Repository
 		}
@@ -63,12 +62,8 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 		if h.Role == "mirror" {
 			t.role = report.RoleMirror
 		}
-		// containerd's resolver sends ns, dockerd's with the containerd image store too (it vendors
-		// it); CRI-O's client and dockerd's own puller do not
-		if w.opts.Runtime.Runtime == runtimeconfig.Containerd || dockerStore(w.opts.Runtime, runtimeconfig.StoreContainerd) {
-			if isProxy(h.URL, w.opts.Runtime.Registry) {
-				t.ns = w.opts.Runtime.Registry
-			}
+		if w.policy.sendsNS && isProxy(h.URL, w.opts.Runtime.Registry) {
+			t.ns = w.opts.Runtime.Registry
 		}
 		for k, vs := range h.RawHeader() {
 			for _, v := range vs {

@@ -87,7 +87,7 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 	defer w.mu.Unlock()
 	r := &report.Probe{
 		APIVersion: report.APIVersion, Kind: "ProbeReport", Node: w.opts.Node, Image: w.opts.Image,
-		Reference: report.Ref{Registry: w.ref.Registry, Host: w.ref.Host, Repository: w.ref.Repository, Tag: w.ref.Tag, Digest: w.ref.Digest},
+		Reference: report.Ref{Registry: w.image.Registry, Host: w.image.Host, Repository: w.image.Repository, Tag: w.image.Tag, Digest: w.image.Digest},
 		Platform:  w.platform.String(),
 		Download:  w.download,
 		Resolver: report.Resolver{Source: w.opts.Resolver.Source, Nameservers: w.opts.Resolver.Nameservers,
@@ -199,15 +199,15 @@ func (w *walk) whereToLook(c report.Class, f *failure) string {
 		if (f.code == report.CodeCredentialProviderFailed || f.code == report.CodeCredentialProviderNoAuth) && w.provider != nil {
 			return w.provider.Hint()
 		}
-		return fmt.Sprintf("the pull credentials for %s: the pod's imagePullSecrets, the kubelet credential provider, or the node's identity (here: %s)", w.ref.Registry, w.cred)
+		return fmt.Sprintf("the pull credentials for %s: the pod's imagePullSecrets, the kubelet credential provider, or the node's identity (here: %s)", w.image.Registry, w.cred)
 	case report.ClassForbidden:
-		return fmt.Sprintf("the rights of %s on repository %s (it needs pull), and the registry's network rules for this node's address", w.cred, w.ref.Repository)
+		return fmt.Sprintf("the rights of %s on repository %s (it needs pull), and the registry's network rules for this node's address", w.cred, w.image.Repository)
 	case report.ClassNotFound:
-		return fmt.Sprintf("the image reference %s in the pod spec, and the pipeline that should have pushed it", w.ref)
+		return fmt.Sprintf("the image reference %s in the pod spec, and the pipeline that should have pushed it", w.image)
 	case report.ClassPlatform:
 		return fmt.Sprintf("the image build: publish a manifest for %s (a multi-arch build), or schedule the pod on matching nodes", w.platform)
 	case report.ClassRateLimit:
-		return fmt.Sprintf("the quota of %s for this identity or address: authenticate the pull, or use a pull-through mirror", w.ref.Registry)
+		return fmt.Sprintf("the quota of %s for this identity or address: authenticate the pull, or use a pull-through mirror", w.image.Registry)
 	}
 	return c.LookAt()
 }

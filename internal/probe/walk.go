@@ -12,9 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -28,15 +26,16 @@ import (
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
+// walk is one walk of the pull path with one credential: the hosts in the runtime's order, each
+// walked (attempt) until one holds. What it observes on the way (endpoints, steps, warnings, hops)
+// is the walk's; the state of the host being walked is its current hostAttempt, made new for each.
 type walk struct {
-	opts      Options
+	opts      Options // the run's, with the credential this walk presents
+	policy    policy  // the runtime's (the run's)
 	ctx       context.Context
-	ref       registry.Reference
+	image     registry.Reference // the image as named
 	platform  registry.Platform
 	rec       *hoptrace.Recorder
-	client    *registry.Client
-	tgt       target    // the host of the current attempt
-	regEp     *endpoint // its endpoint
 	proxyFunc func(*url.URL) (*url.URL, error)
 
 	mu        sync.Mutex
@@ -45,166 +44,27 @@ type walk struct {
 	steps     []report.Step
 	warnings  []report.Warning
 
-	authz      string               // Authorization for the registry; never logged or reported
-	secrets    []string             // every credential value seen, scrubbed from the report
-	skipped    []report.RuntimeHost // runtime hosts the pull does not use (capabilities)
-	cred       creds.Credential     // of the current attempt
-	provider   *credprovider.Plan   // the kubelet credential provider whose credential (or failure) the walk took
+	secrets  []string             // every credential value seen, scrubbed from the report
+	skipped  []report.RuntimeHost // runtime hosts the pull does not use (capabilities)
+	provider *credprovider.Plan   // the kubelet credential provider whose credential (or failure) the walk took
+	cut      *report.Interruption // the run ended before a verdict
+
+	*hostAttempt // the host being walked; after the walk, the one whose credential and download are reported
+}
+
+// hostAttempt is the state of walking one host, made new for each attempt.
+type hostAttempt struct {
+	tgt        target
+	ref        registry.Reference // the image, with the repository this host is asked for
+	regEp      *endpoint          // the host's endpoint, once visited
+	client     *registry.Client
+	authz      string           // Authorization for the registry; never logged or reported
+	cred       creds.Credential // what the attempt presents
 	anonymous  bool
 	fromIndex  bool // the platform manifest was chosen from an index
 	challenged bool // a challenge after the ping was answered (once per attempt)
 	download   report.Download
-	cut        *report.Interruption // the run ended before a verdict
-	resolved   bool                 // the manifest HEAD of the current attempt succeeded: the runtime's resolve ended on this host
-}
-
-// Run probes the pull path of opts.Image. An error means the probe could not run (bad input,
-// unreadable CA file); a broken path is a report with a class other than ok.
-//
-// The run is bounded by opts.Timeout, and ends at once when ctx is cancelled (a signal): the report
-// then says what was established so far and which step was cut (Interrupted), never a guess.
-func Run(parent context.Context, opts Options) (*report.Probe, error) {
-	opts.setDefaults()
-	ref, err := registry.ParseReference(opts.Image)
-	if err != nil {
-		return nil, err
-	}
-	plat := registry.Platform{OS: runtime.GOOS, Architecture: runtime.GOARCH}.Normalize()
-	if opts.Platform != "" {
-		if plat, err = registry.ParsePlatform(opts.Platform); err != nil {
-			return nil, err
-		}
-	}
-	roots, err := trustPool(opts.CAFiles)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Node == "" {
-		opts.Node, _ = os.Hostname()
-	}
-	ctx, cancel := context.WithTimeout(parent, opts.Timeout)
-	defer cancel()
-
-	// The kubelet's credential provider runs before the pull, as in the kubelet; what it returns
-	// is never output (its secrets join the scrub list even when unused).
-	var provFail *credprovider.Failure
-	var provs *credprovider.Combined
-	// With pull secrets (or the kubelet's docker config) the providers still run: the kubelet looks
-	// the image up in one keyring that unions them with its providers, whose answers come last.
-	if len(opts.Providers) > 0 {
-		all := credprovider.RunAll(ctx, opts.Providers)
-		provs = &all
-	}
-	w := &walk{opts: opts, ctx: ctx, ref: ref, platform: plat, rec: &hoptrace.Recorder{},
-		endpoints: map[string]*endpoint{}}
-	switch {
-	case provs != nil && opts.Credential.Anonymous():
-		provFail = w.useProviders(provs)
-	case provs != nil:
-		w.providersAfter(provs)
-	}
-	targets, err := w.targets(roots)
-	if err != nil {
-		return nil, err
-	}
-	if opts.Runtime != nil {
-		w.proxyFunc = opts.Runtime.ProxyFunc()
-	}
-	start := time.Now()
-	var f *failure
-	if len(targets) == 0 {
-		code := report.CodeUnknown
-		for _, x := range runtimeWarnings(opts.Runtime) {
-			if x.Code == runtimeconfig.WarnRegistryBlocked {
-				code = report.CodeRegistryBlocked // explain's code for the runtime's own refusal
-			}
-		}
-		f = &failure{ep: &endpoint{hostport: ref.Host, host: ref.Host, role: report.RoleRegistry, layers: map[report.StepName]report.Verdict{}},
-			step: report.StepConfig, code: code, class: report.ClassOther,
-			summary: "the runtime's configuration leaves no host to pull " + ref.Registry + " from (blocked, or no host with the pull capability)"}
-	}
-	// Walk the hosts in the runtime's order; the first that holds decides, as containerd's resolver
-	// falls back host by host. When every host fails, the runtime names one host's error
-	// (pickReported); the others are warnings with their evidence.
-	results := make([]string, len(targets))
-	for i := range results {
-		results[i] = "not tried: an earlier host held"
-	}
-	var tried []hostTry
-	for i, t := range targets {
-		w.resolved = false
-		f = w.attemptFallback(t)
-		if f == nil {
-			results[i] = "ok"
-			break
-		}
-		if f.cut || ctx.Err() != nil {
-			results[i] = "cut: " + f.summary
-			f.cut = true
-			break
-		}
-		results[i] = fmt.Sprintf("%s %s at %s on %s", w.classOf(f), f.code, f.step, f.ep.hostport)
-		tried = append(tried, hostTry{t: t, f: f, i: i, resolved: w.resolved, cred: w.cred, download: w.download})
-		if w.resolved && opts.Runtime != nil && opts.Runtime.Runtime == runtimeconfig.CRIO {
-			// containers/image keeps the first source whose manifest loads and pulls every blob from it
-			break
-		}
-		if stopsPull(opts.Runtime, t, f) {
-			for k := i + 1; k < len(results); k++ {
-				results[k] = "not tried: dockerd stops at " + t.desc + "'s timeout"
-			}
-			break
-		}
-	}
-	reported := -1
-	if f != nil && !f.cut && len(tried) > 0 {
-		reported = pickReported(opts.Runtime, tried)
-		pick := tried[reported]
-		f, w.cred, w.download = pick.f, pick.cred, pick.download
-		if len(tried) > 1 {
-			results[pick.i] += " (the error the runtime reports)"
-		}
-	}
-	for j, x := range tried {
-		if j == reported {
-			continue
-		}
-		then := "the runtime falls back to the next host"
-		if reported >= 0 && j > reported {
-			then = "it failed too; the runtime reports " + f.ep.hostport + "'s error (" + reportRule(opts.Runtime) + ")"
-		}
-		w.warn(x.f.code, x.f.ep.hostport, fmt.Sprintf("%s %s failed at %s (%s): %s; %s", x.t.role, x.t.desc, x.f.step, x.f.code, x.f.summary, then))
-	}
-	if provFail != nil {
-		f = w.providerFailure(f, provFail)
-	}
-	if f != nil && f.cut {
-		w.interrupted(parent, f)
-	}
-	w.ref = ref // the image as named, whichever host's repository the last attempt used
-	rep := w.report(f, start)
-	rep.CredentialSource = w.credentialSource(provFail)
-	if rt := opts.Runtime; rt != nil {
-		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Detected: rt.Detected, Hosts: []report.RuntimeHost{}}
-		for i, t := range targets {
-			rep.Runtime.Hosts = append(rep.Runtime.Hosts, report.RuntimeHost{URL: t.desc, Role: t.role, Source: t.source, Result: results[i]})
-		}
-		for _, h := range w.skipped {
-			rep.Runtime.Hosts = append(rep.Runtime.Hosts, h)
-		}
-	}
-	// the kubelet's list: the pod's pull secrets, its docker config, then its providers' answers
-	// (kubelet v1.37 secrets.go:39, keyring.go:348), tried in turn with no anonymous pull after
-	// (kuberuntime_image.go:50)
-	switch secrets := append([]creds.Credential{opts.Credential}, opts.More...); {
-	case provs != nil && opts.Credential.Anonymous():
-		rep = tryInTurn(parent, opts, providerTurns, provs.Creds, provs.Secrets, rep)
-	case provs != nil:
-		rep = tryInTurn(parent, opts, keyringTurns, append(secrets, provs.Creds...), provs.Secrets, rep)
-	case len(opts.More) > 0:
-		rep = tryInTurn(parent, opts, keyringTurns, secrets, nil, rep)
-	}
-	return rep, nil
+	resolved   bool // the manifest HEAD succeeded: the runtime's resolve ended on this host
 }
 
 // classOf is the class a failure will be reported with.
@@ -227,15 +87,14 @@ func (w *walk) setAuthz(v string) {
 
 // attempt walks the whole path against one target.
 func (w *walk) attempt(t target) *failure {
-	w.tgt, w.regEp = t, nil
-	w.ref.Repository = t.repo // every manifest, blob and token scope asks for the host's repository
-	w.authz, w.fromIndex, w.challenged, w.download = "", false, false, report.Download{}
+	a := &hostAttempt{tgt: t, ref: w.image, cred: w.opts.Credential}
+	a.ref.Repository = t.repo // every manifest, blob and token scope asks for the host's repository
 	// as containerd: credentials given to the pull (the kubelet's) win; else the runtime's own config
-	w.cred = w.opts.Credential
-	if w.cred.Anonymous() && t.cred != nil {
-		w.cred = *t.cred
+	if a.cred.Anonymous() && t.cred != nil {
+		a.cred = *t.cred
 	}
-	w.anonymous = w.cred.Anonymous()
+	a.anonymous = a.cred.Anonymous()
+	w.hostAttempt = a
 	tr := w.transport(t)
 	defer tr.CloseIdleConnections()
 	w.client = &registry.Client{

@@ -28,6 +28,12 @@ func (r Reference) Identifier() string {
 	return r.Tag
 }
 
+// Name is the repository's full name without tag or digest, host[:port]/repository with Docker
+// Hub's as docker.io/library/…: the name the kubelet looks credentials up under
+// (ParseNormalizedNamed(image).Name(), pkg/util/parsers/parsers.go:33-38) and sends its credential
+// providers.
+func (r Reference) Name() string { return r.Registry + "/" + r.Repository }
+
 // String is the fully qualified reference.
 func (r Reference) String() string {
 	s := r.Registry + "/" + r.Repository

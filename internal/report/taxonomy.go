@@ -219,6 +219,8 @@ const (
 	CodeBlobFailed          Code = "BLOB_FAILED"
 	CodeProxyFailed         Code = "PROXY_FAILED"
 	CodeProxyLoop           Code = "PROXY_LOOP"
+	// a warning: a host the runtime reaches through its proxy is internal by the node's evidence
+	CodeProxyWithoutNoProxy Code = "PROXY_WITHOUT_NO_PROXY"
 	CodeTimeout             Code = "TIMEOUT"
 	CodeCanceled            Code = "CANCELED"
 	CodeHostsTomlInvalid    Code = "HOSTS_TOML_INVALID"

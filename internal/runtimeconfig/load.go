@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -22,7 +23,10 @@ type Options struct {
 	Root    fs.FS   // the host root, e.g. os.DirFS("/") or os.DirFS("/host")
 	Name    string  // the host root as given, for messages
 	Runtime Runtime // "" detects
-	Image   string
+	// Ref is the image, parsed once by the caller (registry.ParseReference); when it is zero,
+	// Image is parsed.
+	Ref   registry.Reference
+	Image string
 }
 
 type loader struct {
@@ -104,11 +108,14 @@ func (l *loader) add(sev Severity, code, msg, fix, src string) {
 // Load reads the runtime's configuration for opts.Image. An unreadable or malformed main config
 // file is an error naming the file; problems the runtime itself tolerates are warnings.
 func Load(opts Options) (*Config, error) {
-	ref, err := registry.ParseReference(opts.Image)
-	if err != nil {
-		return nil, err
+	ref := opts.Ref
+	if ref.Registry == "" {
+		var err error
+		if ref, err = registry.ParseReference(opts.Image); err != nil {
+			return nil, err
+		}
 	}
-	l := &loader{ref: ref, root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{APIVersion: report.APIVersion, Kind: "RuntimeReport", Image: opts.Image, Registry: ref.Registry, HostRoot: opts.Name,
+	l := &loader{ref: ref, root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{APIVersion: report.APIVersion, Kind: "RuntimeReport", Image: ref.Original, Registry: ref.Registry, HostRoot: opts.Name,
 		Files: []string{}, Warnings: []Warning{}}}
 	rt := opts.Runtime
 	if rt == "" {
@@ -180,8 +187,8 @@ func (l *loader) checkHosts() {
 		}
 		if p, err := pf(u); err == nil && p != nil {
 			h.Proxy = redact.ProxyURL(p.String())
-			if isInternalName(u.Hostname()) {
-				l.warn(WarnProxyNoNoProxy, fmt.Sprintf("%s is reached through the proxy %s: an internal registry behind a corporate proxy is the classic cause of timeouts and TLS errors", h.Host, h.Proxy),
+			if why := InternalEvidence(u.Hostname(), l.cfg.Resolver.Search); why != "" {
+				l.warn(WarnProxyNoNoProxy, fmt.Sprintf("%s is reached through the proxy %s, and %s: a corporate proxy often cannot reach an internal registry, the classic cause of timeouts and TLS errors", h.Host, h.Proxy, why),
 					"add "+u.Hostname()+" (and the blob and token hosts of the pull) to NO_PROXY in the runtime's unit, then restart it", l.cfg.Proxy.Source)
 			} else {
 				l.note(WarnProxyRoute, fmt.Sprintf("%s is reached through the proxy %s (the runtime's NO_PROXY does not cover it): the proxy must allow it and the hosts it redirects to", h.Host, h.Proxy),
@@ -226,24 +233,36 @@ func (l *loader) checkPullHosts() {
 		`give the server or a mirror capabilities = ["pull", "resolve"]`, l.cfg.Hosts[len(l.cfg.Hosts)-1].Source)
 }
 
-// isInternalName reports whether a registry host cannot be meant for a corporate proxy: a private,
-// loopback or link-local address, a single-label name, or a name under a suffix no public DNS
-// serves. A public name through the proxy is the usual design (AKS's and EKS's proxy setups send
-// their registries through it), so only these are traps.
-func isInternalName(h string) bool {
-	h = strings.TrimSuffix(strings.ToLower(h), ".")
-	if ip := net.ParseIP(h); ip != nil {
-		return ip.IsPrivate() || ip.IsLoopback() || ip.IsLinkLocalUnicast()
+// InternalEvidence says what, in the node's own configuration, shows that host (a name or an
+// address literal, no port) belongs to the node's internal network, where a corporate proxy
+// usually cannot reach: a private, CGNAT, loopback or link-local address literal; a name under one
+// of the node's resolv.conf search domains (search); a single-label name, or a name under a suffix
+// no public DNS serves. "" when nothing does: a public name through the proxy is the usual design
+// (AKS's and EKS's proxy setups send their registries through it). The probe adds a third piece
+// of evidence the configuration cannot give: the name resolves, on the node, to such an address.
+func InternalEvidence(host string, search []string) string {
+	h := strings.TrimSuffix(strings.ToLower(strings.Trim(host, "[]")), ".")
+	if a, err := netip.ParseAddr(h); err == nil {
+		if scope := resolver.Scope(a); scope != "public" && scope != "unspecified" {
+			return "it is a " + scope + " address"
+		}
+		return ""
+	}
+	for _, d := range search {
+		d = strings.Trim(strings.ToLower(d), ".")
+		if d != "" && (h == d || strings.HasSuffix(h, "."+d)) {
+			return "it is under the node's DNS search domain " + d + " (resolv.conf)"
+		}
 	}
 	if !strings.Contains(h, ".") {
-		return true
+		return "it is a single-label name"
 	}
 	for _, suf := range []string{".local", ".localdomain", ".internal", ".lan", ".intranet", ".corp", ".home.arpa", ".svc", ".cluster.local", ".test", ".example", ".invalid", ".localhost"} {
 		if strings.HasSuffix(h, suf) {
-			return true
+			return "its name ends in " + suf + ", which no public DNS serves"
 		}
 	}
-	return false
+	return ""
 }
 
 // isLoopbackHost reports whether host:port names this node's loopback.
