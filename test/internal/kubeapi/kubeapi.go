@@ -319,7 +319,7 @@ func (s *Server) Requests(offset int64, user string) (map[string]int, error) {
 		if json.Unmarshal([]byte(line), &ev) != nil || (user != "" && ev.User.Username != user) {
 			continue
 		}
-		what := ev.RequestURI
+		what, _, _ := strings.Cut(ev.RequestURI, "?")
 		if ev.ObjectRef != nil {
 			what = ev.ObjectRef.Resource
 			if ev.ObjectRef.Subresource != "" {
