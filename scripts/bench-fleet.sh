@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PULLPATH_KUBEBINS=${PULLPATH_KUBEBINS:-$(bash scripts/kubebins.sh)}
 PULLPATH_KWOK=${PULLPATH_KWOK:-$(bash scripts/fleetbins.sh)}
-command -v kubectl >/dev/null 2>&1 || echo "bench-fleet: no kubectl on the PATH: the comparison is left out (apt-get install kubectl)" >&2
+# the comparison: kubectl at the API server's version, built from hack/kubectl into the cache
+PULLPATH_KUBECTL=${PULLPATH_KUBECTL:-$(bash scripts/fleetbins.sh kubectl)/kubectl}
+export PULLPATH_KUBECTL
 export PULLPATH_KUBEBINS PULLPATH_KWOK PULLPATH_BENCH=1
 go test -count=1 -timeout 60m -run '^TestFleetBenchmark$' -v ./test/fleet/ | grep -v '^=== RUN'

@@ -107,7 +107,10 @@ func TestFleetBenchmark(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	kubectl, kerr := exec.LookPath("kubectl")
+	kubectl, kerr := os.Getenv("PULLPATH_KUBECTL"), error(nil)
+	if kubectl == "" {
+		kubectl, kerr = exec.LookPath("kubectl")
+	}
 	rounds := 3
 	var all, pods, evs []run
 	for range rounds {
