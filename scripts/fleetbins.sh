@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the fleet tier's kwok (sigs.k8s.io/kwok v0.8.0, from the Go module proxy) and copies the
 # stage files of its module beside it (kwok needs them: its binary embeds none), into a cache
-# outside the repository keyed by version, this script and the Go version. Prints the directory.
+# outside the repository keyed by version, build flags and the Go version. Prints the directory.
 # A cold build takes about 1.5 min on 2 cores; a cache hit takes no time.
 # `fleetbins.sh kubectl` builds kubectl v1.37.2 instead (hack/kubectl, the benchmark's comparison at
 # the API server's version), cached the same way, and prints its directory.
@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=${PULLPATH_CACHE:-/var/cache/pullpath}
 if [ "${1:-}" = kubectl ]; then
-  key=$( { cat hack/kubectl/go.sum hack/kubectl/main.go scripts/fleetbins.sh; go version; } | sha256sum | cut -c1-16)
+  key=$( { cat hack/kubectl/go.sum hack/kubectl/main.go; echo "CGO_ENABLED=0 -trimpath -ldflags=-s -w, version v1.37.2"; go version; } | sha256sum | cut -c1-16)
   out="$root/kubectl-v1.37.2-$key"
   if [ -x "$out/kubectl" ]; then echo "$out"; exit 0; fi
   echo "fleet benchmark: building kubectl v1.37.2 into $out" >&2
@@ -20,7 +20,8 @@ if [ "${1:-}" = kubectl ]; then
   echo "$out"; exit 0
 fi
 kwok=v0.8.0
-key=$( { cat scripts/fleetbins.sh; go version; } | sha256sum | cut -c1-16)
+# the key names what makes the build (not this whole script, whose kubectl part may change alone)
+key=$( { echo "kwok $kwok CGO_ENABLED=0 -trimpath -ldflags=-s -w, kustomize/stage copied"; go version; } | sha256sum | cut -c1-16)
 out="$root/kwok-$kwok-$key"
 if [ -x "$out/kwok" ] && [ -d "$out/stage" ]; then
   echo "$out"; exit 0

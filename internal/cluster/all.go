@@ -113,7 +113,7 @@ func (a *allRun) readPods(ctx context.Context, ns, sel string) error {
 func (a *allRun) listPods(ctx context.Context, ns, sel, what string) error {
 	running := sel == runningPods
 	l, err := paged(ctx, metav1.ListOptions{FieldSelector: sel}, func(ctx context.Context, o metav1.ListOptions) (metav1.ListMeta, int, error) {
-		pl, err := a.cs.Core.Pods(ns).List(ctx, o)
+		pl, err := a.cs.lists().Pods(ns).List(ctx, o)
 		if err != nil {
 			return metav1.ListMeta{}, 0, err
 		}
@@ -143,7 +143,7 @@ func (a *allRun) listPods(ctx context.Context, ns, sel, what string) error {
 func (a *allRun) readEvents(ctx context.Context) {
 	for _, ns := range a.scopes {
 		l, err := paged(ctx, metav1.ListOptions{FieldSelector: pullWarnings}, func(ctx context.Context, o metav1.ListOptions) (metav1.ListMeta, int, error) {
-			el, err := a.cs.Core.Events(ns).List(ctx, o)
+			el, err := a.cs.lists().Events(ns).List(ctx, o)
 			if err != nil {
 				return metav1.ListMeta{}, 0, err
 			}
@@ -191,13 +191,20 @@ func pullMessage(m string) bool {
 func (a *allRun) group(ctx context.Context) {
 	pools := a.pools(ctx)
 	index := map[string]int{}
+	// pods failing the same way say the same words: explain each wording once
+	memo := map[string][]report.Finding{}
 	for _, uid := range a.order {
 		p := a.failing[uid]
 		var evs []corev1.Event
 		if s := a.events[uid]; s != nil {
 			evs = s.sorted()
 		}
-		fs := explain(p, evs)
+		w := wording(p, evs)
+		fs, ok := memo[w]
+		if !ok {
+			fs = explain(p, evs)
+			memo[w] = fs
+		}
 		g := report.PullFailureGroup{Image: waitingImage(p), Class: report.ClassOther, Code: report.CodeUnknown, Reason: "no event explains it yet"}
 		if len(fs) > 0 {
 			f := fs[0]
@@ -225,6 +232,20 @@ func (a *allRun) group(ctx context.Context) {
 	if len(a.out.Groups) > 0 {
 		a.out.Class = a.out.Groups[0].Class
 	}
+}
+
+// wording is what explain reads of a pod and its events: the containers' images and states and
+// the events' reasons and messages, in order (names and times aside, the answer depends on these
+// only).
+func wording(p *corev1.Pod, evs []corev1.Event) string {
+	var b strings.Builder
+	for _, c := range podRef(p).Containers {
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%s\x00%s\x01", c.Name, c.Image, c.State, c.Reason, c.Message)
+	}
+	for i := range evs {
+		fmt.Fprintf(&b, "%s\x00%s\x00%s\x01", evs[i].Type, evs[i].Reason, evs[i].Message)
+	}
+	return b.String()
 }
 
 // pools reads the pool of every node from the nodes' metadata only (labels and annotations: a

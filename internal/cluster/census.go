@@ -51,7 +51,7 @@ func parseImage(s string) (imageRef, bool) {
 func (c *census) read(ctx context.Context, ns string) error {
 	c.ref, _ = parseImage(c.image)
 	l, err := paged(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (metav1.ListMeta, int, error) {
-		nl, err := c.cs.Core.Nodes().List(ctx, o)
+		nl, err := c.cs.lists().Nodes().List(ctx, o)
 		if err != nil {
 			return metav1.ListMeta{}, 0, err
 		}
@@ -94,7 +94,7 @@ func (c *census) read(ctx context.Context, ns string) error {
 func (c *census) readPods(ctx context.Context, ns string) error {
 	c.pods = nil
 	l, err := paged(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (metav1.ListMeta, int, error) {
-		pl, err := c.cs.Core.Pods(ns).List(ctx, o)
+		pl, err := c.cs.lists().Pods(ns).List(ctx, o)
 		if err != nil {
 			return metav1.ListMeta{}, 0, err
 		}
@@ -114,10 +114,20 @@ func (c *census) readPods(ctx context.Context, ns string) error {
 	return nil
 }
 
+// mayName is a cheap test before a reference is parsed: a reference to the census's repository
+// holds the repository's last path component (a node lists 50 images, a fleet 30,000 pods).
+func (c *census) mayName(s string) bool {
+	last := c.ref.repo[strings.LastIndexByte(c.ref.repo, '/')+1:]
+	return strings.Contains(s, last)
+}
+
 // namesRepo says whether a container of p runs an image of the census's repository.
 func (c *census) namesRepo(p *corev1.Pod) bool {
 	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
 		for _, ct := range cs {
+			if !c.mayName(ct.Image) {
+				continue
+			}
 			if r, ok := parseImage(ct.Image); ok && r.repo == c.ref.repo {
 				return true
 			}
@@ -154,6 +164,9 @@ func (c *census) sameImage(s string) bool {
 // inNodeList reports whether one of a node image's names is the image, by tag or by digest.
 func (c *census) inNodeList(names []string) bool {
 	for _, n := range names {
+		if !c.mayName(n) {
+			continue
+		}
 		r, ok := parseImage(n)
 		if !ok || r.repo != c.ref.repo {
 			continue

@@ -91,7 +91,7 @@ func objectEvents(ctx context.Context, cs *Client, ns string, uid types.UID) (*e
 	s := &eventSet{}
 	sel := "involvedObject.uid=" + string(uid)
 	l, err := paged(ctx, metav1.ListOptions{FieldSelector: sel}, func(ctx context.Context, o metav1.ListOptions) (metav1.ListMeta, int, error) {
-		el, err := cs.Core.Events(ns).List(ctx, o)
+		el, err := cs.lists().Events(ns).List(ctx, o)
 		if err != nil {
 			return metav1.ListMeta{}, 0, err
 		}

@@ -249,3 +249,15 @@ func byVerb(m map[string]int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// The full preset has the 50 pools as pullpath reads them, unlabelled ones included.
+func TestFullPresetPools(t *testing.T) {
+	f := Generate(Full, seed)
+	pools := map[string]bool{}
+	for _, n := range f.Nodes {
+		pools[n.Pool] = true
+	}
+	if len(pools) != Full.Pools {
+		t.Errorf("%d pools, want %d", len(pools), Full.Pools)
+	}
+}

@@ -128,13 +128,15 @@ func Generate(p Preset, seed uint64) *Fleet {
 		prov := providers[pool%len(providers)]
 		name := fmt.Sprintf("node-%04d", i)
 		labels := map[string]string{"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name,
-			"node.kubernetes.io/instance-type": fmt.Sprintf("Standard_D%dds_v5", 2<<(pool%4)), "type": "kwok"}
+			"node.kubernetes.io/instance-type": fmt.Sprintf("Standard_D%dds_v5", 2<<(pool%4)), "type": "kwok",
+			"topology.kubernetes.io/zone": fmt.Sprintf("fleet-%d", (pool/5)%3+1)}
 		poolName := fmt.Sprintf("pool%02d", pool)
 		if prov != "" {
 			labels[prov] = poolName
 		} else {
 			// no pool label: pullpath reads the pool from the distinguishing labels
-			poolName = labels["node.kubernetes.io/instance-type"] + ",amd64,linux"
+			// (instance type and zone differ between such pools: 50 pools stay 50)
+			poolName = labels["node.kubernetes.io/instance-type"] + ",amd64,linux," + labels["topology.kubernetes.io/zone"]
 		}
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0"}}}
 		count := MaxImages

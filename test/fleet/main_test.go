@@ -46,6 +46,9 @@ type tier struct {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv("PULLPATH_FLEET_ROLE") == "measure" {
+		os.Exit(measureRole())
+	}
 	skipReason = prerequisites()
 	code := m.Run()
 	if shared.f != nil {
