@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,12 +42,8 @@ func KwokDir() (string, error) {
 		}
 		return d, nil
 	}
-	dirs, _ := filepath.Glob(filepath.Join(kubeapi.Cache(), "kwok-"+KwokVersion+"-*"))
-	sort.Sort(sort.Reverse(sort.StringSlice(dirs)))
-	for _, d := range dirs {
-		if ok(d) {
-			return d, nil
-		}
+	if d := kubeapi.Newest("kwok-"+KwokVersion+"-*", ok); d != "" {
+		return d, nil
 	}
 	return "", errors.New("no kwok: run scripts/fleetbins.sh (about 1.5 min cold) and set PULLPATH_KWOK to the directory it prints")
 }

@@ -48,12 +48,8 @@ func Bins(want ...string) (string, error) {
 		}
 		return dir, nil
 	}
-	dirs, _ := filepath.Glob(filepath.Join(Cache(), "kubebins-"+Version+"-*"))
-	sort.Slice(dirs, func(i, j int) bool { return modTime(dirs[i]) > modTime(dirs[j]) })
-	for _, d := range dirs {
-		if has(d) {
-			return d, nil
-		}
+	if d := Newest("kubebins-"+Version+"-*", has); d != "" {
+		return d, nil
 	}
 	return "", fmt.Errorf("no kube binaries: run scripts/kubebins.sh (a cold build takes about 20 min) and set PULLPATH_KUBEBINS to the directory it prints")
 }
@@ -64,6 +60,18 @@ func Cache() string {
 		return c
 	}
 	return "/var/cache/pullpath"
+}
+
+// Newest is the most recently made cache entry matching pattern for which ok holds, or "".
+func Newest(pattern string, ok func(dir string) bool) string {
+	dirs, _ := filepath.Glob(filepath.Join(Cache(), pattern))
+	sort.Slice(dirs, func(i, j int) bool { return modTime(dirs[i]) > modTime(dirs[j]) })
+	for _, d := range dirs {
+		if ok(d) {
+			return d
+		}
+	}
+	return ""
 }
 
 func modTime(path string) int64 {
