@@ -142,8 +142,8 @@ func TestFleetBenchmark(t *testing.T) {
 	f := tr.fleet
 	fmt.Printf("fleet %s preset, seed %d: %d nodes in %d pools, %d pods (%d failing on %d images, %d causes), one pod with %d events\n",
 		p.Name, seed, len(f.Nodes), p.Pools, len(f.Pods), p.Failing, p.FailingImages, len(Causes), p.NoisyEvents)
-	fmt.Printf("load: %d objects created in %s with 16 parallel requests, kwok settled every node Ready and every other pod Running %s later; whole bring-up %s\n",
-		tr.loaded.Objects, tr.loaded.Create.Round(100*time.Millisecond), tr.loaded.Settled.Round(100*time.Millisecond), tr.up.Round(100*time.Millisecond))
+	fmt.Printf("load: %d objects created in %s with 16 parallel requests, kwok settled every node Ready and every other pod Running %s later (%d pods it left Pending); whole bring-up %s\n",
+		tr.loaded.Objects, tr.loaded.Create.Round(100*time.Millisecond), tr.loaded.Settled.Round(100*time.Millisecond), tr.loaded.Stuck, tr.up.Round(100*time.Millisecond))
 	bin := filepath.Join(tr.dir, "pullpath")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
