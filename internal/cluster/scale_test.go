@@ -91,8 +91,9 @@ func (s *apiSim) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(l)
 	case "pods":
 		l := corev1.PodList{TypeMeta: metav1.TypeMeta{Kind: "PodList", APIVersion: "v1"}}
+		phase, _ := strings.CutPrefix(q.Get("fieldSelector"), "status.phase=")
 		for _, p := range s.pods {
-			if ns == "" || p.Namespace == ns {
+			if (ns == "" || p.Namespace == ns) && (phase == "" || string(p.Status.Phase) == phase) {
 				l.Items = append(l.Items, p)
 			}
 		}
@@ -234,5 +235,29 @@ func TestDiagnosePodTenThousandEvents(t *testing.T) {
 	}
 	if d := time.Since(start); d > 20*time.Second {
 		t.Logf("slow: %s", d) // a benchmark's figure, not a test of speed
+	}
+}
+
+// A Running pod whose container restarts into a failed pull is not among the Pending pods: its
+// Failed event names it, and one list of the Running pods finds it.
+func TestDiagnoseAllRunningPodFoundByItsEvent(t *testing.T) {
+	pending := pod("shop", "web-new", "b2", false)
+	restarted := pod("shop", "web-old", "b1", false)
+	restarted.Status.Phase = corev1.PodRunning
+	healthy := pod("shop", "web-a", "a1", true)
+	evs := []corev1.Event{
+		*event(pending, "Failed", "Warning", `Failed to pull image "`+img+`": rpc error: code = NotFound desc = failed to pull and unpack image "`+img+`": failed to resolve reference "`+img+`": `+img+`: not found`, t0, 1),
+		*event(restarted, "Failed", "Warning", `Failed to pull image "`+img+`": rpc error: code = NotFound desc = failed to pull and unpack image "`+img+`": failed to resolve reference "`+img+`": `+img+`: not found`, t0, 1),
+	}
+	s := &apiSim{t: t, pods: []corev1.Pod{*pending, *restarted, *healthy}, events: len(evs), eventOf: func(i int) corev1.Event { return evs[i] }, requests: map[string]int{}}
+	l, err := DiagnoseAll(context.Background(), s.client(t), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Groups) != 1 || len(l.Groups[0].Pods) != 2 || l.Groups[0].Class != report.ClassNotFound {
+		t.Errorf("groups %+v", l.Groups)
+	}
+	if s.requests["list pods in all namespaces"] != 2 {
+		t.Errorf("requests %v: want the Pending list, then the Running list once", s.requests)
 	}
 }
