@@ -3,8 +3,10 @@
 # packages, crictl, Debian's dockerd unpacked into the cache, containerd 2.x (scripts/containerd2.sh,
 # 3–11 min cold) and the Kubernetes binaries (scripts/kubebins.sh, 13–30 min cold), both cached
 # outside the repository keyed by version. Sourced by scripts/test.sh, which then runs the tests;
-# run alone it warms the caches. PULLPATH_LAB=0 and PULLPATH_CLUSTER=0 skip one tier's parts.
-# Exports PULLPATH_CONTAINERD2 and PULLPATH_KUBEBINS when sourced.
+# run alone it warms the caches. The fleet tier needs kube-apiserver and etcd from the same build,
+# and kwok v0.8.0 (scripts/fleetbins.sh, about 1.5 min cold, cached the same way). PULLPATH_LAB=0,
+# PULLPATH_CLUSTER=0 and PULLPATH_FLEET=0 skip one tier's parts.
+# Exports PULLPATH_CONTAINERD2, PULLPATH_KUBEBINS and PULLPATH_KWOK when sourced.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -71,5 +73,21 @@ if [ "$(id -u)" = 0 ] && [ "${PULLPATH_CLUSTER:-1}" != 0 ]; then
     export PULLPATH_KUBEBINS
   else
     echo "cluster tier: scripts/kubebins.sh failed; the tier will skip"
+  fi
+fi
+
+if [ "${PULLPATH_FLEET:-1}" != 0 ]; then
+  if [ -z "${PULLPATH_KUBEBINS:-}" ] && [ "$(id -u)" = 0 ]; then
+    if PULLPATH_KUBEBINS=$(bash scripts/kubebins.sh); then
+      export PULLPATH_KUBEBINS
+    else
+      echo "fleet tier: scripts/kubebins.sh failed; the tier will skip"
+    fi
+  fi
+  # kwok: nodes and pods without kubelets (the cache must be writable: as root, or PULLPATH_CACHE)
+  if PULLPATH_KWOK=$(bash scripts/fleetbins.sh); then
+    export PULLPATH_KWOK
+  else
+    echo "fleet tier: scripts/fleetbins.sh failed (PULLPATH_CACHE writable?); the tier will skip"
   fi
 fi

@@ -78,6 +78,7 @@ var Commands = []Access{
 	{"pod --all -A", []Right{
 		{"list", "pods", "", ScopeCluster, RoleReader, Required, "pods waiting for an image, in every namespace"},
 		{"list", "events", "", ScopeCluster, RoleReader, Required, "their warning events, in every namespace"},
+		{"list", "namespaces", "", ScopeCluster, RoleReader, Optional, "without cluster-wide list on pods: read the namespaces one by one (those refused are named)"},
 	}},
 	{"pod --read-kubelet-config", []Right{
 		{"get", "nodes/proxy", "", ScopeCluster, RoleNodesProxy, OptIn, "each undecided node's nodeStatusMaxImages from its kubelet's /configz"},

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -376,6 +378,19 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 		}},
 		{"pod --all -A", []string{"pod --all", "pod --all -A"}, nil, func(t *testing.T) ([]observed, []observed) {
 			fc := fake.NewClientset(scenario()...)
+			if _, err := DiagnoseAll(context.Background(), &Client{Core: fc.CoreV1()}, ""); err != nil {
+				t.Error(err)
+			}
+			return fromActions(fc.Actions()), nil
+		}},
+		{"pod --all -A without cluster-wide pod rights", []string{"pod --all", "pod --all -A"}, map[string]Scope{"shop": ScopePod}, func(t *testing.T) ([]observed, []observed) {
+			fc := fake.NewClientset(scenario()...)
+			fc.PrependReactor("list", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				if a.GetNamespace() == "" {
+					return true, nil, apierrors.NewForbidden(corev1.Resource("pods"), "", errors.New("no"))
+				}
+				return false, nil, nil
+			})
 			if _, err := DiagnoseAll(context.Background(), &Client{Core: fc.CoreV1()}, ""); err != nil {
 				t.Error(err)
 			}

@@ -45,22 +45,35 @@ func parseImage(s string) (imageRef, bool) {
 	return imageRef{repo: r.Registry + "/" + r.Repository, tag: r.Tag, digest: r.Digest}, true
 }
 
+// read lists the nodes and the pods of the image's repository, paged: a page at a time in memory,
+// and of the pods only those that name the repository (slim), so that 30,000 pods cost six
+// requests and little memory. Without cluster-wide pod rights, the namespace's pods are read.
 func (c *census) read(ctx context.Context, ns string) error {
-	nl, err := c.cs.Core.Nodes().List(ctx, metav1.ListOptions{})
+	c.ref, _ = parseImage(c.image)
+	l, err := paged(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (metav1.ListMeta, int, error) {
+		nl, err := c.cs.lists().Nodes().List(ctx, o)
+		if err != nil {
+			return metav1.ListMeta{}, 0, err
+		}
+		for i := range nl.Items {
+			nl.Items[i].ManagedFields = nil
+		}
+		c.nodes = append(c.nodes, nl.Items...)
+		return nl.ListMeta, len(nl.Items), nil
+	})
 	if err != nil {
 		return apiError(err, "list", "nodes", "", "")
 	}
-	c.nodes = nl.Items
-	pl, err := c.cs.Core.Pods("").List(ctx, metav1.ListOptions{})
-	if err != nil {
+	if l.cut != "" {
+		*c.notes = append(*c.notes, "the list of nodes: "+l.cut)
+	}
+	if err := c.readPods(ctx, ""); err != nil {
 		// without cluster-wide rights, the pod's namespace still tells a lot
-		*c.notes = append(*c.notes, fmt.Sprintf("pods of other namespaces not read (%v): pods running or failing on the image elsewhere are not counted", shortErr(apiError(err, "list", "pods", "", ""))))
-		if pl, err = c.cs.Core.Pods(ns).List(ctx, metav1.ListOptions{}); err != nil {
-			return apiError(err, "list", "pods", ns, "")
+		*c.notes = append(*c.notes, fmt.Sprintf("pods of other namespaces not read (%v): pods running or failing on the image elsewhere are not counted", shortErr(err)))
+		if err := c.readPods(ctx, ns); err != nil {
+			return err
 		}
 	}
-	c.pods = pl.Items
-	c.ref, _ = parseImage(c.image)
 	c.digests = map[string]bool{}
 	if c.ref.digest != "" {
 		c.digests[c.ref.digest] = true
@@ -75,6 +88,52 @@ func (c *census) read(ctx context.Context, ns string) error {
 		}
 	}
 	return nil
+}
+
+// readPods keeps the pods of ns that name the image's repository in a container.
+func (c *census) readPods(ctx context.Context, ns string) error {
+	c.pods = nil
+	l, err := paged(ctx, metav1.ListOptions{}, func(ctx context.Context, o metav1.ListOptions) (metav1.ListMeta, int, error) {
+		pl, err := c.cs.lists().Pods(ns).List(ctx, o)
+		if err != nil {
+			return metav1.ListMeta{}, 0, err
+		}
+		for i := range pl.Items {
+			if c.namesRepo(&pl.Items[i]) {
+				c.pods = append(c.pods, *slimPod(&pl.Items[i]))
+			}
+		}
+		return pl.ListMeta, len(pl.Items), nil
+	})
+	if err != nil {
+		return apiError(err, "list", "pods", ns, "")
+	}
+	if l.cut != "" {
+		*c.notes = append(*c.notes, "the list of pods "+where(ns)+": "+l.cut+"; pods running or failing on the image past that point are not counted")
+	}
+	return nil
+}
+
+// mayName is a cheap test before a reference is parsed: a reference to the census's repository
+// holds the repository's last path component (a node lists 50 images, a fleet 30,000 pods).
+func (c *census) mayName(s string) bool {
+	last := c.ref.repo[strings.LastIndexByte(c.ref.repo, '/')+1:]
+	return strings.Contains(s, last)
+}
+
+// namesRepo says whether a container of p runs an image of the census's repository.
+func (c *census) namesRepo(p *corev1.Pod) bool {
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, ct := range cs {
+			if !c.mayName(ct.Image) {
+				continue
+			}
+			if r, ok := parseImage(ct.Image); ok && r.repo == c.ref.repo {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func shortErr(err error) string {
@@ -105,6 +164,9 @@ func (c *census) sameImage(s string) bool {
 // inNodeList reports whether one of a node image's names is the image, by tag or by digest.
 func (c *census) inNodeList(names []string) bool {
 	for _, n := range names {
+		if !c.mayName(n) {
+			continue
+		}
 		r, ok := parseImage(n)
 		if !ok || r.repo != c.ref.repo {
 			continue

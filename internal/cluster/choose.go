@@ -115,6 +115,22 @@ func (r *run) choose(ctx context.Context) ([]target, error) {
 	return out, nil
 }
 
+// ChooseNodes is verify's choice of nodes without the run (nothing is created): per pool, the node
+// a probe would go to and why, from one paged list of the nodes and one of the pods, with no request
+// per node or per pool. Notes say what could not be read.
+func ChooseNodes(ctx context.Context, cs *Client, o VerifyOptions) ([]report.PoolResult, []string, error) {
+	r := newRun(ctx, cs, o)
+	ts, err := r.choose(ctx)
+	if err != nil {
+		return nil, r.notes, err
+	}
+	out := make([]report.PoolResult, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t.result)
+	}
+	return out, r.notes, nil
+}
+
 func keysOf[V any](m map[string]V) map[string]bool {
 	out := map[string]bool{}
 	for k := range m {

@@ -14,7 +14,10 @@ import (
 // own rights. Only these typed clients are linked, which keeps the binary small (the full
 // clientset links every API group).
 type Client struct {
-	Core  corev1client.CoreV1Interface
+	Core corev1client.CoreV1Interface
+	// Lists is the core group speaking protobuf, for the large lists of pod and verify (30,000
+	// pods decode several times faster than from JSON); nil: Core.
+	Lists corev1client.CoreV1Interface
 	Authz authzv1client.AuthorizationV1Interface
 	// Leases hold watch's leader election (in-cluster, several replicas)
 	Leases coordinationv1client.LeasesGetter
@@ -44,5 +47,20 @@ func NewClient(rc *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{Core: core, Authz: authz, Leases: leases, Config: rest.CopyConfig(rc)}, nil
+	pc := rest.CopyConfig(rc)
+	pc.ContentType = "application/vnd.kubernetes.protobuf"
+	pc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	lists, err := corev1client.NewForConfig(pc)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{Core: core, Lists: lists, Authz: authz, Leases: leases, Config: rest.CopyConfig(rc)}, nil
+}
+
+// lists is the client for the large lists: Lists, else Core.
+func (c *Client) lists() corev1client.CoreV1Interface {
+	if c.Lists != nil {
+		return c.Lists
+	}
+	return c.Core
 }

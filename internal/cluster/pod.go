@@ -16,8 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
 	"github.com/pullpath/pullpath/internal/events"
@@ -61,7 +59,7 @@ func DiagnosePod(ctx context.Context, cs *Client, ns, name string, o Options) (*
 	}
 	d := &report.PodDiagnosis{APIVersion: report.APIVersion, Kind: "PodDiagnosis", Pod: podRef(pod),
 		Findings: []report.Finding{}, Nodes: []report.NodeImage{}, RunningElsewhere: []report.RunningPod{}, Timeline: []report.TimelineEntry{}}
-	evs, err := podEvents(ctx, cs, pod)
+	evs, err := podEvents(ctx, cs, pod, &d.Notes)
 	if err != nil {
 		return nil, err
 	}
@@ -134,18 +132,27 @@ func podRef(p *corev1.Pod) report.PodRef {
 }
 
 // podEvents returns the pod's events and those of its controller (a ReplicaSet or Job can carry
-// the failure of a pod it could not create).
-func podEvents(ctx context.Context, cs *Client, p *corev1.Pod) ([]corev1.Event, error) {
-	sel := fields.Set{"involvedObject.uid": string(p.UID)}.AsSelector().String()
-	l, err := cs.Core.Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel})
+// the failure of a pod it could not create), each folded into a bounded set (a pod with 10,000
+// events is a few entries with their counts), oldest first.
+func podEvents(ctx context.Context, cs *Client, p *corev1.Pod, notes *[]string) ([]corev1.Event, error) {
+	s, l, err := objectEvents(ctx, cs, p.Namespace, p.UID)
 	if err != nil {
 		return nil, apiError(err, "list", "events", p.Namespace, "")
 	}
-	out := about(l.Items, p.UID)
+	sets := []*eventSet{s}
+	if l.cut != "" {
+		*notes = append(*notes, "the list of the pod's events: "+l.cut)
+	}
 	if ow := metav1.GetControllerOf(p); ow != nil {
-		sel := fields.Set{"involvedObject.uid": string(ow.UID)}.AsSelector().String()
-		if l, err := cs.Core.Events(p.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel}); err == nil {
-			out = append(out, about(l.Items, ow.UID)...)
+		if os, _, err := objectEvents(ctx, cs, p.Namespace, ow.UID); err == nil {
+			sets = append(sets, os)
+		}
+	}
+	var out []corev1.Event
+	for _, s := range sets {
+		out = append(out, s.evs...)
+		if s.dropped > 0 {
+			*notes = append(*notes, fmt.Sprintf("%d more distinct events (%d in all) were folded away: the %d newest distinct messages are kept", s.dropped, s.dropCnt, maxEventsPerObject))
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return eventTime(&out[i]).Before(eventTime(&out[j])) })
@@ -342,16 +349,4 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
-}
-
-// about keeps the events about uid: the field selector asked for them, and a server (or a proxy
-// in front of it) that ignores selectors must not mix in other objects' failures.
-func about(evs []corev1.Event, uid types.UID) []corev1.Event {
-	var out []corev1.Event
-	for _, e := range evs {
-		if e.InvolvedObject.UID == uid {
-			out = append(out, e)
-		}
-	}
-	return out
 }

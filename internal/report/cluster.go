@@ -145,7 +145,11 @@ type PullFailures struct {
 	Namespace  string             `json:"namespace"` // "" for all namespaces
 	Class      Class              `json:"class"`     // the first group's class, or ok
 	Groups     []PullFailureGroup `json:"groups"`
-	PodsSeen   int                `json:"podsSeen"`
+	PodsSeen   int                `json:"podsSeen"` // pods read: the Pending ones, and the Running ones when an event named one
+	// Partial says that something was not read (a namespace without list rights, a continue
+	// token that expired, a list cut at its bound): Notes say what.
+	Partial bool     `json:"partial"`
+	Notes   []string `json:"notes"`
 }
 
 // PullFailureGroup is one image failing for one cause.

@@ -158,6 +158,12 @@ func WritePullFailuresText(w io.Writer, l *PullFailures) error {
 		fmt.Fprintf(b, "    nodes  %s (pools %s)\n", JoinCut(g.Nodes, 8), JoinCut(g.Pools, 8))
 		fmt.Fprintf(b, "    next   %s\n", g.Command)
 	}
+	if l.Partial {
+		b.WriteString("\nPARTIAL  not everything could be read; what was read is above\n")
+	}
+	for _, n := range l.Notes {
+		fmt.Fprintf(b, "note  %s\n", n)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -7,9 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
+
+	"github.com/pullpath/pullpath/test/internal/kubeapi"
 )
 
 // skipReason is set once by TestMain; every test of the tier skips with it.
@@ -76,38 +77,7 @@ func prerequisites() string {
 
 // kubeBins is the directory holding kube-apiserver, kubelet and etcd: $PULLPATH_KUBEBINS, else the
 // newest cache entry scripts/kubebins.sh made.
-func kubeBins() (string, error) {
-	has := func(dir string) bool {
-		for _, b := range []string{"kube-apiserver", "kubelet", "etcd"} {
-			if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.Mode()&0o111 == 0 {
-				return false
-			}
-		}
-		return true
-	}
-	if dir := os.Getenv("PULLPATH_KUBEBINS"); dir != "" {
-		if !has(dir) {
-			return "", fmt.Errorf("PULLPATH_KUBEBINS=%s lacks kube-apiserver, kubelet or etcd", dir)
-		}
-		return dir, nil
-	}
-	dirs, _ := filepath.Glob("/var/cache/pullpath/kubebins-" + kubeVersion + "-*")
-	sort.Slice(dirs, func(i, j int) bool { return modTime(dirs[i]) > modTime(dirs[j]) })
-	for _, d := range dirs {
-		if has(d) {
-			return d, nil
-		}
-	}
-	return "", fmt.Errorf("no kube binaries: run scripts/kubebins.sh (a cold build takes about 20 min) and set PULLPATH_KUBEBINS to the directory it prints")
-}
-
-func modTime(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return st.ModTime().UnixNano()
-}
+func kubeBins() (string, error) { return kubeapi.Bins("kubelet") }
 
 // helperRole runs this test binary as the blob host when PULLPATH_CLUSTER_ROLE is set: an HTTPS
 // file server over the registry's storage, which is what a redirect target is.
