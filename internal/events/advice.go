@@ -43,20 +43,23 @@ func reason(fd report.Finding, f facts) string {
 	case report.CodeHostsTomlInvalid:
 		return "containerd rejected a hosts.toml and silently ignored its settings (its ca among them), so TLS then fails with an unknown authority"
 	case report.CodeDNSPublicForPrivate:
-		return fmt.Sprintf("the node's resolver%s answered an address nothing can be reached at (0.0.0.0 or ::) for %s: a DNS blocklist or sinkhole (Pi-hole, a filtering resolver)", on, h)
+		return fmt.Sprintf("the node's resolver%s answered an address nothing can be reached at (0.0.0.0 or ::) for %s: a DNS blocklist or sinkhole (Pi-hole, a filtering resolver)", on, hostName(h))
 	case report.CodeDNSNXDomain:
-		return fmt.Sprintf("the node's resolver%s says %s does not exist (NXDOMAIN)", on, h)
+		return fmt.Sprintf("the node's resolver%s says the name %s does not exist (NXDOMAIN)", on, hostName(h))
 	case report.CodeDNSServFail:
-		return fmt.Sprintf("the node's resolver%s failed to resolve %s (SERVFAIL: a broken forwarder or zone)", on, h)
+		return fmt.Sprintf("the node's resolver%s failed to resolve %s (SERVFAIL: a broken forwarder or zone)", on, hostName(h))
 	case report.CodeDNSUnreachable:
 		return fmt.Sprintf("the node cannot reach its resolver%s: the DNS query to port 53 failed before any answer", on)
 	case report.CodeDNSTimeout:
-		return fmt.Sprintf("the node's resolver%s did not answer for %s in time", on, h)
+		return fmt.Sprintf("the node's resolver%s did not answer for %s in time", on, hostName(h))
 	case report.CodeTLSPlainHTTP:
 		return fmt.Sprintf("%s answered plain HTTP where the runtime speaks HTTPS", h)
 	case report.CodeTLSRequired:
 		return fmt.Sprintf("%s speaks only TLS and the runtime sends it plain HTTP (containerd before 1.6.25 and 1.7.8 does so for a localhost registry with no server configured)", h)
 	case report.CodeTLSNameMismatch:
+		if reLegacyCN.MatchString(f.text) {
+			return fmt.Sprintf("the certificate %s presents names the host only in its legacy Common Name; Go-based clients (containerd, docker, CRI-O) accept only a subjectAltName (SAN) since Go 1.15", h)
+		}
 		return fmt.Sprintf("the certificate %s presents is not valid for that name", h)
 	case report.CodeTLSExpired:
 		return fmt.Sprintf("the certificate %s presents has expired (or the node's clock is wrong)", h)
@@ -67,13 +70,13 @@ func reason(fd report.Finding, f facts) string {
 	case report.CodeTLSHandshakeTimeout:
 		return fmt.Sprintf("TCP to %s connected but the TLS handshake never completed: MTU, a DPI firewall or a proxy in the way", h)
 	case report.CodeTCPRefused:
-		return fmt.Sprintf("the connection to %s was refused: nothing listens there, or a firewall rejects", addrOr(f, h))
+		return fmt.Sprintf("the connection to %s was refused: nothing listens there, or a firewall rejects", addrOr(fd.Address, h))
 	case report.CodeTCPHostUnreachable, report.CodeTCPNetUnreachable:
-		return fmt.Sprintf("the node has no working route to %s", addrOr(f, h))
+		return fmt.Sprintf("the node has no working route to %s", addrOr(fd.Address, h))
 	case report.CodeTCPTimeout:
-		return fmt.Sprintf("the connection to %s timed out: packets are dropped (firewall, security group, missing route or return path)", addrOr(f, h))
+		return fmt.Sprintf("the connection to %s timed out: packets are dropped (firewall, security group, missing route or return path)", addrOr(fd.Address, h))
 	case report.CodeTCPReset:
-		return fmt.Sprintf("the connection to %s was reset mid-way (a firewall or proxy cutting it)", addrOr(f, h))
+		return fmt.Sprintf("the connection to %s was reset mid-way (a firewall or proxy cutting it)", addrOr(fd.Address, h))
 	case report.CodeRateLimited:
 		return fmt.Sprintf("%s throttles this client (429)", h)
 	case report.CodePlatformMismatch:
@@ -117,6 +120,8 @@ func reason(fd report.Finding, f facts) string {
 		return "imagePullPolicy is Never and the image is not on the node"
 	case report.CodeInvalidReference:
 		return "the image reference in the pod spec is malformed"
+	case report.CodeKubeletPullQPS:
+		return "the kubelet throttled its own image pulls (its registryPullQPS and registryBurst): no registry was asked, nothing on the pull path failed"
 	case report.CodeBackoffNoCause:
 		return "the kubelet is backing off after earlier failures; this event does not carry the cause: read the earlier \"Failed to pull image\" event, or probe"
 	}
@@ -126,14 +131,36 @@ func reason(fd report.Finding, f facts) string {
 	return "pullpath does not recognise this message"
 }
 
-func addrOr(f facts, h string) string {
-	if f.addr != "" && h != "the host" && h != "" {
-		return h + " (" + f.addr + ")"
+// addrOr names a host with the address the text gives for it: "r.example:443 (1.2.3.4:443)".
+func addrOr(addr, h string) string {
+	if addr != "" && h != "the host" && h != "" {
+		return h + " (" + addr + ")"
 	}
-	if f.addr != "" {
-		return f.addr
+	if addr != "" {
+		return addr
 	}
 	return h
+}
+
+// reLegacyCN is Go's refusal of a certificate that names its host only in the Common Name.
+var reLegacyCN = regexp.MustCompile(`legacy Common Name field`)
+
+// otherOwners say who fixes what fails off the pull path (class other has no owner token).
+var otherOwners = map[report.Code]string{
+	report.CodeDiskFull:         "the node's operator (its disk: the runtime's root, e.g. /var/lib/containerd)",
+	report.CodeDiskIO:           "the node's operator (its disk and filesystem)",
+	report.CodeInvalidReference: "application (the image reference in the pod spec)",
+	report.CodeNeverPull:        "application (the pod's imagePullPolicy), or the node's operator (pre-loaded images)",
+	report.CodeKubeletPullQPS:   "the node's operator (the kubelet's configuration)",
+}
+
+// ownerText is who fixes it, in prose: the class's owner, or for class other the owner of a
+// failure on the node or in the pod spec.
+func ownerText(fd report.Finding) string {
+	if fd.Class == report.ClassOther {
+		return otherOwners[fd.Code]
+	}
+	return fd.Class.OwnerText()
 }
 
 // reExpiredSignature is object storage saying the signed URL is no longer valid.
@@ -147,7 +174,7 @@ func nextSteps(fd report.Finding, f facts) []string {
 		h = "the failing host"
 	}
 	port := f.port(fd.Host)
-	where := addrOr(f, h)
+	where := addrOr(fd.Address, h)
 	allow := ""
 	if fd.Role == report.RoleBlob || fd.Role == report.RoleToken || fd.Role == report.RoleMirror {
 		allow = fmt.Sprintf("%s is a %s endpoint of this pull: allow it like the registry itself (firewall, proxy allowlist, private DNS); list every host with: pullpath probe --allowlist %s", h, roleWord(fd.Role), imageOr(fd))
@@ -188,6 +215,23 @@ func nextSteps(fd report.Finding, f facts) []string {
 	case report.CodeDigestMismatch, report.CodeSizeMismatch:
 		return []string{"purge this blob from any pull-through cache or mirror on the path and pull again",
 			"pull once bypassing proxies and TLS-inspecting middleboxes to see which one alters the bytes; if it persists, the blob is corrupt in the registry: push the image again"}
+	case report.CodeDiskFull:
+		return []string{"free space on the node under the runtime's root (df -h /var/lib/containerd or /var/lib/docker; crictl rmi --prune removes unused images)",
+			"check the kubelet's image garbage collection (imageGCHighThresholdPercent) and what else fills that filesystem (logs, emptyDir volumes)"}
+	case report.CodeDiskIO:
+		return []string{"check the node's disk and filesystem (dmesg for I/O errors, a read-only remount); drain and replace the node if the disk is failing"}
+	case report.CodeInvalidReference:
+		return []string{"fix the image reference in the pod spec: lowercase registry and repository, at most one :tag, a digest as @sha256: and 64 hex digits, no scheme (https://) and no spaces"}
+	case report.CodeKubeletPullQPS:
+		return []string{"raise registryPullQPS and registryBurst in the kubelet's configuration (default 5 and 10; 0 turns the throttle off), or start fewer pulls at once (a slower rollout)",
+			"the kubelet retries by itself: the registry and the pull path are not in question"}
+	case report.CodeTLSNameMismatch:
+		if reLegacyCN.MatchString(f.text) {
+			return []string{fmt.Sprintf("reissue the certificate of %s with its name in subjectAltName (a SAN): Go-based runtimes ignore the Common Name, so trusting its CA does not help", h),
+				"no node-side setting brings Common Name matching back (GODEBUG x509ignoreCN=0 was removed in Go 1.17)"}
+		}
+		return []string{fmt.Sprintf("compare the names the certificate of %s is valid for with the name the node uses: reissue it with that name in subjectAltName, or pull by a name it is valid for", h),
+			"if it is another server's certificate (a TLS-inspecting proxy, a DNS answer pointing elsewhere), fix the path, not the certificate"}
 	case report.CodeRateLimited:
 		return []string{"authenticate pulls (imagePullSecrets: authenticated quotas are higher) or use a pull-through mirror",
 			"check for a shared egress address (NAT) that pools many nodes' anonymous quota"}
@@ -197,7 +241,7 @@ func nextSteps(fd report.Finding, f facts) []string {
 		s := []string{fmt.Sprintf("from the node (not a pod): resolve %s with the node's resolver%s", hostName(h), orEmpty(" "+f.resolver)),
 			"check the DNS servers the node uses (VNet/VPC DNS settings), private zone links and conditional forwarders"}
 		if fd.Code == report.CodeDNSUnreachable || fd.Code == report.CodeDNSTimeout {
-			s[0] = fmt.Sprintf("check that the node reaches its resolver%s on UDP/TCP 53 (routes, security rules, the resolver's health)", orEmpty(" "+f.resolver))
+			s[0] = fmt.Sprintf("check that the resolver%s is up (it answers other names, asked from another host) and that 53/udp and 53/tcp reach it from the node (routes, security rules, the node's own firewall)", orEmpty(" "+f.resolver))
 		}
 		return s
 	case report.ClassRoute:

@@ -77,6 +77,8 @@ var rules = []rule{
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: [^\x00-\x7F]`), report.CodeDNSNXDomain, report.StepDNS},
 	{regexp.MustCompile(`connectex: |dial tcp \S+: connect: [^\x00-\x7F]`), report.CodeTCPFailed, report.StepTCP},
 	{regexp.MustCompile(`wsarecv: |wsasend: |read tcp \S+: [^\x00-\x7F]`), report.CodeTCPReset, report.StepTCP},
+	// the kubelet throttles its own pulls (registryPullQPS, registryBurst): no registry said a word
+	{regexp.MustCompile(`pull QPS exceeded`), report.CodeKubeletPullQPS, report.StepConfig},
 	{regexp.MustCompile(`(?i)toomanyrequests|too many requests|\b429\b|Status 429|Error 429|pull rate limit|\brate exceeded|ThrottlingException|rate limit exceeded`), report.CodeRateLimited, report.StepManifest},
 	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in (?:manifest list|image index) for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
 	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|HTTP Basic: Access denied|password or token is incorrect|unable to retrieve auth token|\b(?:auth|authentication) error\b`), report.CodeAuth401, report.StepAuth},
@@ -292,6 +294,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	r.tokenFetch()
 	r.byPhase()
 	r.blockedRegistry()
+	r.onTheNode()
 	r.start(msg)
 	switch r.code {
 	case codeAmbiguousDenied:
@@ -300,6 +303,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 		r.hubDenial()
 	default:
 		r.classOf()
+		r.resetPeer()
 		r.anonymous401()
 		r.staleCredentials403()
 		r.bareStatus()
@@ -345,7 +349,7 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	}
 	keepDocumented(&r.fd, documented)
 	fd := r.fd
-	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
+	fd.Owner, fd.OwnerText = fd.Class.Owner(), ownerText(fd)
 	fd.Decided, fd.DecidedBecause = decided(fd, r.matched)
 	switch {
 	case learned && !fd.Decided && len(fd.Alternatives) > 0:

@@ -1,6 +1,7 @@
 package events
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 
@@ -98,6 +99,29 @@ func (r *reading) blockedRegistry() {
 	}
 }
 
+// onTheNode: the node's own disk and the kubelet's own throttle fail on the node, whatever registry
+// the text names: no host of the pull is to blame.
+func (r *reading) onTheNode() {
+	switch r.code {
+	case report.CodeDiskFull, report.CodeDiskIO, report.CodeKubeletPullQPS:
+		r.host, r.role = "", ""
+	}
+}
+
+// resetPeer: a reset read or write names the peer it was talking to ("read tcp A->PEER: …
+// connection reset by peer"); that is the address the finding names when no dial did.
+func (r *reading) resetPeer() {
+	if r.code != report.CodeTCPReset || r.fd.Address != "" {
+		return
+	}
+	if m := reResetPeer.FindStringSubmatch(r.f.text); m != nil {
+		r.fd.Address = m[1]
+	}
+}
+
+// reResetPeer is the remote end of a read or write that failed.
+var reResetPeer = regexp.MustCompile(`(?:read|write) tcp \S+->(\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+): `)
+
 // start makes the finding of what was read so far.
 func (r *reading) start(msg string) {
 	f := r.f
@@ -146,7 +170,7 @@ func (r *reading) classOf() {
 	fd := &r.fd
 	switch r.code {
 	case report.CodeUnknown, report.CodeBackoffNoCause, report.CodeNeverPull, report.CodeInvalidReference,
-		report.CodeDiskFull, report.CodeDiskIO, report.CodeUnpackFailed:
+		report.CodeDiskFull, report.CodeDiskIO, report.CodeUnpackFailed, report.CodeKubeletPullQPS:
 		fd.Class = report.ClassOther // on the node or in the pod spec: no host of the pull to blame
 	case report.CodeTimeout:
 		fd.Class = report.ClassRoute
@@ -313,7 +337,23 @@ func (r *reading) vendorRow(vrow *denialRow) {
 		fd.Reason = reason(*fd, r.f)
 	}
 	fd.Class, fd.Alternatives = vrow.classes[0], slices.Clone(vrow.classes[1:])
+	if r.code == codeAmbiguousDenied || r.code == codeHubDenied {
+		// the denial's own reading already said what the registry's row says: lead with who refused
+		fd.Reason = refusedBy(r) + "; " + vrow.why
+		return
+	}
 	fd.Reason += "; " + vrow.why
+}
+
+// refusedBy says who refused a pull: the registry host the text names, or the registry.
+func refusedBy(r *reading) string {
+	switch {
+	case r.hub:
+		return "the pull was refused" // the row names Docker Hub
+	case r.fd.Host != "":
+		return hostName(r.fd.Host) + " refused the pull"
+	}
+	return "the registry refused the pull"
 }
 
 // pullThroughCache: a pull-through cache answers "not found" too when it could not fetch from its
