@@ -332,7 +332,7 @@ func roleWord(r report.Role) string {
 
 // decide is the one command that settles the diagnosis from the node.
 func decide(fd report.Finding, f facts) string {
-	if fd.Class == report.ClassOther && len(fd.Alternatives) == 0 && fd.Code != report.CodeBackoffNoCause && fd.Code != report.CodeTimeout && fd.Code != report.CodeCanceled {
+	if fd.Decided && fd.Class == report.ClassOther && len(fd.Alternatives) == 0 && fd.Code != report.CodeBackoffNoCause && fd.Code != report.CodeTimeout && fd.Code != report.CodeCanceled {
 		return "" // on the node or in the pod spec: the pull path is not in question
 	}
 	img := fd.Image
@@ -352,6 +352,10 @@ func decide(fd report.Finding, f facts) string {
 	}
 	return cmd
 }
+
+// podDecide settles a finding whose input names no image: pod reads the failing pod (its image,
+// its events, its node and pool) and names the verify command that probes that node's pool.
+const podDecide = "pullpath pod POD -n NAMESPACE   # the failing pod: its image, node and pool, and the verify command that settles it"
 
 // pathClass are the classes of the path to a registry, whatever the image: a probe of any image
 // of that registry settles them.

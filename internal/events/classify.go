@@ -157,20 +157,20 @@ func Classify(msg string) report.Finding {
 		// real messages are a few KiB; a hostile or runaway line must not cost seconds of regexps
 		msg = msg[:redact.MaxEvidence]
 	}
-	fd, _ := classify(msg, true)
+	fd, _, _ := classify(msg, true)
 	return fd
 }
 
 // classify reads a message with or without the table learned from the dev corpus, and returns
-// the phrase key of its most decisive error (the table's generator counts by it).
-func classify(msg string, learn bool) (report.Finding, phraseKey) {
+// the phrase key and the evidence key of its most decisive error (the tables' generators count by
+// them).
+func classify(msg string, learn bool) (report.Finding, phraseKey, evidenceKey) {
 	msg = redact.Clean(msg)
 	if parts := splitErrors(msg); len(parts) > 1 {
 		// a real message joins a few errors; a runaway list must not cost a classification each
 		return classifyMany(msg, parts[:min(len(parts), maxParts)], learn)
 	}
-	fd, _, key := classifyOne(msg, learn)
-	return fd, key
+	return classifyOne(msg, learn)
 }
 
 // errPart is one error of a joined message; mirror says it came from a mirror the runtime tried
@@ -234,13 +234,14 @@ var decisiveness = map[report.Class]int{report.ClassPlatform: 0, report.ClassNot
 	report.ClassDNS: 4, report.ClassRoute: 5, report.ClassEndpoint: 6, report.ClassForbidden: 7, report.ClassRateLimit: 8,
 	report.ClassAuth: 9, report.ClassOther: 10}
 
-func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phraseKey) {
+func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phraseKey, evidenceKey) {
 	var best report.Finding
 	var bestKey phraseKey
+	var bestEvidence evidenceKey
 	bestRank := 99
 	var all []report.Finding
 	for _, p := range parts {
-		fd, _, key := classifyOne(p.text, learn)
+		fd, key, ev := classifyOne(p.text, learn)
 		if p.mirror && fd.Role == report.RoleRegistry {
 			fd.Role = report.RoleMirror
 		}
@@ -251,7 +252,7 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 			rank = -1
 		}
 		if rank < bestRank {
-			best, bestKey, bestRank = fd, key, rank
+			best, bestKey, bestEvidence, bestRank = fd, key, ev, rank
 		}
 		all = append(all, fd)
 	}
@@ -278,7 +279,7 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 	case best.Decided:
 		best.DecidedBecause += fmt.Sprintf(" (the most decisive of %d errors in the message)", len(parts))
 	}
-	return best, bestKey
+	return best, bestKey, bestEvidence
 }
 
 // tokenWords name a token fetch or a credential lookup: a failure the text places on the registry
@@ -286,9 +287,9 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 var tokenWords = []string{"failed to authorize", "anonymous token", "auth token", "authentication token", "authorization token",
 	"token exchange", "GetAuthorizationToken", "credential provider"}
 
-// classifyOne reads one error and returns its finding, the text of the cause it matched and the
-// phrase key it was (or, without learn, would be) looked up by in the learned table.
-func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
+// classifyOne reads one error and returns its finding, the phrase key it was (or, without learn,
+// would be) looked up by in the learned table, and the evidence key its decided was calibrated by.
+func classifyOne(msg string, learn bool) (report.Finding, phraseKey, evidenceKey) {
 	r := newReading(msg)
 	r.proxyIsTheHop()
 	r.tokenFetch()
@@ -361,9 +362,14 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	case vrow != nil:
 		fd.DecidedBecause = vrow.why + "; the probe with the pull secret tells them apart (" + vrow.source + ")"
 	}
+	ev := evidenceOf(fd, key)
+	if learn && !vendorDecides {
+		// a registry's own words that name one cause are documented, not learned
+		calibrate(&fd, ev)
+	}
 	fd.NextSteps = nextSteps(fd, r.f)
 	fd.Decide = decide(fd, r.f)
-	return fd, r.matched, key
+	return fd, key, ev
 }
 
 var (

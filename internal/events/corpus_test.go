@@ -132,8 +132,8 @@ func (sc *score) add(s sample, got report.Finding) (classOK, altOK, hostOK bool)
 func pct(a, b int) float64 { return 100 * float64(a) / float64(max(b, 1)) }
 
 func (sc *score) line(name string) string {
-	return fmt.Sprintf("%s: %d messages from %d sources: first class %.1f%% (%d/%d), with alternatives %.1f%% (%d/%d), host+role %d/%d; decided %d, of them right %.1f%%",
-		name, sc.n, len(sc.sources), pct(sc.right, sc.n), sc.right, sc.n, pct(sc.withAlt, sc.n), sc.withAlt, sc.n, sc.hostsOK, sc.hosts, sc.decided, pct(sc.decidedOK, sc.decided))
+	return fmt.Sprintf("%s: %d messages from %d sources: first class %.1f%% (%d/%d), with alternatives %.1f%% (%d/%d), host+role %d/%d; decided %d (%.1f%%), of them right %.1f%% (%d)",
+		name, sc.n, len(sc.sources), pct(sc.right, sc.n), sc.right, sc.n, pct(sc.withAlt, sc.n), sc.withAlt, sc.n, sc.hostsOK, sc.hosts, sc.decided, pct(sc.decided, sc.n), pct(sc.decidedOK, sc.decided), sc.decidedOK)
 }
 
 func checkFinding(t *testing.T, s sample, got report.Finding) {
@@ -194,8 +194,9 @@ func TestCorpus(t *testing.T) {
 			t.Logf("held-out miss family: %s ×%d", f, test.misses[f])
 		}
 	}
-	if pct(dev.decidedOK, dev.decided) < decidedFloor {
-		t.Errorf("dev: %.1f%% of the findings that say the text decides them are right, below %.1f%%", pct(dev.decidedOK, dev.decided), decidedFloor)
+	if pct(dev.decidedOK, dev.decided) < decidedFloor || pct(dev.decided, dev.n) < decidedCoverageFloor {
+		t.Errorf("dev: %.1f%% of the findings that say the text decides them are right, deciding %.1f%% of the messages; below %.1f%% / %.1f%%",
+			pct(dev.decidedOK, dev.decided), pct(dev.decided, dev.n), decidedFloor, decidedCoverageFloor)
 	}
 	if pct(dev.right, dev.n) < devFloor {
 		t.Errorf("dev first-class accuracy %.1f%% is below %.1f%%", pct(dev.right, dev.n), devFloor)
@@ -224,8 +225,11 @@ const (
 	testFloor    = 84.5
 	testAltFloor = 91.0
 	hostFloor    = 0.9
-	// a finding that says the text decides it must be right: on dev, 320 of 323 are
-	decidedFloor = 98.5
+	// a finding that says the text decides it must be right: a calibrated judgement since
+	// 2026-12-03 (calibrate.go); on dev 305 of 676 messages are decided, every one right (dev's
+	// folds, each judged by tables learned on the others: 40.1 %, 99.6 %)
+	decidedFloor         = 99.5
+	decidedCoverageFloor = 44.0
 )
 
 // The lab's own containerd strings: every one must be read right.

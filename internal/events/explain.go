@@ -51,7 +51,12 @@ func Explain(msgs []Message) []report.Finding {
 			}
 		}
 		if strings.Contains(fd.Decide, " IMAGE ") {
-			fd.Decide = "" // the input names no image: a command with a placeholder is not one to run
+			// the input names no image: a probe with a placeholder is not a command to run; the
+			// pod names its image
+			fd.Decide = ""
+			if !fd.Decided {
+				fd.Decide = podDecide
+			}
 		}
 		fd.Count = max(m.Count, 1)
 		if m.Source != "" {
