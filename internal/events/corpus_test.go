@@ -251,3 +251,46 @@ func sameHost(got, want string) bool {
 	g, w := hostName(got), hostName(want)
 	return strings.EqualFold(hubAlias(g), hubAlias(w)) || strings.EqualFold(g, w)
 }
+
+// blindFiles are the rounds collected blind and not yet learned from: TestBlindRound measures them
+// at first sight, beside the old held-out set; once a round's dev part has been tuned on, its
+// file moves to corpusFiles.
+var blindFiles = []string{}
+
+// TestBlindRound measures each blind round's dev part and held-out part apart, and the old
+// held-out set beside them: first class, label among the alternatives, decided coverage and
+// decided precision. With -tuning, only the dev parts.
+func TestBlindRound(t *testing.T) {
+	if len(blindFiles) == 0 {
+		t.Skip("no blind round waiting")
+	}
+	oldTest := newScore()
+	if !*tuning {
+		for _, file := range corpusFiles {
+			for _, s := range loadCorpus(t, file) {
+				if heldOut(s.source) {
+					oldTest.add(s, Classify(s.message))
+				}
+			}
+		}
+		t.Log(oldTest.line("old held-out"))
+	}
+	for _, file := range blindFiles {
+		dev, test := newScore(), newScore()
+		for _, s := range loadCorpus(t, file) {
+			got := Classify(s.message)
+			checkFinding(t, s, got)
+			if heldOut(s.source) {
+				test.add(s, got)
+				continue
+			}
+			if classOK, _, _ := dev.add(s, got); !classOK || got.Decided && !classOK {
+				t.Logf("MISS %s: got %s (%s, host %q role %s, alt %v, decided %v), want %s\n  %.300s", s.source, got.Class, got.Code, got.Host, got.Role, got.Alternatives, got.Decided, s.class, s.message)
+			}
+		}
+		t.Log(dev.line(file + " dev part"))
+		if !*tuning {
+			t.Log(test.line(file + " held-out part"))
+		}
+	}
+}
