@@ -183,3 +183,18 @@ func TestUndecidedNamesTheCommand(t *testing.T) {
 		}
 	}
 }
+
+// Without an image in the input, the command is pod's, for the pod the event was about.
+func TestPodDecideFor(t *testing.T) {
+	for src, want := range map[string]string{
+		"event Failed on Pod/shop/web-1":       "pullpath pod web-1 -n shop ",
+		"event Failed on Pod/web-1":            "pullpath pod web-1 -n NAMESPACE ",
+		"line 3, event Failed on shop/pod/w-2": "pullpath pod w-2 -n shop ",
+		"line 3, event Failed on pod/w-2":      "pullpath pod w-2 -n NAMESPACE ",
+		"line 3":                               "pullpath pod POD -n NAMESPACE ",
+	} {
+		if got := podDecideFor(src); !strings.HasPrefix(got, want) {
+			t.Errorf("podDecideFor(%q) = %q, want %q…", src, got, want)
+		}
+	}
+}
