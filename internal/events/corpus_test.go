@@ -148,8 +148,13 @@ func checkFinding(t *testing.T, s sample, got report.Finding) {
 // listed) and a held-out test set (one third: only its figures are printed).
 func TestCorpus(t *testing.T) {
 	dev, test := newScore(), newScore()
+	roundDev, roundTest := map[string]*score{}, map[string]*score{}
 	seen := map[string]string{}
 	for _, file := range corpusFiles {
+		r := roundOf(file)
+		if roundDev[r] == nil {
+			roundDev[r], roundTest[r] = newScore(), newScore()
+		}
 		for _, s := range loadCorpus(t, file) {
 			if prev, dup := seen[s.message]; dup {
 				t.Errorf("%s: same message as %s", s.source, prev)
@@ -159,8 +164,10 @@ func TestCorpus(t *testing.T) {
 			checkFinding(t, s, got)
 			if heldOut(s.source) {
 				test.add(s, got)
+				roundTest[r].add(s, got)
 				continue
 			}
+			roundDev[r].add(s, got)
 			classOK, _, hostOK := dev.add(s, got)
 			if !classOK {
 				t.Logf("MISS %s: got %s (%s, host %q role %s, alt %v), want %s\n  %.400s", s.source, got.Class, got.Code, got.Host, got.Role, got.Alternatives, s.class, s.message)
@@ -173,6 +180,14 @@ func TestCorpus(t *testing.T) {
 	t.Log(dev.line("dev (tuned on)"))
 	if !*tuning {
 		t.Log(test.line("held-out test"))
+	}
+	if len(roundDev) > 1 {
+		for _, r := range slices.Sorted(maps.Keys(roundDev)) {
+			t.Log(roundDev[r].line(r + ", dev part"))
+			if !*tuning {
+				t.Log(roundTest[r].line(r + ", held-out part"))
+			}
+		}
 	}
 	all := newScore()
 	for _, sc := range []*score{dev, test} {
@@ -250,6 +265,14 @@ func TestLabStrings(t *testing.T) {
 func sameHost(got, want string) bool {
 	g, w := hostName(got), hostName(want)
 	return strings.EqualFold(hubAlias(g), hubAlias(w)) || strings.EqualFold(g, w)
+}
+
+// roundOf names the collection round a corpus file belongs to, for the figures per round.
+func roundOf(file string) string {
+	if strings.HasSuffix(file, "corpus-n.txt") {
+		return "round 7"
+	}
+	return "rounds 1-6"
 }
 
 // blindFiles are the rounds collected blind and not yet learned from: TestBlindRound measures them
