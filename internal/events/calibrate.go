@@ -110,5 +110,5 @@ func evidenceWas(k evidenceKey, row []classCount) string {
 	if k.phrase != "" {
 		what = fmt.Sprintf("%q (%s)", k.phrase, k.code)
 	}
-	return fmt.Sprintf("read so (%s), pullpath's corpus messages were %s", what, strings.Join(parts, ", "))
+	return fmt.Sprintf("pullpath's corpus messages read so (%s) were %s", what, strings.Join(parts, ", "))
 }
