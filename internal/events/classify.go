@@ -354,7 +354,7 @@ func classifyOne(msg string, learn bool) (report.Finding, phraseKey, evidenceKey
 	fd.Decided, fd.DecidedBecause = decided(fd, r.matched)
 	switch {
 	case learned && !fd.Decided && len(fd.Alternatives) > 0:
-		fd.DecidedBecause = because
+		fd.DecidedBecause = because + ": not enough to decide"
 	case bareHost:
 		fd.DecidedBecause = "the reference names a registry host and no repository (Docker's \"pull access denied for HOST\")"
 	case vrow != nil && fd.Decided:
