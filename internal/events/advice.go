@@ -120,6 +120,8 @@ func reason(fd report.Finding, f facts) string {
 		return "imagePullPolicy is Never and the image is not on the node"
 	case report.CodeInvalidReference:
 		return "the image reference in the pod spec is malformed"
+	case report.CodeManifestUnsupported:
+		return "the image is stored as a Docker manifest schema 1, a format the runtime no longer pulls (Docker 26 and later refuse it by default)"
 	case report.CodeKubeletPullQPS:
 		return "the kubelet throttled its own image pulls (its registryPullQPS and registryBurst): no registry was asked, nothing on the pull path failed"
 	case report.CodeBackoffNoCause:
@@ -232,6 +234,8 @@ func nextSteps(fd report.Finding, f facts) []string {
 		}
 		return []string{fmt.Sprintf("compare the names the certificate of %s is valid for with the name the node uses: reissue it with that name in subjectAltName, or pull by a name it is valid for", h),
 			"if it is another server's certificate (a TLS-inspecting proxy, a DNS answer pointing elsewhere), fix the path, not the certificate"}
+	case report.CodeManifestUnsupported:
+		return []string{"re-push the image as a manifest schema 2 or OCI image (any current docker buildx or crane copy does), or use a newer tag"}
 	case report.CodeRateLimited:
 		return []string{"authenticate pulls (imagePullSecrets: authenticated quotas are higher) or use a pull-through mirror",
 			"check for a shared egress address (NAT) that pools many nodes' anonymous quota"}

@@ -71,7 +71,7 @@ func loadCorpus(t testing.TB, path string) []sample {
 
 // corpusFiles are the real messages from public threads and vendor pages; lab.txt (containerd's
 // own strings from the lab) is measured on its own.
-var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt", "testdata/corpus-c.txt", "testdata/corpus-d.txt", "testdata/corpus-e.txt", "testdata/corpus-f.txt", "testdata/corpus-g.txt", "testdata/corpus-h.txt", "testdata/corpus-i.txt", "testdata/corpus-j.txt", "testdata/corpus-k.txt", "testdata/corpus-l.txt", "testdata/corpus-m.txt"}
+var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt", "testdata/corpus-c.txt", "testdata/corpus-d.txt", "testdata/corpus-e.txt", "testdata/corpus-f.txt", "testdata/corpus-g.txt", "testdata/corpus-h.txt", "testdata/corpus-i.txt", "testdata/corpus-j.txt", "testdata/corpus-k.txt", "testdata/corpus-l.txt", "testdata/corpus-m.txt", "testdata/corpus-n.txt"}
 
 var (
 	showHeldOut = flag.Bool("heldout-misses", false, "list the held-out set's misses by family (only once tuning is over)")
