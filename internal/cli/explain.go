@@ -49,6 +49,9 @@ Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not ru
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
+				if args[0] == "" {
+					return errors.New(`explain: the FILE argument is empty (give a file, or - for stdin)`)
+				}
 				o.file = args[0]
 			}
 			if err := checkOutput(o.output); err != nil {
@@ -73,7 +76,7 @@ func (o *explainOptions) Run() error {
 	switch o.file {
 	case "", "-":
 		if o.file == "" && isTerminal(o.streams.In) {
-			return errors.New("explain reads FILE or stdin: pipe kubectl output in, or give a file")
+			return errors.New("explain reads FILE or stdin: pipe kubectl output in, give a file, or - to paste here (end with Ctrl-D)")
 		}
 		in = o.streams.In
 	default:
@@ -96,17 +99,18 @@ func (o *explainOptions) Run() error {
 		in = bytes.NewReader(b)
 	}
 	seen := &seenText{r: in}
-	msgs, format, err := events.Parse(seen)
+	msgs, format, findings, err := o.read(seen)
 	if err != nil {
 		return err
 	}
-	if !seen.any && !o.quiet {
-		fmt.Fprintln(o.streams.ErrOut, "pullpath: explain: the input is empty (if a command before the pipe failed, its error is above)")
-	} else if len(msgs) == 0 && format == events.FormatText && !o.quiet {
+	if !seen.any {
+		// nothing to read is no diagnosis: a script reading 0 would take it for a healthy node
+		return errors.New("explain: the input is empty (if a command before the pipe failed, its error is above)")
+	}
+	if len(msgs) == 0 && format == events.FormatText && !o.quiet {
 		// text was pasted but none of it reports a failure: say what was expected, not only "none"
 		fmt.Fprintln(o.streams.ErrOut, "pullpath: explain: the text reports no failure (no error, refusal or failed step in it); give the pull error itself: kubectl describe pod POD, kubectl get events, or the runtime's error")
 	}
-	findings := events.Explain(msgs)
 	if o.output == "json" {
 		if err := report.WriteJSON(o.streams.Out, report.NewFindings(findings)); err != nil {
 			return err
@@ -118,6 +122,36 @@ func (o *explainOptions) Run() error {
 		return &ExitError{Code: ExitBroken}
 	}
 	return nil
+}
+
+// read parses and classifies the input; a signal ends it at once (exit 128+signal), however
+// large the input: the work left is dropped with the process.
+func (o *explainOptions) read(in io.Reader) ([]events.Message, events.Format, []report.Finding, error) {
+	type result struct {
+		msgs     []events.Message
+		format   events.Format
+		findings []report.Finding
+		err      error
+	}
+	ctx := o.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	done := make(chan result, 1)
+	go func() {
+		msgs, format, err := events.Parse(in)
+		if err != nil || ctx.Err() != nil {
+			done <- result{err: err}
+			return
+		}
+		done <- result{msgs, format, events.Explain(msgs), nil}
+	}()
+	select {
+	case r := <-done:
+		return r.msgs, r.format, r.findings, r.err
+	case <-ctx.Done():
+		return nil, "", nil, context.Cause(ctx)
+	}
 }
 
 // seenText notes whether anything but white space was read through it.

@@ -1,11 +1,19 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestExplainCLI(t *testing.T) {
@@ -34,8 +42,18 @@ func TestExplainCLI(t *testing.T) {
 		t.Error("the signed URL's signature leaked into the output")
 	}
 
-	if r := run(t, "", "explain"); r.code != 0 || !strings.Contains(r.out, "no image pull failure") {
-		t.Errorf("empty input: exit %d out %q", r.code, r.out)
+	// nothing to read is no diagnosis: exit 2 with the reason, even with -q (a script reads 0 as healthy)
+	for _, c := range []struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		{"", []string{"explain"}, "the input is empty"},
+		{" \n\t\n", []string{"explain", "-q"}, "the input is empty"},
+		{"", []string{"explain", "-"}, "the input is empty"},
+		{"", []string{"explain", "-o", "json", ""}, "the FILE argument is empty"},
+	} {
+		oneLineUsage(t, run(t, c.stdin, c.args...), c.args, c.want)
 	}
 	if r := run(t, "", "explain", "/nonexistent/file"); r.code != ExitUsage || !strings.Contains(r.errOut, "/nonexistent/file") {
 		t.Errorf("missing file: exit %d err %q", r.code, r.errOut)
@@ -123,5 +141,118 @@ Failed to pull image "r.example/a:1": failed to resolve reference "r.example/a:1
 	flat := strings.Join(strings.Fields(r.out), " ") // the text output wraps at 80 columns
 	if !regexp.MustCompile(`… \(\d+ more bytes; -o json has the whole message\)`).MatchString(flat) || !strings.Contains(flat, "; and 4 more") {
 		t.Errorf("cut message and sources must say how much was left out:\n%s", r.out)
+	}
+}
+
+// A kubectl describe pasted through a chat tool loses its column alignment (runs of spaces
+// collapsed, or turned into tabs); it reads like the aligned one, and so does its Events block
+// alone, with or without the header, and the event rows alone.
+func TestExplainCollapsedDescribe(t *testing.T) {
+	b, err := os.ReadFile("../events/testdata/inputs/describe.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	aligned := string(b)
+	events := aligned[strings.Index(aligned, "Events:"):]
+	rows := events[strings.Index(events, "  Normal"):]
+	collapse := func(s string) string { return regexp.MustCompile(` +`).ReplaceAllString(s, " ") }
+	tabs := func(s string) string { return regexp.MustCompile(`  +`).ReplaceAllString(s, "\t") }
+	want := run(t, aligned, "explain")
+	if want.code != ExitBroken || !strings.Contains(want.out, "AUTH_403 · seen 4×") {
+		t.Fatalf("aligned describe: exit %d\n%s", want.code, want.out)
+	}
+	first := func(s string) string { return strings.SplitN(s, "\n", 2)[0] }
+	for name, in := range map[string]string{"collapsed": collapse(aligned), "tabs": tabs(aligned), "events": events,
+		"events collapsed": collapse(events), "events tabs": tabs(events), "rows": rows, "rows collapsed": collapse(rows), "rows tabs": tabs(rows)} {
+		r := run(t, in, "explain")
+		if r.code != ExitBroken || first(r.out) != first(want.out) {
+			t.Errorf("%s: exit %d, %q; want exit 1, %q", name, r.code, first(r.out), first(want.out))
+		}
+	}
+}
+
+// explain with no argument on a terminal does not wait for input it will never get: exit 2, saying
+// how to give it, - to paste included.
+func TestExplainOnATerminalSaysDash(t *testing.T) {
+	tty, keys := openTTY(t)
+	typed := time.AfterFunc(3*time.Second, func() { keys.Write([]byte("\n")) })
+	defer typed.Stop()
+	var out, errOut bytes.Buffer
+	err := Run(context.Background(), Streams{In: tty, Out: &out, ErrOut: &errOut}, []string{"explain"})
+	oneLineUsage(t, result{code: Code(err, &errOut), out: out.String(), errOut: errOut.String()}, []string{"explain"}, "or - to paste")
+}
+
+// startExplain runs explain as its own process (TestMain's PULLPATH_CLI_ARGS) with stdin in.
+func startExplain(t *testing.T, in *os.File, args ...string) (*exec.Cmd, *bytes.Buffer, chan error) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	enc, _ := json.Marshal(append([]string{"explain"}, args...))
+	cmd.Env = append(os.Environ(), "PULLPATH_CLI_ARGS="+string(enc))
+	var errOut bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = in, io.Discard, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return cmd, &errOut, done
+}
+
+// endsOn sends sig once explain has had time to start, and wants it to end at once with 128+sig.
+func endsOn(t *testing.T, cmd *exec.Cmd, errOut *bytes.Buffer, done chan error, sig syscall.Signal, code int) {
+	t.Helper()
+	time.Sleep(700 * time.Millisecond) // the process installs its handler first thing; a paste or a big file takes longer
+	select {
+	case <-done:
+		t.Fatalf("explain ended before %v: exit %d\n%s", sig, cmd.ProcessState.ExitCode(), errOut)
+	default:
+	}
+	sent := time.Now()
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatalf("still running 5s after %v", sig)
+	}
+	if d := time.Since(sent); d > 2*time.Second {
+		t.Errorf("took %s to end after %v", d, sig)
+	}
+	if got := cmd.ProcessState.ExitCode(); got != code || !strings.Contains(errOut.String(), "interrupted by") {
+		t.Errorf("exit %d, want %d; stderr %q", got, code, errOut)
+	}
+}
+
+// Ctrl-C while explain reads a paste from a terminal ends it (130); SIGINT or SIGTERM while it
+// reads a large file ends it at once with 130 or 143, not with a finished report and exit 1.
+func TestExplainEndsOnSignals(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs explain as a process")
+	}
+	t.Run("paste", func(t *testing.T) {
+		tty, keys := openTTY(t)
+		keys.Write([]byte("Failed to pull image \"r.example/a:1\": dial tcp 10.0.0.1:443: i/o timeout\n"))
+		cmd, errOut, done := startExplain(t, tty, "-")
+		endsOn(t, cmd, errOut, done, syscall.SIGINT, 130)
+	})
+	// a large file: many distinct failures, each a classification
+	var big strings.Builder
+	for i := 0; big.Len() < 24<<20; i++ {
+		fmt.Fprintf(&big, "Failed to pull image \"r%d.example/team/app:%d\": rpc error: code = Unknown desc = failed to pull and unpack image \"r%d.example/team/app:%d\": failed to resolve reference: failed to do request: Head \"https://r%d.example/v2/team/app/manifests/%d\": dial tcp 10.%d.%d.%d:443: i/o timeout\n\n", i, i, i, i, i, i, i>>16&255, i>>8&255, i&255)
+	}
+	path := filepath.Join(t.TempDir(), "big.log")
+	if err := os.WriteFile(path, []byte(big.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sig  syscall.Signal
+		code int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(c.sig.String(), func(t *testing.T) {
+			cmd, errOut, done := startExplain(t, nil, "-o", "json", path)
+			endsOn(t, cmd, errOut, done, c.sig, c.code)
+		})
 	}
 }

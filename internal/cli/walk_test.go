@@ -141,16 +141,14 @@ func TestEmptyPullSecretSaysEmpty(t *testing.T) {
 	}
 }
 
-// Empty input to explain is not an error (kubectl get events with no events prints nothing), but
-// it is said on stderr: at 3 a.m. it is more often a failed command before the pipe.
+// Empty input to explain is no diagnosis: exit 2 with the reason, -q or not (issue 23: a script
+// reads 0 as healthy, and at 3 a.m. it is more often a failed command before the pipe).
 func TestExplainEmptyInputIsSaid(t *testing.T) {
-	r := run(t, " \n", "explain")
-	if r.code != ExitOK || !strings.Contains(r.out, "no image pull failure") ||
-		r.errOut != "pullpath: explain: the input is empty (if a command before the pipe failed, its error is above)\n" {
-		t.Errorf("empty input: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
-	}
-	if r = run(t, "", "explain", "-q"); r.code != ExitOK || r.out != "" || r.errOut != "" {
-		t.Errorf("empty input, -q: exit %d, stdout %q, stderr %q; want 0 and nothing", r.code, r.out, r.errOut)
+	for _, args := range [][]string{{"explain"}, {"explain", "-q"}} {
+		r := run(t, " \n", args...)
+		if r.code != ExitUsage || r.out != "" || r.errOut != "pullpath: explain: the input is empty (if a command before the pipe failed, its error is above)\n" {
+			t.Errorf("%q on empty input: exit %d, stdout %q, stderr %q", args, r.code, r.out, r.errOut)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package events
 
 import (
 	"fmt"
-	"net"
 	"regexp"
 	"slices"
 	"strings"
@@ -78,8 +77,13 @@ var rules = []rule{
 	{regexp.MustCompile(`lookup \S+(?: on \S+)?: [^\x00-\x7F]`), report.CodeDNSNXDomain, report.StepDNS},
 	{regexp.MustCompile(`connectex: |dial tcp \S+: connect: [^\x00-\x7F]`), report.CodeTCPFailed, report.StepTCP},
 	{regexp.MustCompile(`wsarecv: |wsasend: |read tcp \S+: [^\x00-\x7F]`), report.CodeTCPReset, report.StepTCP},
+	// the kubelet throttles its own pulls (registryPullQPS, registryBurst): no registry said a word
+	{regexp.MustCompile(`pull QPS exceeded`), report.CodeKubeletPullQPS, report.StepConfig},
 	{regexp.MustCompile(`(?i)toomanyrequests|too many requests|\b429\b|Status 429|Error 429|pull rate limit|\brate exceeded|ThrottlingException|rate limit exceeded`), report.CodeRateLimited, report.StepManifest},
-	{regexp.MustCompile(`no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in (?:manifest list|image index) for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
+	// Docker 26+ refuses an image stored as manifest schema 1 (a format, not a network failure):
+	// the image must be re-pushed, as for a missing platform
+	{regexp.MustCompile(`schema 1 support is disabled|Docker Image Format v1 and Docker Image manifest version 2, schema 1`), report.CodeManifestUnsupported, report.StepManifest},
+	{regexp.MustCompile(`-based image is incompatible with a \S+ host|no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in (?:manifest list|image index) for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
 	{regexp.MustCompile(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|HTTP Basic: Access denied|password or token is incorrect|unable to retrieve auth token|\b(?:auth|authentication) error\b`), report.CodeAuth401, report.StepAuth},
 	// Harbor answers a user or robot without pull rights so (the text says unauthorized, the cause is rights)
 	{regexp.MustCompile(`unauthorized to access repository`), report.CodeAuth403, report.StepAuth},
@@ -156,20 +160,20 @@ func Classify(msg string) report.Finding {
 		// real messages are a few KiB; a hostile or runaway line must not cost seconds of regexps
 		msg = msg[:redact.MaxEvidence]
 	}
-	fd, _ := classify(msg, true)
+	fd, _, _ := classify(msg, true)
 	return fd
 }
 
 // classify reads a message with or without the table learned from the dev corpus, and returns
-// the phrase key of its most decisive error (the table's generator counts by it).
-func classify(msg string, learn bool) (report.Finding, phraseKey) {
+// the phrase key and the evidence key of its most decisive error (the tables' generators count by
+// them).
+func classify(msg string, learn bool) (report.Finding, phraseKey, evidenceKey) {
 	msg = redact.Clean(msg)
 	if parts := splitErrors(msg); len(parts) > 1 {
 		// a real message joins a few errors; a runaway list must not cost a classification each
 		return classifyMany(msg, parts[:min(len(parts), maxParts)], learn)
 	}
-	fd, _, key := classifyOne(msg, learn)
-	return fd, key
+	return classifyOne(msg, learn)
 }
 
 // errPart is one error of a joined message; mirror says it came from a mirror the runtime tried
@@ -233,13 +237,14 @@ var decisiveness = map[report.Class]int{report.ClassPlatform: 0, report.ClassNot
 	report.ClassDNS: 4, report.ClassRoute: 5, report.ClassEndpoint: 6, report.ClassForbidden: 7, report.ClassRateLimit: 8,
 	report.ClassAuth: 9, report.ClassOther: 10}
 
-func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phraseKey) {
+func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phraseKey, evidenceKey) {
 	var best report.Finding
 	var bestKey phraseKey
+	var bestEvidence evidenceKey
 	bestRank := 99
 	var all []report.Finding
 	for _, p := range parts {
-		fd, _, key := classifyOne(p.text, learn)
+		fd, key, ev := classifyOne(p.text, learn)
 		if p.mirror && fd.Role == report.RoleRegistry {
 			fd.Role = report.RoleMirror
 		}
@@ -250,7 +255,7 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 			rank = -1
 		}
 		if rank < bestRank {
-			best, bestKey, bestRank = fd, key, rank
+			best, bestKey, bestEvidence, bestRank = fd, key, ev, rank
 		}
 		all = append(all, fd)
 	}
@@ -277,7 +282,7 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 	case best.Decided:
 		best.DecidedBecause += fmt.Sprintf(" (the most decisive of %d errors in the message)", len(parts))
 	}
-	return best, bestKey
+	return best, bestKey, bestEvidence
 }
 
 // tokenWords name a token fetch or a credential lookup: a failure the text places on the registry
@@ -285,244 +290,74 @@ func classifyMany(msg string, parts []errPart, learn bool) (report.Finding, phra
 var tokenWords = []string{"failed to authorize", "anonymous token", "auth token", "authentication token", "authorization token",
 	"token exchange", "GetAuthorizationToken", "credential provider"}
 
-// classifyOne reads one error and returns its finding, the text of the cause it matched and the
-// phrase key it was (or, without learn, would be) looked up by in the learned table.
-func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
-	f := readFacts(msg)
-	host, role := f.failingHost()
-	code, layer := report.CodeUnknown, report.StepConfig
-	// matched is the cause as the text says it (quoted, and the host a rule names is read from
-	// it); cause is the same place in the prose, where statuses and class words are read
-	matched, cause := "", ""
-	for i, r := range rules {
-		if !rulePrefilters[i].mayMatch(f.proseLow) {
-			continue
-		}
-		if loc := r.re.FindStringIndex(f.prose); loc != nil {
-			code, layer = r.code, r.layer
-			matched, cause = f.text[loc[0]:loc[1]], f.prose[loc[0]:loc[1]]
-			break
-		}
-	}
-	if code == report.CodeProxyFailed && role != report.RoleProxy {
-		// the message names the target, not the proxy: the proxy is the failing hop
-		host, role = "", report.RoleProxy
-	}
-	if (role == report.RoleRegistry || role == "") && slices.ContainsFunc(tokenWords, func(w string) bool { return strings.Contains(f.prose, w) }) {
-		role = report.RoleToken
-	}
-	switch {
-	case code == report.CodeBlobStalled && !f.blobPhase && !strings.Contains(f.text, "/blobs/"):
-		// a read that timed out before any blob was being copied: the registry stopped answering
-		code, layer = report.CodeTCPTimeout, report.StepTCP
-	case code == report.CodeBlobFailed && host != "" && (role == report.RoleToken || role == report.RoleBlob || role == report.RoleMirror):
-		// the connection to a named token, blob or mirror host was cut mid-answer: that host's
-		// reachability (endpoint), not an unexplained download failure
-		code, layer = report.CodeTCPReset, report.StepTCP
-	case code == report.CodeAuth403 && (role == report.RoleBlob || f.blobPhase && role != report.RoleToken && role != report.RoleProxy):
-		// the manifest passed and the download was refused: object storage, not the identity
-		code, layer, role = report.CodeBlobForbidden, report.StepBlob, report.RoleBlob
-		if host == f.registryHost() {
-			host = ""
-		}
-	}
-	if code == report.CodeRegistryBlocked && host == "" {
-		host, role = reBlocked.FindStringSubmatch(matched)[1], report.RoleRegistry
-	}
-	host = f.withPort(host, role)
-	fd := report.Finding{Code: code, Host: host, Role: role, Message: redact.Text(msg), Image: f.image, Resolver: f.resolver,
-		Address: f.addr, URL: f.urlText, Count: 1}
-	fd.Operation = f.operation(role)
-	// without an image or a URL naming another host, the docker CLI's default registry is meant
-	hub := f.registry == "docker.io" || f.registry == "" && f.image == "" && (f.url == nil || hubAlias(f.url.Hostname()) == "docker.io")
-
-	switch code {
+// classifyOne reads one error and returns its finding, the phrase key it was (or, without learn,
+// would be) looked up by in the learned table, and the evidence key its decided was calibrated by.
+func classifyOne(msg string, learn bool) (report.Finding, phraseKey, evidenceKey) {
+	r := newReading(msg)
+	r.proxyIsTheHop()
+	r.tokenFetch()
+	r.byPhase()
+	r.blockedRegistry()
+	r.onTheNode()
+	r.start(msg)
+	switch r.code {
 	case codeAmbiguousDenied:
-		if hub {
-			fd.Code, fd.Class = report.CodeNameUnknown, report.ClassNotFound
-			fd.Alternatives = []report.Class{report.ClassAuth}
-			fd.Reason = "the registry refused an anonymous or unauthorised pull; Docker Hub answers a repository that does not exist exactly like a private one, so the name is the first suspect"
-		} else {
-			fd.Code, fd.Class = report.CodeAuth401, report.ClassAuth
-			fd.Alternatives = []report.Class{report.ClassNotFound, report.ClassForbidden}
-			fd.Reason = "the registry refused the pull without valid credentials for this repository (it also answers so for a repository that does not exist)"
-		}
+		r.ambiguousDenial()
 	case codeHubDenied:
-		if hub {
-			fd.Code, fd.Class = report.CodeNameUnknown, report.ClassNotFound
-			fd.Alternatives = []report.Class{report.ClassAuth}
-			fd.Reason = "Docker Hub denied access: the repository does not exist under this name, or it is private and no credentials were sent"
-		} else {
-			fd.Code, fd.Class = report.CodeAuth403, report.ClassForbidden
-			fd.Alternatives = []report.Class{report.ClassAuth}
-			fd.Reason = "the registry denied access to the repository for the identity used"
-		}
+		r.hubDenial()
 	default:
-		switch code {
-		case report.CodeUnknown, report.CodeBackoffNoCause, report.CodeNeverPull, report.CodeInvalidReference,
-			report.CodeDiskFull, report.CodeDiskIO, report.CodeUnpackFailed:
-			fd.Class = report.ClassOther // on the node or in the pod spec: no host of the pull to blame
-		case report.CodeTimeout:
-			fd.Class = report.ClassRoute
-			fd.Alternatives = []report.Class{report.ClassEndpoint, report.ClassOther}
-		case report.CodeCanceled, report.CodeBlobFailed:
-			fd.Class = report.ClassOther
-			fd.Alternatives = []report.Class{report.ClassRoute, report.ClassEndpoint}
-		default:
-			// one taxonomy with the probe: the class is what ClassFor says for this role, step and code
-			fd.Class = report.ClassFor(role, layer, code)
-			// what broke, wherever it broke: when the role decides the class, the cause is the alternative
-			inner := report.ClassFor(report.RoleRegistry, layer, code)
-			if resolverFailure[code] {
-				inner = report.ClassDNS
-			}
-			if code == report.CodeBlobForbidden {
-				inner = report.ClassForbidden
-			}
-			if inner != fd.Class && inner != report.ClassOther {
-				fd.Alternatives = append(fd.Alternatives, inner)
-			}
-		}
-		if code == report.CodeAuth401 && (hub || strings.Contains(f.registry, "quay.io") || strings.Contains(f.prose, "anonymous")) {
-			fd.Alternatives = []report.Class{report.ClassNotFound}
-		}
-		if fd.Code == report.CodeAuth403 && fd.Class == report.ClassForbidden {
-			// registries also answer 403 to stale or foreign credentials
-			fd.Alternatives = []report.Class{report.ClassAuth}
-		}
-		if m := reBareStatus.FindStringSubmatch(cause); m != nil && code == report.CodeProxyFailed {
-			// the registry's own answer is the alternative: a refusal, or its service failing
-			alt := report.ClassOther
-			if m[1] == "Forbidden" {
-				alt = report.ClassForbidden
-			}
-			fd.Alternatives = []report.Class{alt}
-		}
-		if code == report.CodeTCPReset && strings.HasSuffix(cause, "EOF") && role == report.RoleRegistry && len(fd.Alternatives) == 0 {
-			// an EOF says the connection was closed, not who closed it: any transport failure at
-			// the registry, in the order dev messages had them
-			for _, c := range transportOrder() {
-				addAlternative(&fd, c)
-			}
-		}
-		if fd.Code == report.CodeBlobForbidden && reStorageAccount.MatchString(f.text) {
-			// the storage service names its own account's standing: the publisher's side
-			fd.Alternatives = append([]report.Class{report.ClassOther}, slices.DeleteFunc(fd.Alternatives, func(c report.Class) bool { return c == report.ClassOther })...)
-			fd.Reason = "the blob storage refused the download (403) because the storage account or its billing is in bad standing: the registry publisher's account, which no change on the node fixes"
-		}
-		if fd.Code == report.CodeHTTPStatus && re4xx.MatchString(cause) {
-			// a registry refusing a request as malformed (400), gone (410) or unacceptable says
-			// that it refused, not why; registries answer so for a reference they cannot serve
-			fd.Alternatives = []report.Class{report.ClassNotFound}
-			fd.Reason = "the registry refused the request with " + strings.TrimSpace(re4xx.FindString(cause)) + ", which names no cause; registries answer so for a reference they cannot serve (a name or tag they reject) as well as for a client they will not serve"
-		}
-		if code == report.CodeTCPFailed && strings.HasPrefix(cause, "unsupported protocol scheme") {
-			// the URL itself was wrong: a realm the registry announced without its host, or a client
-			// that built the URL wrong; nothing was dialled
-			fd.Class, fd.Alternatives = report.ClassEndpoint, []report.Class{report.ClassOther}
-			if reRelativeRealm.MatchString(f.text) {
-				fd.Role, fd.Host, fd.Operation = report.RoleToken, "", "token fetch"
-			}
-			fd.Reason = "the client refused a URL without a usable scheme: a token realm or endpoint written without its host (the registry's auth settings), or a client that built it wrong; nothing was dialled"
-		}
-		if code == report.CodeManifestUnknown && reGRPCNotFound.MatchString(cause) {
-			fd.Alternatives = []report.Class{report.ClassPlatform}
-			fd.Reason = "the runtime answered NotFound and the text is cut before why: containerd answers so for an image or tag the registry does not have, and for an image without the node's platform"
-		}
-		if fd.Code == report.CodeHTTPStatus && fd.Class != report.ClassOther && re5xx.MatchString(cause) {
-			// a 5xx is the server's own failure: a storage or CDN host on the path, or an outage of
-			// the registry's service that no node-side change fixes
-			fd.Alternatives = append(fd.Alternatives, report.ClassOther)
-		}
-		fd.Reason = reason(fd, f)
-		if code == report.CodeUnknown && reCutAfterRequest.MatchString(f.text) {
-			// containerd wraps only transport errors in "failed to do request": the cut-off cause is
-			// the name, the connection, TLS or the proxy, in the order dev messages had them
-			order := transportOrder()
-			if role != report.RoleRegistry && role != "" {
-				order = []report.Class{report.ClassFor(role, report.StepTCP, report.CodeTCPFailed)}
-			}
-			fd.Class, fd.Alternatives = order[0], slices.Clone(order[1:min(len(order), maxAlternatives+1)])
-			fd.Reason = "the message is cut off right after the request; containerd wraps only transport failures (the name, the connection, TLS, the proxy) in \"failed to do request\""
-		}
+		r.classOf()
+		r.resetPeer()
+		r.anonymous401()
+		r.staleCredentials403()
+		r.bareStatus()
+		r.eofAtRegistry()
+		r.storageAccount()
+		r.refused4xx()
+		r.unusableScheme()
+		r.grpcNotFound()
+		r.serverError()
+		r.fd.Reason = reason(r.fd, r.f)
+		r.cutAfterRequest()
 	}
-	var key phraseKey
-	if ph := findPhrase(code, cause, f); ph != "" {
-		reg := f.registry
-		if reg == "" && role == report.RoleRegistry {
-			reg = host
-		}
-		key = phraseKey{ph, registryFamily(reg)}
-	}
+	key := r.phraseKey()
 	// the registries' documented answers first; the table learned from dev then weighs in
-	vrow, bareHost := registryMeaning(f, fd, code, hub), false
-	if (code == codeAmbiguousDenied || code == codeHubDenied) && reDeniedBareHost.MatchString(f.text) {
-		// "pull access denied for registry.example.com": the reference names a registry and no
-		// repository, so Docker looked the host name up as a repository on Docker Hub
-		vrow, bareHost = nil, true
-		fd.Code, fd.Class, fd.Alternatives = report.CodeNameUnknown, report.ClassNotFound, nil
-		fd.Reason = "the image reference names a registry host but no repository; Docker read the host name as a repository on Docker Hub, which has none of that name"
-		key = phraseKey{}
+	vrow := registryMeaning(r.f, r.fd, r.code, r.hub)
+	bareHost := r.deniedBareHost()
+	if bareHost {
+		vrow, key = nil, phraseKey{}
 	}
-	if vrow != nil {
-		if !denialCodes[fd.Code] {
-			// the rules read no denial, the registry's own words name one
-			fd.Code = map[report.Class]report.Code{report.ClassAuth: report.CodeAuth401, report.ClassForbidden: report.CodeAuth403}[vrow.classes[0]]
-			if fd.Code == "" {
-				fd.Code = report.CodeNameUnknown
-			}
-			fd.Class = vrow.classes[0]
-			fd.Reason = reason(fd, f)
-		}
-		fd.Class, fd.Alternatives = vrow.classes[0], slices.Clone(vrow.classes[1:])
-		fd.Reason += "; " + vrow.why
-	}
+	r.vendorRow(vrow)
 	// what the registry documents as ambiguous stays so, whatever few dev messages agreed on
 	var documented []report.Class
-	if vrow != nil && len(vrow.classes) > 1 || !bareHost && (code == codeHubDenied || code == codeAmbiguousDenied) {
-		documented = append([]report.Class{fd.Class}, fd.Alternatives...)
+	if vrow != nil && len(vrow.classes) > 1 || !bareHost && (r.code == codeHubDenied || r.code == codeAmbiguousDenied) {
+		documented = append([]report.Class{r.fd.Class}, r.fd.Alternatives...)
 	}
 	var learned, phraseDecides bool
 	// a registry's own words that name one cause (ECR's IAM action, ACR's firewall) are not
 	// second-guessed by what other texts meant
 	vendorDecides := vrow != nil && len(vrow.classes) == 1
 	if learn && key.phrase != "" && !vendorDecides {
-		learned, phraseDecides = applyLearned(&fd, key, vrow != nil && vrow.family != "*")
+		learned, phraseDecides = applyLearned(&r.fd, key, vrow != nil && vrow.family != "*")
 	}
-	because := fd.DecidedBecause
+	because := r.fd.DecidedBecause
 	if learn && !phraseDecides && !vendorDecides {
 		// a phrase all its dev messages agreed on is more specific than the reading's confusions
-		addConfused(&fd)
+		addConfused(&r.fd)
 	}
-	// a pull-through cache answers "not found" too when it could not fetch from its upstream
-	// (the class first: the scan for a cache's name is for not-found findings only)
-	if fd.Class == report.ClassNotFound {
-		if cache := pullThroughCache(f); cache != "" {
-			if !slices.Contains(fd.Alternatives, report.ClassOther) {
-				fd.Alternatives = append(fd.Alternatives[:min(len(fd.Alternatives), maxAlternatives-1)], report.ClassOther)
-			}
-			fd.Reason += "; " + cache + ", which also answers so when its own fetch from the upstream registry failed (upstream unreachable, rate-limited, or the cache's endpoint or credentials misconfigured)"
-			documented = append(documented, report.ClassOther)
-		}
+	if r.pullThroughCache() {
+		documented = append(documented, report.ClassOther)
 	}
-	if learn && (code == report.CodeUnknown || code == report.CodeBackoffNoCause) && fd.Class == report.ClassOther {
-		addBaseRate(&fd)
+	if learn && (r.code == report.CodeUnknown || r.code == report.CodeBackoffNoCause) && r.fd.Class == report.ClassOther {
+		addBaseRate(&r.fd)
 	}
-	for _, c := range documented {
-		if c == fd.Class || slices.Contains(fd.Alternatives, c) {
-			continue
-		}
-		if len(fd.Alternatives) < maxAlternatives {
-			fd.Alternatives = append(fd.Alternatives, c)
-		} else {
-			fd.Alternatives[len(fd.Alternatives)-1] = c
-		}
-	}
-	fd.Owner, fd.OwnerText = fd.Class.Owner(), fd.Class.OwnerText()
-	fd.Decided, fd.DecidedBecause = decided(fd, matched)
+	keepDocumented(&r.fd, documented)
+	fd := r.fd
+	fd.Owner, fd.OwnerText = fd.Class.Owner(), ownerText(fd)
+	fd.Decided, fd.DecidedBecause = decided(fd, r.matched)
 	switch {
 	case learned && !fd.Decided && len(fd.Alternatives) > 0:
-		fd.DecidedBecause = because
+		fd.DecidedBecause = because + ": not enough to decide"
 	case bareHost:
 		fd.DecidedBecause = "the reference names a registry host and no repository (Docker's \"pull access denied for HOST\")"
 	case vrow != nil && fd.Decided:
@@ -530,9 +365,14 @@ func classifyOne(msg string, learn bool) (report.Finding, string, phraseKey) {
 	case vrow != nil:
 		fd.DecidedBecause = vrow.why + "; the probe with the pull secret tells them apart (" + vrow.source + ")"
 	}
-	fd.NextSteps = nextSteps(fd, f)
-	fd.Decide = decide(fd, f)
-	return fd, matched, key
+	ev := evidenceOf(fd, key)
+	if learn && !vendorDecides {
+		// a registry's own words that name one cause are documented, not learned
+		calibrate(&fd, ev)
+	}
+	fd.NextSteps = nextSteps(fd, r.f)
+	fd.Decide = decide(fd, r.f)
+	return fd, key, ev
 }
 
 var (
@@ -626,129 +466,6 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-func reason(fd report.Finding, f facts) string {
-	h := fd.Host
-	if h == "" {
-		h = "the host"
-	}
-	on := ""
-	if f.resolver != "" {
-		on = " (asked " + f.resolver + ")"
-	}
-	switch fd.Code {
-	case report.CodeProxyFailed:
-		target := "the registry"
-		if f.url != nil {
-			target = f.url.Host
-		}
-		if reProxyConnectRefused.MatchString(f.text) {
-			return "the HTTP proxy in the runtime's environment refused to open a tunnel to " + target + " (a bare status after \"failed to do request\" is the proxy's CONNECT answer, not the registry's)"
-		}
-		if m := reBareStatus.FindStringSubmatch(f.text); m != nil {
-			return fmt.Sprintf("the answer to %s is a bare %q: Go's client words a proxy's refused CONNECT so, and some clients a body-less refusal of the registry itself", target, m[1])
-		}
-		if fd.Host == "" {
-			return "the runtime sends the pull through an HTTP proxy that it cannot use"
-		}
-		return fmt.Sprintf("the runtime sends the pull through an HTTP proxy (%s) that it cannot use", h)
-	case report.CodeRegistryBlocked:
-		return fmt.Sprintf("the runtime's registries.conf blocks %s (blocked = true) and no mirror served the pull: it refuses the pull without contacting anything", h)
-	case report.CodeHostsTomlInvalid:
-		return "containerd rejected a hosts.toml and silently ignored its settings (its ca among them), so TLS then fails with an unknown authority"
-	case report.CodeDNSPublicForPrivate:
-		return fmt.Sprintf("the node's resolver%s answered an address nothing can be reached at (0.0.0.0 or ::) for %s: a DNS blocklist or sinkhole (Pi-hole, a filtering resolver)", on, h)
-	case report.CodeDNSNXDomain:
-		return fmt.Sprintf("the node's resolver%s says %s does not exist (NXDOMAIN)", on, h)
-	case report.CodeDNSServFail:
-		return fmt.Sprintf("the node's resolver%s failed to resolve %s (SERVFAIL: a broken forwarder or zone)", on, h)
-	case report.CodeDNSUnreachable:
-		return fmt.Sprintf("the node cannot reach its resolver%s: the DNS query to port 53 failed before any answer", on)
-	case report.CodeDNSTimeout:
-		return fmt.Sprintf("the node's resolver%s did not answer for %s in time", on, h)
-	case report.CodeTLSPlainHTTP:
-		return fmt.Sprintf("%s answered plain HTTP where the runtime speaks HTTPS", h)
-	case report.CodeTLSRequired:
-		return fmt.Sprintf("%s speaks only TLS and the runtime sends it plain HTTP (containerd before 1.6.25 and 1.7.8 does so for a localhost registry with no server configured)", h)
-	case report.CodeTLSNameMismatch:
-		return fmt.Sprintf("the certificate %s presents is not valid for that name", h)
-	case report.CodeTLSExpired:
-		return fmt.Sprintf("the certificate %s presents has expired (or the node's clock is wrong)", h)
-	case report.CodeTLSUnknownAuthority:
-		return fmt.Sprintf("the certificate %s presents is signed by an authority the runtime does not trust (a private CA, or a TLS-inspecting proxy)", h)
-	case report.CodeTLSClientCert:
-		return fmt.Sprintf("%s refused the TLS session over the client certificate: it requires one it trusts (mTLS), and the runtime presented none or another", h)
-	case report.CodeTLSHandshakeTimeout:
-		return fmt.Sprintf("TCP to %s connected but the TLS handshake never completed: MTU, a DPI firewall or a proxy in the way", h)
-	case report.CodeTCPRefused:
-		return fmt.Sprintf("the connection to %s was refused: nothing listens there, or a firewall rejects", addrOr(f, h))
-	case report.CodeTCPHostUnreachable, report.CodeTCPNetUnreachable:
-		return fmt.Sprintf("the node has no working route to %s", addrOr(f, h))
-	case report.CodeTCPTimeout:
-		return fmt.Sprintf("the connection to %s timed out: packets are dropped (firewall, security group, missing route or return path)", addrOr(f, h))
-	case report.CodeTCPReset:
-		return fmt.Sprintf("the connection to %s was reset mid-way (a firewall or proxy cutting it)", addrOr(f, h))
-	case report.CodeRateLimited:
-		return fmt.Sprintf("%s throttles this client (429)", h)
-	case report.CodePlatformMismatch:
-		return "the image has no manifest for the node's OS/architecture"
-	case report.CodeAuth401:
-		return fmt.Sprintf("%s requires credentials that were not presented or not accepted (401)", h)
-	case report.CodeAuthInsufficientScope:
-		return "the token the registry issued does not cover pulling this repository (insufficient scope)"
-	case report.CodeAuth403:
-		return fmt.Sprintf("%s denied the request (403): the identity lacks rights, or a network rule blocks this client", h)
-	case report.CodeBlobForbidden:
-		if reExpiredSignature.MatchString(f.text) {
-			return fmt.Sprintf("the blob host (%s) refused the download because the signed URL had expired (403): the node's clock, or a download delayed past the URL's lifetime", h)
-		}
-		return fmt.Sprintf("the manifest was served, then the blob host (%s) refused the download (403): a storage firewall, private endpoint or VPC endpoint policy, or a rewritten/expired signed URL", h)
-	case report.CodeBlobStalled:
-		return fmt.Sprintf("the blob download from %s started and then stopped delivering bytes (a read timed out mid-stream)", h)
-	case report.CodeDigestMismatch:
-		return "the downloaded bytes do not match the digest the manifest names: altered or truncated on the way (a caching proxy or mirror, a TLS-inspecting middlebox) or corrupt in storage"
-	case report.CodeSizeMismatch:
-		return "the downloaded blob has another size than the manifest says: truncated or altered on the way, or corrupt in storage"
-	case report.CodeManifestUnknown, report.CodeNameUnknown:
-		return "the repository, tag or digest does not exist in the registry"
-	case report.CodeBlobUnknown:
-		return "the registry lists a blob it cannot serve"
-	case report.CodeDiskFull:
-		return "the node ran out of disk space while unpacking the image (the runtime's root, e.g. /var/lib/containerd)"
-	case report.CodeDiskIO:
-		return "the node's disk failed while writing the image"
-	case report.CodeUnpackFailed:
-		return "the download worked; unpacking a layer on the node failed"
-	case report.CodeHTTPStatus:
-		return fmt.Sprintf("%s answered an unexpected HTTP status", h)
-	case report.CodeTimeout:
-		return "the pull ran out of time (the client's or kubelet's deadline): a silent network drop or a stalled download"
-	case report.CodeCanceled:
-		return "the pull was cancelled before it finished, usually by the kubelet's runtime request timeout while a large or slow download was running"
-	case report.CodeBlobFailed:
-		return "the download broke off mid-way"
-	case report.CodeNeverPull:
-		return "imagePullPolicy is Never and the image is not on the node"
-	case report.CodeInvalidReference:
-		return "the image reference in the pod spec is malformed"
-	case report.CodeBackoffNoCause:
-		return "the kubelet is backing off after earlier failures; this event does not carry the cause: read the earlier \"Failed to pull image\" event, or probe"
-	}
-	if fd.Code == report.CodeUnknown && (f.image != "" || f.url != nil) {
-		return "the text says a pull failed but names no cause pullpath knows (a wrapper may have dropped the runtime's own error: look for it in the kubelet's or the runtime's log)"
-	}
-	return "pullpath does not recognise this message"
-}
-
-func addrOr(f facts, h string) string {
-	if f.addr != "" && h != "the host" && h != "" {
-		return h + " (" + f.addr + ")"
-	}
-	if f.addr != "" {
-		return f.addr
-	}
-	return h
-}
-
 // reCutAfterRequest is containerd's transport wrapper with nothing after the request's URL.
 var reCutAfterRequest = regexp.MustCompile(`failed to do request: \w+ "?https?://[^\s"]+"?\s*$`)
 
@@ -776,217 +493,6 @@ var re5xx = regexp.MustCompile(`\b5\d\d\b`)
 
 // re4xx is a client-error status other than a denial (401, 403, 407), a miss (404) or a throttle (429).
 var re4xx = regexp.MustCompile(`\b4(?:0[0256789]|1\d|2[0-8]|3\d|5[0-9])\b\D*$`)
-
-// reExpiredSignature is object storage saying the signed URL is no longer valid.
-var reExpiredSignature = regexp.MustCompile(`(?i)request has expired|signature (?:not valid in the specified time|expired)|url signature expired|ExpiredToken|token is expired`)
-
-// nextSteps lists what to check for this finding's code first (a refused connection, a stall and
-// a digest mismatch do not share a fix), with the names and the port from the message.
-func nextSteps(fd report.Finding, f facts) []string {
-	h := fd.Host
-	if h == "" {
-		h = "the failing host"
-	}
-	port := f.port(fd.Host)
-	where := addrOr(f, h)
-	allow := ""
-	if fd.Role == report.RoleBlob || fd.Role == report.RoleToken || fd.Role == report.RoleMirror {
-		allow = fmt.Sprintf("%s is a %s endpoint of this pull: allow it like the registry itself (firewall, proxy allowlist, private DNS); list every host with: pullpath probe --allowlist %s", h, roleWord(fd.Role), imageOr(fd))
-	}
-	steps := func(s ...string) []string {
-		if allow != "" {
-			s = append(s, allow)
-		}
-		return s
-	}
-	switch fd.Code {
-	case report.CodeRegistryBlocked:
-		return []string{"remove blocked = true from the [[registry]] entry for this prefix (/etc/containers/registries.conf or a registries.conf.d drop-in), or give it a mirror that serves the image; pullpath runtime --host-root shows the entry"}
-	case report.CodeTCPRefused:
-		return steps(fmt.Sprintf("nothing accepts TCP %s at %s: check that the service listens on port %s (the registry, its load balancer or ingress), and that the port in the image reference or mirror is right", port, where, port),
-			fmt.Sprintf("or a firewall actively rejects TCP %s (a REJECT rule, a host firewall on the registry)", port))
-	case report.CodeTCPTimeout:
-		return steps(fmt.Sprintf("packets to %s on TCP %s are dropped: check the security rules / firewall for TCP %s at both ends and the node's effective route", where, port, port),
-			"check the return path (asymmetric routing through a firewall drops the replies)")
-	case report.CodeTCPHostUnreachable, report.CodeTCPNetUnreachable:
-		return steps(fmt.Sprintf("the node has no working route to %s: check its route table (UDR, VPN, peering, gateway); for an IPv6 address, that the node has IPv6 connectivity at all", where))
-	case report.CodeTCPReset:
-		return steps(fmt.Sprintf("a middlebox resets TCP %s to %s (firewall, IPS, proxy): check its logs and rules for this destination", port, where),
-			"a TLS-inspecting or SNI-filtering firewall resets connections to names it does not allow")
-	case report.CodeTLSHandshakeTimeout:
-		return steps(fmt.Sprintf("TCP %s to %s connects but TLS never completes: check the path MTU (VPN, overlay: large handshake packets dropped), a DPI firewall, or a proxy the runtime should be using", port, h))
-	case report.CodeBlobForbidden:
-		if reExpiredSignature.MatchString(f.text) {
-			return []string{"check the node's clock (timedatectl, chrony/NTP): signed blob URLs are valid for minutes",
-				"check for a proxy or scanner that holds the download until the URL expires"}
-		}
-		return steps(fmt.Sprintf("check the storage account / bucket network rules (firewall, private endpoint, VPC endpoint policy) for the node's egress address towards %s", h),
-			"check that no proxy rewrites the signed URL (a stripped or re-encoded query is refused with 403)",
-			"only if storage allows the node: the pull identity's rights (the registry signs URLs only for identities it authorised)")
-	case report.CodeBlobStalled:
-		return steps(fmt.Sprintf("the download from %s stopped mid-way: check proxy/firewall idle timeouts and the link's throughput (pullpath probe measures both)", h),
-			"a large image on a slow link also hits the kubelet's runtime-request-timeout (2m by default): raise it only once the path is known good")
-	case report.CodeDigestMismatch, report.CodeSizeMismatch:
-		return []string{"purge this blob from any pull-through cache or mirror on the path and pull again",
-			"pull once bypassing proxies and TLS-inspecting middleboxes to see which one alters the bytes; if it persists, the blob is corrupt in the registry: push the image again"}
-	case report.CodeRateLimited:
-		return []string{"authenticate pulls (imagePullSecrets: authenticated quotas are higher) or use a pull-through mirror",
-			"check for a shared egress address (NAT) that pools many nodes' anonymous quota"}
-	}
-	switch fd.Class {
-	case report.ClassDNS:
-		s := []string{fmt.Sprintf("from the node (not a pod): resolve %s with the node's resolver%s", hostName(h), orEmpty(" "+f.resolver)),
-			"check the DNS servers the node uses (VNet/VPC DNS settings), private zone links and conditional forwarders"}
-		if fd.Code == report.CodeDNSUnreachable || fd.Code == report.CodeDNSTimeout {
-			s[0] = fmt.Sprintf("check that the node reaches its resolver%s on UDP/TCP 53 (routes, security rules, the resolver's health)", orEmpty(" "+f.resolver))
-		}
-		return s
-	case report.ClassRoute:
-		return []string{fmt.Sprintf("check the node's effective route to %s and the security rules for TCP %s at both ends", where, port),
-			"check the return path (asymmetric routing through a firewall drops the replies)"}
-	case report.ClassEndpoint:
-		if fd.Code == report.CodeDNSNXDomain || resolverFailure[fd.Code] {
-			return steps(fmt.Sprintf("resolve %s from the node: a private DNS zone or split-horizon view must hold it too", hostName(h)))
-		}
-		return steps(fmt.Sprintf("check what %s answers from the node (pullpath probe shows each step)", h))
-	case report.ClassTLS:
-		if fd.Code == report.CodeTLSPlainHTTP {
-			return []string{fmt.Sprintf("serve TLS on %s, or declare it plain HTTP for the runtime (containerd: certs.d/%s/hosts.toml server = \"http://%s\")", h, certsDir(h), h)}
-		}
-		if fd.Code == report.CodeTLSRequired {
-			return []string{fmt.Sprintf("have the runtime speak HTTPS to %s (containerd: certs.d/%s/hosts.toml server = \"https://%s\" with its ca, or skip_verify), or upgrade containerd to 1.6.25+/1.7.8+, which tries HTTPS first for localhost", h, certsDir(h), h)}
-		}
-		if fd.Code == report.CodeHostsTomlInvalid {
-			return []string{"fix the hosts.toml containerd rejected (containerd 1.6 needs a [host.\"…\"] table or an empty [host]); see pullpath runtime"}
-		}
-		if fd.Code == report.CodeTLSClientCert {
-			return []string{fmt.Sprintf("give the runtime the client certificate %s expects: containerd certs.d/%s/hosts.toml client = [\"cert\", \"key\"]", h, certsDir(h))}
-		}
-		if fd.Code == report.CodeTLSExpired {
-			return []string{fmt.Sprintf("check the validity dates of the certificate %s serves, and the node's clock (timedatectl)", h),
-				"a TLS-inspecting proxy with an expired certificate of its own shows the same error"}
-		}
-		return []string{fmt.Sprintf("inspect the certificate %s serves: names, issuer, validity", h),
-			fmt.Sprintf("trust its CA for the runtime: containerd certs.d/%s/hosts.toml ca = \"…\", or the node's CA bundle, then restart the runtime", certsDir(h))}
-	case report.ClassAuth:
-		return []string{"check the pod's imagePullSecrets (namespace, registry key, expiry) or the kubelet credential provider / node identity",
-			"confirm the repository name: some registries answer 401 for a repository that does not exist"}
-	case report.ClassForbidden:
-		return []string{"grant the identity pull rights on this repository (e.g. AcrPull, ECR repository policy, GAR Artifact Registry Reader)", "check the registry's network rules for the node's egress address"}
-	case report.ClassNotFound:
-		steps := []string{fmt.Sprintf("check the image reference %s: registry, repository, tag or digest", orDash(fd.Image)), "check that the release pipeline pushed it"}
-		if pullThroughCache(f) != "" {
-			steps = append(steps, "check the cache's upstream: the image exists there, and the cache's upstream endpoint, credentials and rate limit (its logs name the failed fetch)")
-		}
-		return steps
-	case report.ClassPlatform:
-		return []string{"publish a manifest for the node's platform (multi-arch build), or schedule the pod on matching nodes"}
-	case report.ClassProxy:
-		proxy := "the proxy"
-		if fd.Host != "" {
-			proxy += " " + fd.Host
-		}
-		return []string{fmt.Sprintf("check the runtime's proxy environment (HTTP(S)_PROXY in its systemd unit): %s must resolve, accept connections and allow CONNECT to the registry", proxy),
-			"add private registries to NO_PROXY"}
-	}
-	return nil
-}
-
-// certsDir is containerd's certs.d directory name for a host: the name alone on 443, host:port otherwise.
-func certsDir(h string) string {
-	if name, p, err := net.SplitHostPort(h); err == nil && p == "443" {
-		return name
-	}
-	return h
-}
-
-// hostName is a host without its port.
-func hostName(h string) string {
-	if name, _, err := net.SplitHostPort(h); err == nil {
-		return name
-	}
-	return h
-}
-
-func imageOr(fd report.Finding) string {
-	if fd.Image == "" {
-		return "IMAGE"
-	}
-	return fd.Image
-}
-
-func roleWord(r report.Role) string {
-	switch r {
-	case report.RoleToken:
-		return "token (auth realm)"
-	case report.RoleBlob:
-		return "blob download (redirect)"
-	case report.RoleMirror:
-		return "mirror"
-	}
-	return string(r)
-}
-
-// decide is the one command that settles the diagnosis from the node.
-func decide(fd report.Finding, f facts) string {
-	if fd.Class == report.ClassOther && len(fd.Alternatives) == 0 && fd.Code != report.CodeBackoffNoCause && fd.Code != report.CodeTimeout && fd.Code != report.CodeCanceled {
-		return "" // on the node or in the pod spec: the pull path is not in question
-	}
-	img := fd.Image
-	where := decideWhere
-	if img == "" && pathClass[fd.Class] && f.onHub() {
-		// the text names no image, but the path to Docker Hub failed: any public image walks it
-		img, where = hubProbeImage, "   # any public Docker Hub image walks the same path;"+strings.TrimPrefix(decideWhere, "   #")
-	}
-	if img == "" {
-		img = "IMAGE"
-	}
-	cmd := "pullpath probe " + img + where
-	if len(fd.Alternatives) > 0 && (fd.Class == report.ClassNotFound || fd.Class == report.ClassAuth ||
-		fd.Class == report.ClassForbidden && (slices.Contains(fd.Alternatives, report.ClassAuth) || slices.Contains(fd.Alternatives, report.ClassNotFound))) {
-		// anonymous first: then again with the pod's own secret tells a missing repository from a private one
-		cmd += "; then again with --pull-secret and the pod's pull secret (kubectl get secret -o yaml)"
-	}
-	return cmd
-}
-
-// pathClass are the classes of the path to a registry, whatever the image: a probe of any image
-// of that registry settles them.
-var pathClass = map[report.Class]bool{report.ClassDNS: true, report.ClassRoute: true, report.ClassTLS: true,
-	report.ClassProxy: true, report.ClassEndpoint: true}
-
-// hubProbeImage is a small public image on Docker Hub, for a failure on the path to Hub that names no image.
-const hubProbeImage = "docker.io/library/busybox:latest"
-
-// onHub says the failing request went to Docker Hub (its API, token or CDN hosts).
-func (f facts) onHub() bool {
-	if f.registry != "" {
-		return f.registry == "docker.io"
-	}
-	if f.url == nil {
-		return false
-	}
-	h := strings.ToLower(f.url.Hostname())
-	return hubAlias(h) == "docker.io" || h == "auth.docker.io" || strings.HasSuffix(h, ".docker.com") || strings.HasSuffix(h, ".docker.io")
-}
-
-// decideWhere says where the probe pulls the way the runtime does: on the node it reads the
-// runtime's configuration by itself; in a pod it needs the host mounted.
-const decideWhere = "   # on the node (reads the runtime's config), or in a hostNetwork pod with dnsPolicy: Default and the host mounted: --host-root /host"
-
-func orEmpty(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return ""
-	}
-	return s
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "in the pod spec"
-	}
-	return s
-}
 
 // reDeniedBareHost is Docker's denial for a "repository" that is only a host name (a dot or a
 // port, no slash): the registry alone, with the repository left out of the reference.

@@ -71,7 +71,7 @@ func loadCorpus(t testing.TB, path string) []sample {
 
 // corpusFiles are the real messages from public threads and vendor pages; lab.txt (containerd's
 // own strings from the lab) is measured on its own.
-var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt", "testdata/corpus-c.txt", "testdata/corpus-d.txt", "testdata/corpus-e.txt", "testdata/corpus-f.txt", "testdata/corpus-g.txt", "testdata/corpus-h.txt", "testdata/corpus-i.txt", "testdata/corpus-j.txt", "testdata/corpus-k.txt", "testdata/corpus-l.txt", "testdata/corpus-m.txt"}
+var corpusFiles = []string{"testdata/corpus.txt", "testdata/corpus-a.txt", "testdata/corpus-b.txt", "testdata/corpus-c.txt", "testdata/corpus-d.txt", "testdata/corpus-e.txt", "testdata/corpus-f.txt", "testdata/corpus-g.txt", "testdata/corpus-h.txt", "testdata/corpus-i.txt", "testdata/corpus-j.txt", "testdata/corpus-k.txt", "testdata/corpus-l.txt", "testdata/corpus-m.txt", "testdata/corpus-n.txt"}
 
 var (
 	showHeldOut = flag.Bool("heldout-misses", false, "list the held-out set's misses by family (only once tuning is over)")
@@ -132,8 +132,8 @@ func (sc *score) add(s sample, got report.Finding) (classOK, altOK, hostOK bool)
 func pct(a, b int) float64 { return 100 * float64(a) / float64(max(b, 1)) }
 
 func (sc *score) line(name string) string {
-	return fmt.Sprintf("%s: %d messages from %d sources: first class %.1f%% (%d/%d), with alternatives %.1f%% (%d/%d), host+role %d/%d; decided %d, of them right %.1f%%",
-		name, sc.n, len(sc.sources), pct(sc.right, sc.n), sc.right, sc.n, pct(sc.withAlt, sc.n), sc.withAlt, sc.n, sc.hostsOK, sc.hosts, sc.decided, pct(sc.decidedOK, sc.decided))
+	return fmt.Sprintf("%s: %d messages from %d sources: first class %.1f%% (%d/%d), with alternatives %.1f%% (%d/%d), host+role %d/%d; decided %d (%.1f%%), of them right %.1f%% (%d)",
+		name, sc.n, len(sc.sources), pct(sc.right, sc.n), sc.right, sc.n, pct(sc.withAlt, sc.n), sc.withAlt, sc.n, sc.hostsOK, sc.hosts, sc.decided, pct(sc.decided, sc.n), pct(sc.decidedOK, sc.decided), sc.decidedOK)
 }
 
 func checkFinding(t *testing.T, s sample, got report.Finding) {
@@ -148,8 +148,13 @@ func checkFinding(t *testing.T, s sample, got report.Finding) {
 // listed) and a held-out test set (one third: only its figures are printed).
 func TestCorpus(t *testing.T) {
 	dev, test := newScore(), newScore()
+	roundDev, roundTest := map[string]*score{}, map[string]*score{}
 	seen := map[string]string{}
 	for _, file := range corpusFiles {
+		r := roundOf(file)
+		if roundDev[r] == nil {
+			roundDev[r], roundTest[r] = newScore(), newScore()
+		}
 		for _, s := range loadCorpus(t, file) {
 			if prev, dup := seen[s.message]; dup {
 				t.Errorf("%s: same message as %s", s.source, prev)
@@ -159,8 +164,10 @@ func TestCorpus(t *testing.T) {
 			checkFinding(t, s, got)
 			if heldOut(s.source) {
 				test.add(s, got)
+				roundTest[r].add(s, got)
 				continue
 			}
+			roundDev[r].add(s, got)
 			classOK, _, hostOK := dev.add(s, got)
 			if !classOK {
 				t.Logf("MISS %s: got %s (%s, host %q role %s, alt %v), want %s\n  %.400s", s.source, got.Class, got.Code, got.Host, got.Role, got.Alternatives, s.class, s.message)
@@ -173,6 +180,14 @@ func TestCorpus(t *testing.T) {
 	t.Log(dev.line("dev (tuned on)"))
 	if !*tuning {
 		t.Log(test.line("held-out test"))
+	}
+	if len(roundDev) > 1 {
+		for _, r := range slices.Sorted(maps.Keys(roundDev)) {
+			t.Log(roundDev[r].line(r + ", dev part"))
+			if !*tuning {
+				t.Log(roundTest[r].line(r + ", held-out part"))
+			}
+		}
 	}
 	all := newScore()
 	for _, sc := range []*score{dev, test} {
@@ -194,14 +209,19 @@ func TestCorpus(t *testing.T) {
 			t.Logf("held-out miss family: %s ×%d", f, test.misses[f])
 		}
 	}
-	if pct(dev.decidedOK, dev.decided) < decidedFloor {
-		t.Errorf("dev: %.1f%% of the findings that say the text decides them are right, below %.1f%%", pct(dev.decidedOK, dev.decided), decidedFloor)
+	if pct(dev.decidedOK, dev.decided) < decidedFloor || pct(dev.decided, dev.n) < decidedCoverageFloor {
+		t.Errorf("dev: %.1f%% of the findings that say the text decides them are right, deciding %.1f%% of the messages; below %.1f%% / %.1f%%",
+			pct(dev.decidedOK, dev.decided), pct(dev.decided, dev.n), decidedFloor, decidedCoverageFloor)
 	}
 	if pct(dev.right, dev.n) < devFloor {
 		t.Errorf("dev first-class accuracy %.1f%% is below %.1f%%", pct(dev.right, dev.n), devFloor)
 	}
 	if *tuning {
 		return
+	}
+	if pct(test.decidedOK, test.decided) < testDecidedFloor || pct(test.decided, test.n) < testDecidedCoverageFloor {
+		t.Errorf("held-out: decided %.1f%% of the messages, %.1f%% of them right; below %.1f%% / %.1f%%",
+			pct(test.decided, test.n), pct(test.decidedOK, test.decided), testDecidedCoverageFloor, testDecidedFloor)
 	}
 	if pct(test.right, test.n) < testFloor || pct(test.withAlt, test.n) < testAltFloor {
 		t.Errorf("held-out accuracy %.1f%% / %.1f%% with alternatives is below %.1f%% / %.1f%%", pct(test.right, test.n), pct(test.withAlt, test.n), testFloor, testAltFloor)
@@ -211,21 +231,27 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// Floors the corpus must hold: the honest figures reached (2026-12-03, round 6: dev 87.7 % on 676
-// messages; held-out 84.7 % and 91.5 % with alternatives on 353), below issue 11's goal (dev 98 %,
-// held-out 95 % / 99 %). Rounds 3 to 6 added 518 messages from new sources (corpus-e to -m), taken
-// blind; read before any tuning on them, their dev parts scored 80.2 %, 75.3 %, 70.9 % and 75.5 %
-// first class (87.7 %, 85.2 %, 86.1 % and 88.8 % with alternatives), so the older sets overstate
-// what unseen text gets. What remains is mostly text that does not hold its cause: registries that
-// answer a missing repository like a private one, outages and client bugs that show as an ordinary
-// 401 or not-found, wrappers that drop the runtime's error.
+// Floors the corpus must hold: the honest figures reached (2026-12-03, after round 7: dev 87.5 %
+// on 763 messages; held-out 83.0 % and 92.0 % with alternatives on 401), below issue 11's goal
+// (dev 98 %, held-out 95 % / 99 %). Rounds 3 to 7 added 653 messages from new sources (corpus-e to
+// -n), taken blind; read before any tuning on them, their dev parts scored 80.2 %, 75.3 %, 70.9 %,
+// 75.5 % and 78.2 % first class (87.7 %, 85.2 %, 86.1 %, 88.8 % and 87.4 % with alternatives), so
+// the older sets overstate what unseen text gets. What remains is mostly text that does not hold
+// its cause: registries that answer a missing repository like a private one, outages and client
+// bugs that show as an ordinary 401 or not-found, wrappers that drop the runtime's error.
 const (
-	devFloor     = 87.5
-	testFloor    = 84.5
-	testAltFloor = 91.0
+	devFloor     = 87.0
+	testFloor    = 82.5
+	testAltFloor = 91.5
 	hostFloor    = 0.9
-	// a finding that says the text decides it must be right: on dev, 320 of 323 are
-	decidedFloor = 98.5
+	// a finding that says the text decides it must be right: a calibrated judgement since
+	// 2026-12-03 (calibrate.go); on dev 345 of 763 messages are decided, every one right (dev's
+	// folds, each judged by tables learned on the others: 41.7 %, 99.1 %). On held-out, 174 of 401
+	// are decided and 163 of them right (93.7 %): the issue's 99 % is not reached there
+	decidedFloor             = 99.5
+	decidedCoverageFloor     = 44.0
+	testDecidedFloor         = 93.0
+	testDecidedCoverageFloor = 42.5
 )
 
 // The lab's own containerd strings: every one must be read right.
@@ -246,4 +272,55 @@ func TestLabStrings(t *testing.T) {
 func sameHost(got, want string) bool {
 	g, w := hostName(got), hostName(want)
 	return strings.EqualFold(hubAlias(g), hubAlias(w)) || strings.EqualFold(g, w)
+}
+
+// roundOf names the collection round a corpus file belongs to, for the figures per round.
+func roundOf(file string) string {
+	if strings.HasSuffix(file, "corpus-n.txt") {
+		return "round 7"
+	}
+	return "rounds 1-6"
+}
+
+// blindFiles are the rounds collected blind and not yet learned from: TestBlindRound measures them
+// at first sight, beside the old held-out set; once a round's dev part has been tuned on, its
+// file moves to corpusFiles.
+var blindFiles = []string{}
+
+// TestBlindRound measures each blind round's dev part and held-out part apart, and the old
+// held-out set beside them: first class, label among the alternatives, decided coverage and
+// decided precision. With -tuning, only the dev parts.
+func TestBlindRound(t *testing.T) {
+	if len(blindFiles) == 0 {
+		t.Skip("no blind round waiting")
+	}
+	oldTest := newScore()
+	if !*tuning {
+		for _, file := range corpusFiles {
+			for _, s := range loadCorpus(t, file) {
+				if heldOut(s.source) {
+					oldTest.add(s, Classify(s.message))
+				}
+			}
+		}
+		t.Log(oldTest.line("old held-out"))
+	}
+	for _, file := range blindFiles {
+		dev, test := newScore(), newScore()
+		for _, s := range loadCorpus(t, file) {
+			got := Classify(s.message)
+			checkFinding(t, s, got)
+			if heldOut(s.source) {
+				test.add(s, got)
+				continue
+			}
+			if classOK, _, _ := dev.add(s, got); !classOK || got.Decided && !classOK {
+				t.Logf("MISS %s: got %s (%s, host %q role %s, alt %v, decided %v), want %s\n  %.300s", s.source, got.Class, got.Code, got.Host, got.Role, got.Alternatives, got.Decided, s.class, s.message)
+			}
+		}
+		t.Log(dev.line(file + " dev part"))
+		if !*tuning {
+			t.Log(test.line(file + " held-out part"))
+		}
+	}
 }

@@ -25,6 +25,23 @@ func normalise(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// reSourcePod reads the pod an event was about from its source: "event Failed on Pod/ns/name",
+// a table row's "… on ns/pod/name" or "… on pod/name".
+var reSourcePod = regexp.MustCompile(`on (?:Pod/(?:([^/\s]+)/)?|(?:([^/\s]+)/)?pod/)([^/\s]+)$`)
+
+// podDecideFor is pod's command for the pod the source names, with placeholders for what it does not.
+func podDecideFor(source string) string {
+	m := reSourcePod.FindStringSubmatch(source)
+	if m == nil {
+		return podDecide
+	}
+	ns := m[1] + m[2]
+	if ns == "" {
+		ns = "NAMESPACE"
+	}
+	return strings.Replace(strings.Replace(podDecide, "POD", m[3], 1), "NAMESPACE", ns, 1)
+}
+
 // maxSources is how many places one folded finding lists; the rest are counted.
 const maxSources = 10
 
@@ -51,7 +68,12 @@ func Explain(msgs []Message) []report.Finding {
 			}
 		}
 		if strings.Contains(fd.Decide, " IMAGE ") {
-			fd.Decide = "" // the input names no image: a command with a placeholder is not one to run
+			// the input names no image: a probe with a placeholder is not a command to run; the
+			// pod names its image
+			fd.Decide = ""
+			if !fd.Decided {
+				fd.Decide = podDecideFor(m.Source)
+			}
 		}
 		fd.Count = max(m.Count, 1)
 		if m.Source != "" {

@@ -93,7 +93,10 @@ func parse(b []byte) ([]Message, Format, error) {
 		}
 		return msgs, FormatYAML, nil
 	case reEventsHeader.Match(trimmed):
-		return fromDescribe(string(b)), FormatDescribe, nil
+		return fromDescribe(string(b), false), FormatDescribe, nil
+	case reDescribeRowStart.Match(trimmed):
+		// describe's event rows pasted without the Events: header
+		return fromDescribe(string(b), true), FormatDescribe, nil
 	case reTableHeader.Match(trimmed):
 		return fromTable(string(b)), FormatTable, nil
 	}
@@ -183,7 +186,7 @@ var pullWaiting = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true
 var (
 	// rePullShape is a message about pulling an image: the kubelet's, the runtimes' and the registry
 	// clients' own words, or a registry API URL. "dial tcp" or "BackOff" alone say nothing about a pull.
-	rePullShape = mustLit(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|pulling image failed|back-?off pulling image|\bpulling image\b|failed to resolve (?:reference|image|ref)|\bErrImagePull\b|ImagePullBackOff|ErrImageNeverPull|pull access denied|failed to get sandbox image|pull policy|couldn't parse image reference|invalid reference format|InvalidImageName|manifest unknown|toomanyrequests|error reading manifest|reading manifest \S+ in|httpReadSeeker|error pinging (?:docker|container) registry|CannotPullContainerError|https?://[^\s"/]+/v2/|https?://[^\s"/]+/v1/(?:_ping|repositories|images)`)
+	rePullShape = mustLit(`(?i)failed to pull (?:and unpack )?image|failed to inspect image|failed pulling image|error pulling image|pulling image failed|back-?off pulling image|\bpulling image\b|failed to resolve (?:reference|image|ref)|\bErrImagePull\b|ImagePullBackOff|ErrImageNeverPull|pull access denied|failed to get sandbox image|pull policy|couldn't parse image reference|invalid reference format|InvalidImageName|manifest unknown|toomanyrequests|error reading manifest|reading manifest \S+ in|httpReadSeeker|error pinging (?:docker|container) registry|CannotPullContainerError|https?://[^\s"/]+/v2/|https?://[^\s"/]+/v1/(?:_ping|repositories|images)`)
 	// reStrongPull is a message that can only be a pull failure, whatever reason the event carries.
 	reStrongPull = mustLit(`(?i)failed to pull (?:and unpack )?image|failed pulling image|error pulling image|back-?off pulling image|\bErrImagePull\b|pull access denied|failed to get sandbox image|CannotPullContainerError`)
 	// reNotPull is what the kubelet and controllers say about other failures that share words with
@@ -308,13 +311,23 @@ func str(m map[string]any, k string) string {
 // describe: "  Warning  Failed     7m40s (x4 over 9m8s)   kubelet, node-1  Failed to pull image …"
 var (
 	reDescribeEvent = regexp.MustCompile(`^\s*(Normal|Warning)\s+(\S+)\s+(.+?)\s{2,}(\S.*?)\s{2,}(\S.*)$`)
-	reDescribeCount = regexp.MustCompile(`\(x(\d+) over`)
-	reDescribeImage = regexp.MustCompile(`^\s+Image:\s+(\S+)\s*$`)
+	// the same row with kubectl's alignment lost (a chat tool collapsed the spaces, or turned them
+	// into tabs): the age is read by its shape ("24m", "8m52s (x4 over 25m)", "<unknown>") and the
+	// source is one word, or two joined by a comma ("kubelet, node-1")
+	reDescribeEventLoose = regexp.MustCompile(`^\s*(Normal|Warning)\s+(\S+)\s+((?:\d+[smhdy][0-9smhdy]*|<unknown>|<invalid>)(?:\s+\(x\d+\s+over\s+[^)]*\))?)\s+(\S+(?:,\s*\S+)?)\s+(\S.*)$`)
+	reDescribeHeader     = regexp.MustCompile(`^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$`)
+	reDescribeCount      = regexp.MustCompile(`\(x(\d+) over`)
+	reDescribeImage      = regexp.MustCompile(`^\s+Image:\s+(\S+)\s*$`)
 )
 
-func fromDescribe(s string) []Message {
+// reDescribeRowStart is input that starts with one of describe's event rows.
+var reDescribeRowStart = regexp.MustCompile(`^(?:Normal|Warning)\s+\S+\s+(?:\d+[smhdy][0-9smhdy]*|<unknown>|<invalid>)[\s(]`)
+
+// fromDescribe reads the event rows of kubectl describe output: those after its Events: header or
+// the header row, or every row when rows says the input is the rows alone.
+func fromDescribe(s string, rows bool) []Message {
 	var out []Message
-	inEvents := false
+	inEvents := rows
 	var image string
 	var cur *Message
 	flush := func() {
@@ -331,14 +344,18 @@ func fromDescribe(s string) []Message {
 		if m := reDescribeImage.FindStringSubmatch(line); m != nil && image == "" {
 			image = m[1]
 		}
-		if strings.HasPrefix(line, "Events:") {
+		if strings.HasPrefix(strings.TrimSpace(line), "Events:") || reDescribeHeader.MatchString(line) {
 			inEvents = true
 			continue
 		}
 		if !inEvents {
 			continue
 		}
-		if m := reDescribeEvent.FindStringSubmatch(line); m != nil {
+		m := reDescribeEvent.FindStringSubmatch(line)
+		if m == nil {
+			m = reDescribeEventLoose.FindStringSubmatch(line)
+		}
+		if m != nil {
 			flush()
 			typ, reason, age, msg := m[1], m[2], m[3], m[5]
 			if !isPullFailure(typ, reason, "", msg) {
@@ -352,7 +369,8 @@ func fromDescribe(s string) []Message {
 			continue
 		}
 		// kubectl wraps long messages onto indented continuation lines
-		if cur != nil && strings.HasPrefix(line, " ") && strings.TrimSpace(line) != "" && !strings.Contains(line, "----") {
+		// (rows pasted alone may have lost the indentation too)
+		if cur != nil && (rows || strings.HasPrefix(line, " ") || strings.HasPrefix(line, "\t")) && strings.TrimSpace(line) != "" && !strings.Contains(line, "----") {
 			cur.Text += " " + strings.TrimSpace(line)
 			continue
 		}

@@ -283,6 +283,10 @@ func learnedBecause(ph string, row phraseKey, counts []classCount) string {
 	case "*":
 	case notHub:
 		where = "on registries other than Docker Hub"
+	case "none":
+		where = "where the text names no registry"
+	case "other":
+		where = "on registries of no known family"
 	default:
 		where = "on " + row.family + " registries"
 	}

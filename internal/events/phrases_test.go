@@ -29,7 +29,7 @@ func learnCodes(t testing.TB, use func(sample) bool) map[codeKey][]classCount {
 			if !use(s) {
 				continue
 			}
-			fd, _ := classify(s.message, false)
+			fd, _, _ := classify(s.message, false)
 			// each reading's own row, and the role's base rate over every reading (code "*")
 			for _, k := range []codeKey{{fd.Code, fd.Role}, {anyCode, fd.Role}} {
 				if counts[k] == nil {
@@ -71,7 +71,7 @@ func learnFrom(t testing.TB, use func(sample) bool) map[phraseKey][]classCount {
 			if !use(s) {
 				continue // never learn from the held-out third
 			}
-			fd, key := classify(s.message, false)
+			fd, key, _ := classify(s.message, false)
 			if key.phrase == "" || !learnedFor(key.phrase, fd.Role) {
 				continue
 			}
@@ -181,7 +181,7 @@ func TestPhraseTableCrossValidated(t *testing.T) {
 				continue
 			}
 			n++
-			raw, _ := classify(s.message, false)
+			raw, _, _ := classify(s.message, false)
 			got := Classify(s.message)
 			if raw.Class == s.class {
 				ruleRight++

@@ -230,6 +230,7 @@ const (
 	CodeBackoffNoCause      Code = "BACKOFF_NO_CAUSE"
 	CodeNeverPull           Code = "IMAGE_NEVER_PULL"
 	CodeInvalidReference    Code = "INVALID_REFERENCE"
+	CodeKubeletPullQPS      Code = "KUBELET_PULL_QPS" // the kubelet's own registryPullQPS throttle, not the registry's
 	CodeHostSkipped         Code = "HOST_SKIPPED"
 	CodeNotDownloaded       Code = "NOT_DOWNLOADED" // --no-download: layers reached, not downloaded
 	CodeCAFileMissing       Code = "CA_FILE_MISSING"
