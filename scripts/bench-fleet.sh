@@ -2,7 +2,8 @@
 # pod --all -A, pod NAME and verify's choice of nodes on the fleet tier's full preset (1,000 KWOK
 # nodes in 50 pools, 30,000 pods, 2,000 failing; real etcd and kube-apiserver), side by side in the
 # same run with kubectl get pods -A -o json plus kubectl get events -A -o json: wall time, peak RSS
-# and API requests by verb and resource (from the API server's audit log). Root is not needed.
+# and API requests by verb and resource (from the API server's audit log); then `pullpath watch` on
+# the same preset: its memory and API requests a minute at steady state. Root is not needed.
 # PULLPATH_BENCH_PRESET=small runs it on the test run's preset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,4 +13,4 @@ PULLPATH_KWOK=${PULLPATH_KWOK:-$(bash scripts/fleetbins.sh)}
 PULLPATH_KUBECTL=${PULLPATH_KUBECTL:-$(bash scripts/fleetbins.sh kubectl)/kubectl}
 export PULLPATH_KUBECTL
 export PULLPATH_KUBEBINS PULLPATH_KWOK PULLPATH_BENCH=1
-go test -count=1 -timeout 60m -run '^TestFleetBenchmark$' -v ./test/fleet/ | grep -v '^=== RUN'
+go test -count=1 -timeout 60m -run '^(TestFleetBenchmark|TestWatchAtScale)$' -v ./test/fleet/ | grep -v '^=== RUN'

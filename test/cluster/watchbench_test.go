@@ -1,18 +1,16 @@
 package cluster
 
 import (
-	"bufio"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pullpath/pullpath/test/internal/netnsdial"
+	"github.com/pullpath/pullpath/test/internal/promtext"
 )
 
 // TestWatchBudget measures what `pullpath watch` costs per node: API requests (by method and
@@ -63,13 +61,17 @@ func TestWatchBudget(t *testing.T) {
 			t.Fatalf("metrics: %v", err)
 		}
 		defer resp.Body.Close()
-		return parseMetrics(t, resp.Body)
+		m, err := promtext.Parse(resp.Body)
+		if err != nil {
+			t.Fatalf("metrics: %v", err)
+		}
+		return m
 	}
 	// the first round: every node has a result
 	var first map[string]float64
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
 		first = scrape()
-		if sumPrefix(first, `pullpath_watch_probes_total{`) >= nodes {
+		if promtext.Sum(first, `pullpath_watch_probes_total{`) >= nodes {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -82,15 +84,15 @@ func TestWatchBudget(t *testing.T) {
 	last := scrape()
 	w.stopClean(t, c)
 
-	probesFull := sumPrefix(first, `pullpath_watch_probes_total{`)
-	probesQuick := sumPrefix(last, `pullpath_watch_probes_total{`) - probesFull
+	probesFull := promtext.Sum(first, `pullpath_watch_probes_total{`)
+	probesQuick := promtext.Sum(last, `pullpath_watch_probes_total{`) - probesFull
 	if probesQuick < nodes {
 		t.Fatalf("only %v quick probes in the window of %s", probesQuick, window)
 	}
 	per := func(m map[string]float64, prefix string, probes float64) float64 {
-		return sumPrefix(m, prefix) / probes
+		return promtext.Sum(m, prefix) / probes
 	}
-	delta := func(prefix string) float64 { return sumPrefix(last, prefix) - sumPrefix(first, prefix) }
+	delta := func(prefix string) float64 { return promtext.Sum(last, prefix) - promtext.Sum(first, prefix) }
 	type cost struct{ api, sent, recv, reg, deliv float64 }
 	// the first round includes the watcher's start (informer list, leftovers, the run's objects)
 	full := cost{per(first, `pullpath_watch_api_requests_total{`, probesFull), per(first, `pullpath_watch_api_bytes_total{direction="sent"}`, probesFull),
@@ -128,38 +130,4 @@ first result from every node %s after the watcher started; watcher RSS %.0f MiB`
 		strings.Join(vs, ", "), detect.Round(100*time.Millisecond), rss)
 	t.Log(table)
 	fmt.Println(table)
-}
-
-// parseMetrics reads Prometheus text: series (name and labels as written) → value.
-func parseMetrics(t *testing.T, r io.Reader) map[string]float64 {
-	t.Helper()
-	out := map[string]float64{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			continue
-		}
-		out[line[:i]] = v
-	}
-	return out
-}
-
-func sumPrefix(m map[string]float64, prefix string) float64 {
-	s := 0.0
-	for k, v := range m {
-		if strings.HasPrefix(k, prefix) {
-			s += v
-		}
-	}
-	return s
 }

@@ -1,0 +1,154 @@
+package fleet
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pullpath/pullpath/test/internal/promtext"
+)
+
+// TestWatchAtScale runs `pullpath watch` against the fleet (1,000 KWOK nodes in 50 pools with the
+// full preset) and measures its steady state: memory, and API requests by method and resource per
+// minute from the watcher's own counter (pullpath_watch_api_requests_total). KWOK nodes have no kubelet, so a probe pod never reports: each probe
+// ends Unknown at --probe-timeout, which keeps --concurrency probes always in flight — more API
+// work than a real fleet whose probes end in seconds. A benchmark: scripts/bench-fleet.sh runs it
+// (PULLPATH_BENCH=1); PULLPATH_BENCH_PRESET=small for a dry run, PULLPATH_BENCH_WINDOW for the
+// window (default 3m).
+func TestWatchAtScale(t *testing.T) {
+	if os.Getenv("PULLPATH_BENCH") == "" {
+		t.Skip("a benchmark: scripts/bench-fleet.sh runs it")
+	}
+	if skipReason != "" {
+		t.Skip("fleet tier skipped: " + skipReason)
+	}
+	p := Full
+	if os.Getenv("PULLPATH_BENCH_PRESET") == "small" {
+		p = Small
+	}
+	window := 3 * time.Minute
+	if v := os.Getenv("PULLPATH_BENCH_WINDOW"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		window = d
+	}
+	tr, err := startTier(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := tr.close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	bin := filepath.Join(tr.dir, "pullpath")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	kc, err := tr.srv.Kubeconfig("pullpath")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	start := time.Now()
+	cmd := exec.Command(bin, "watch", "--image", tr.fleet.Images[len(tr.fleet.Images)-1], "--interval", "15m",
+		"--probe-timeout", "20s", "--concurrency", "5", "--metrics-address", addr, "--run-namespace", "pullpath-watch")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
+	var mu sync.Mutex
+	var errOut bytes.Buffer
+	cmd.Stderr = writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return errOut.Write(b) })
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(3 * time.Minute):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}()
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		mu.Lock()
+		up := strings.Contains(errOut.String(), "probing every Ready node")
+		mu.Unlock()
+		if up {
+			break
+		}
+		if time.Now().After(deadline) {
+			mu.Lock()
+			t.Fatalf("watch did not start within 3 min\n%s", errOut.String())
+		}
+	}
+	synced := time.Since(start)
+	time.Sleep(time.Minute) // past the start: the informer's list, the run's objects
+	m1, at1 := scrapeMetrics(t, addr), time.Now()
+	time.Sleep(window)
+	m2, at2 := scrapeMetrics(t, addr), time.Now()
+	minutes := at2.Sub(at1).Minutes()
+	var rows []string
+	totalReqs := 0.0
+	for k, v := range m2 {
+		if strings.HasPrefix(k, `pullpath_watch_api_requests_total{`) {
+			if d := v - m1[k]; d > 0 {
+				totalReqs += d
+				rows = append(rows, fmt.Sprintf("%s %.1f", strings.NewReplacer(`pullpath_watch_api_requests_total{method="`, "", `",resource="`, " ", `"}`, "").Replace(k), d/minutes))
+			}
+		}
+	}
+	sort.Strings(rows)
+	getNodes := m2[`pullpath_watch_api_requests_total{method="GET",resource="nodes"}`] - m1[`pullpath_watch_api_requests_total{method="GET",resource="nodes"}`]
+	probes := promtext.Sum(m2, "pullpath_watch_probes_total{") - promtext.Sum(m1, "pullpath_watch_probes_total{")
+	table := fmt.Sprintf(`watch on the %s fleet (%d nodes in %d pools): informer synced and probing %s after start
+steady state over %s: RSS %.0f MiB (Go heap in use %.0f MiB), %d probes, %.1f API requests a minute
+requests a minute by method and resource: %s
+requests since the start: %.0f (the informer's list and the run's objects included)`,
+		p.Name, len(tr.fleet.Nodes), p.Pools, synced.Round(100*time.Millisecond), at2.Sub(at1).Round(time.Second),
+		m2["process_resident_memory_bytes"]/(1<<20), m2["go_memstats_heap_inuse_bytes"]/(1<<20), int(probes), totalReqs/minutes,
+		strings.Join(rows, ", "), promtext.Sum(m2, "pullpath_watch_api_requests_total{"))
+	figure(t, "%s", table)
+	fmt.Println(table)
+	// a node is read alone only to tell an API outage from a probe that could not run: at most
+	// once a probe, never a poll of the fleet
+	if getNodes > probes {
+		t.Errorf("%.0f GETs of nodes for %.0f probes: the informer's cache must serve the fleet", getNodes, probes)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+func scrapeMetrics(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	m, err := promtext.Parse(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	return m
+}
