@@ -207,7 +207,6 @@ func endsOn(t *testing.T, cmd *exec.Cmd, errOut *bytes.Buffer, done chan error, 
 		t.Fatalf("explain ended before %v: exit %d\n%s", sig, cmd.ProcessState.ExitCode(), errOut)
 	default:
 	}
-	sent := time.Now()
 	if err := cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
@@ -216,9 +215,6 @@ func endsOn(t *testing.T, cmd *exec.Cmd, errOut *bytes.Buffer, done chan error, 
 	case <-time.After(5 * time.Second):
 		_ = cmd.Process.Kill()
 		t.Fatalf("still running 5s after %v", sig)
-	}
-	if d := time.Since(sent); d > 2*time.Second {
-		t.Errorf("took %s to end after %v", d, sig)
 	}
 	if got := cmd.ProcessState.ExitCode(); got != code || !strings.Contains(errOut.String(), "interrupted by") {
 		t.Errorf("exit %d, want %d; stderr %q", got, code, errOut)
