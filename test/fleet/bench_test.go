@@ -115,11 +115,10 @@ func median(rs []run) run {
 	return s[len(s)/2]
 }
 
-// TestFleetBenchmark measures pod --all -A, pod NAME and verify's node choice on the full preset
-// (1,000 nodes, 50 pools, 30,000 pods, 2,000 failing), side by side in the same run with
-// kubectl get pods -A -o json plus kubectl get events -A -o json. A benchmark, not a test of speed:
-// scripts/bench-fleet.sh runs it (PULLPATH_BENCH=1); PULLPATH_BENCH_PRESET=small for a dry run.
-func TestFleetBenchmark(t *testing.T) {
+// benchTier is a benchmark's own fleet (the full preset, or PULLPATH_BENCH_PRESET=small) with a
+// pullpath binary built into its folder; the fleet is torn down when the test ends.
+func benchTier(t *testing.T) (*tier, Preset, string) {
+	t.Helper()
 	if os.Getenv("PULLPATH_BENCH") == "" {
 		t.Skip("a benchmark: scripts/bench-fleet.sh runs it")
 	}
@@ -134,20 +133,29 @@ func TestFleetBenchmark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	t.Cleanup(func() {
 		if err := tr.close(); err != nil {
 			t.Error(err)
 		}
-	}()
+	})
+	bin := filepath.Join(tr.dir, "pullpath")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return tr, p, bin
+}
+
+// TestFleetBenchmark measures pod --all -A, pod NAME and verify's node choice on the full preset
+// (1,000 nodes, 50 pools, 30,000 pods, 2,000 failing), side by side in the same run with
+// kubectl get pods -A -o json plus kubectl get events -A -o json. A benchmark, not a test of speed:
+// scripts/bench-fleet.sh runs it (PULLPATH_BENCH=1); PULLPATH_BENCH_PRESET=small for a dry run.
+func TestFleetBenchmark(t *testing.T) {
+	tr, p, bin := benchTier(t)
 	f := tr.fleet
 	fmt.Printf("fleet %s preset, seed %d: %d nodes in %d pools, %d pods (%d failing on %d images, %d causes), one pod with %d events\n",
 		p.Name, seed, len(f.Nodes), p.Pools, len(f.Pods), p.Failing, p.FailingImages, len(Causes), p.NoisyEvents)
 	fmt.Printf("load: %d objects created in %s with 16 parallel requests, kwok settled every node Ready and every other pod Running %s later (%d pods it left Pending); whole bring-up %s\n",
 		tr.loaded.Objects, tr.loaded.Create.Round(100*time.Millisecond), tr.loaded.Settled.Round(100*time.Millisecond), tr.loaded.Stuck, tr.up.Round(100*time.Millisecond))
-	bin := filepath.Join(tr.dir, "pullpath")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
 	kubectl, kerr := os.Getenv("PULLPATH_KUBECTL"), error(nil)
 	if kubectl == "" {
 		kubectl, kerr = exec.LookPath("kubectl")

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -26,16 +25,6 @@ import (
 // (PULLPATH_BENCH=1); PULLPATH_BENCH_PRESET=small for a dry run, PULLPATH_BENCH_WINDOW for the
 // window (default 3m).
 func TestWatchAtScale(t *testing.T) {
-	if os.Getenv("PULLPATH_BENCH") == "" {
-		t.Skip("a benchmark: scripts/bench-fleet.sh runs it")
-	}
-	if skipReason != "" {
-		t.Skip("fleet tier skipped: " + skipReason)
-	}
-	p := Full
-	if os.Getenv("PULLPATH_BENCH_PRESET") == "small" {
-		p = Small
-	}
 	window := 3 * time.Minute
 	if v := os.Getenv("PULLPATH_BENCH_WINDOW"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -44,19 +33,7 @@ func TestWatchAtScale(t *testing.T) {
 		}
 		window = d
 	}
-	tr, err := startTier(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := tr.close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	bin := filepath.Join(tr.dir, "pullpath")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	tr, p, bin := benchTier(t)
 	kc, err := tr.srv.Kubeconfig("pullpath")
 	if err != nil {
 		t.Fatal(err)
