@@ -3,7 +3,6 @@ package events
 import (
 	"fmt"
 	"net"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -145,7 +144,7 @@ func addrOr(addr, h string) string {
 }
 
 // reLegacyCN is Go's refusal of a certificate that names its host only in the Common Name.
-var reLegacyCN = regexp.MustCompile(`legacy Common Name field`)
+var reLegacyCN = lazyRE(`legacy Common Name field`)
 
 // otherOwners say who fixes what fails off the pull path (class other has no owner token).
 var otherOwners = map[report.Code]string{
@@ -166,7 +165,7 @@ func ownerText(fd report.Finding) string {
 }
 
 // reExpiredSignature is object storage saying the signed URL is no longer valid.
-var reExpiredSignature = regexp.MustCompile(`(?i)request has expired|signature (?:not valid in the specified time|expired)|url signature expired|ExpiredToken|token is expired`)
+var reExpiredSignature = lazyRE(`(?i)request has expired|signature (?:not valid in the specified time|expired)|url signature expired|ExpiredToken|token is expired`)
 
 // nextSteps lists what to check for this finding's code first (a refused connection, a stall and
 // a digest mismatch do not share a fix), with the names and the port from the message.

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
@@ -33,7 +32,7 @@ func newReading(msg string) *reading {
 	r := &reading{f: readFacts(msg), code: report.CodeUnknown, layer: report.StepConfig}
 	r.host, r.role = r.f.failingHost()
 	for i, rl := range rules {
-		if !rulePrefilters[i].mayMatch(r.f.proseLow) {
+		if !rulePrefilters()[i].mayMatch(r.f.proseLow) {
 			continue
 		}
 		if loc := rl.re.FindStringIndex(r.f.prose); loc != nil {
@@ -120,7 +119,7 @@ func (r *reading) resetPeer() {
 }
 
 // reResetPeer is the remote end of a read or write that failed.
-var reResetPeer = regexp.MustCompile(`(?:read|write) tcp \S+->(\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+): `)
+var reResetPeer = lazyRE(`(?:read|write) tcp \S+->(\[[0-9a-fA-F:.]+\]:\d+|[0-9.]+:\d+): `)
 
 // start makes the finding of what was read so far.
 func (r *reading) start(msg string) {

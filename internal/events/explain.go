@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/pullpath/pullpath/internal/registry"
@@ -9,11 +8,11 @@ import (
 )
 
 var (
-	reTimestamps = regexp.MustCompile(`\b[EWI]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ \S+\]\s*|time="[^"]*"\s*|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b`)
-	reUDPPort    = regexp.MustCompile(`:\d+->`)
-	reCountNote  = regexp.MustCompile(`\(x\d+ over [^)]*\)`)
+	reTimestamps = lazyRE(`\b[EWI]\d{4} \d{2}:\d{2}:\d{2}\.\d+\s+\d+ \S+\]\s*|time="[^"]*"\s*|\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?\b`)
+	reUDPPort    = lazyRE(`:\d+->`)
+	reCountNote  = lazyRE(`\(x\d+ over [^)]*\)`)
 	// reLogNoise is a tool's own info or warning line (crictl: "Config /etc/crictl.yaml does not exist").
-	reLogNoise = regexp.MustCompile(`level=(?:debug|info|warning|warn)\b|^[IW]\d{4} \d{2}:\d{2}`)
+	reLogNoise = lazyRE(`level=(?:debug|info|warning|warn)\b|^[IW]\d{4} \d{2}:\d{2}`)
 )
 
 // normalise removes what differs between repeats of the same failure: timestamps, ephemeral
@@ -27,7 +26,7 @@ func normalise(s string) string {
 
 // reSourcePod reads the pod an event was about from its source: "event Failed on Pod/ns/name",
 // a table row's "… on ns/pod/name" or "… on pod/name".
-var reSourcePod = regexp.MustCompile(`on (?:Pod/(?:([^/\s]+)/)?|(?:([^/\s]+)/)?pod/)([^/\s]+)$`)
+var reSourcePod = lazyRE(`on (?:Pod/(?:([^/\s]+)/)?|(?:([^/\s]+)/)?pod/)([^/\s]+)$`)
 
 // podDecideFor is pod's command for the pod the source names, with placeholders for what it does not.
 func podDecideFor(source string) string {

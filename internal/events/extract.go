@@ -3,7 +3,6 @@ package events
 import (
 	"net"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/pullpath/pullpath/internal/redact"
@@ -70,7 +69,7 @@ var (
 	reViaProxy     = mustLit(`via (?:HTTPS? )?proxy (?:https?://)?(\[[0-9a-fA-F:.]+\]:\d+|[^\s:/\[\]]+:\d+)`)
 	reCertFor      = mustLit(`(?:but wanted to match|certificate is valid for [^\n]*?, not) ([a-zA-Z0-9*][a-zA-Z0-9.*\[\]-]*\.[a-zA-Z\]]{2,})`)
 	reConnectingTo = mustLit(`: connecting to (\[[0-9a-fA-F:.]+\]:\d+|[^\s:\[\]]+:\d+): `)
-	reManifestPath = regexp.MustCompile(`^/v2/(.+)/manifests/([^/?#]+)$`)
+	reManifestPath = lazyRE(`^/v2/(.+)/manifests/([^/?#]+)$`)
 	reRefIn        = mustLit(`(?:[Rr]eading manifest|Tag) (\S+?) (?:in|not found in repository) ((?:[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}(?::\d+)?|localhost(?::\d+)?)/[a-z0-9._/-]+)`)
 	reURL          = mustLit(`https?://[^\s"'\\<>\x60)\]]+`)
 	reMethod       = mustLit(`\b(Get|Head|Post|GET|HEAD|POST)\s+"?https?://`)
@@ -85,7 +84,7 @@ var (
 		`\u0026`, "&", `\u003c`, "<", `\u003e`, ">", `\u0027`, "'", `\u003d`, "=",
 		"&quot;", `"`, "&#34;", `"`, "&#39;", "'", "&#x27;", "'", "&lt;", "<", "&gt;", ">", "&amp;", "&",
 		"\u201c", `"`, "\u201d", `"`, "\u2018", "'", "\u2019", "'", "\u00a0", " ")
-	reBlobPath = regexp.MustCompile(`/blobs/|registry-v2/|/containers/images/|/data\?|/data$`)
+	reBlobPath = lazyRE(`/blobs/|registry-v2/|/containers/images/|/data\?|/data$`)
 )
 
 // image returns the first image reference re finds in t, or "".
@@ -117,7 +116,7 @@ func repoOf(ref string) string {
 }
 
 // reAutoLink is a reference a forum turned into a link to itself ("[host/app:1](http://host/app:1)").
-var reAutoLink = regexp.MustCompile(`\[([^\]\s]+)\]\(https?://([^)\s]+)\)`)
+var reAutoLink = lazyRE(`\[([^\]\s]+)\]\(https?://([^)\s]+)\)`)
 
 func unlink(t string) string {
 	if !strings.Contains(t, "](http") {
@@ -231,7 +230,7 @@ func readFacts(msg string) facts {
 
 // reRequestBefore is what a client writes right before a URL it requested: a method, "request
 // to", "url:", an open quote.
-var reRequestBefore = regexp.MustCompile(`(?i)(?:\b(?:get|head|post|put|patch)|request to|status code|url:?|for|from|failed open:|\bat|=)\s*"?$|"$`)
+var reRequestBefore = lazyRE(`(?i)(?:\b(?:get|head|post|put|patch)|request to|status code|url:?|for|from|failed open:|\bat|=)\s*"?$|"$`)
 
 // requestURL says whether a URL in the text is one the client requested, not a link its error
 // points the reader to ("Further instructions: https://…", "reach out to https://support…"): the
@@ -260,7 +259,7 @@ func hubAlias(h string) string {
 }
 
 // storageHost matches object storage and CDN hosts registries redirect blob downloads to.
-var storageHost = regexp.MustCompile(`(?i)(cloudfront\.net|cloudfront\.docker\.com|cloudflare\.docker\.com|r2\.cloudflarestorage\.com|blob\.core\.windows\.net|\.data\.azurecr\.io$|(^|\.)s3[.-].*amazonaws\.com|^storage\.googleapis\.com|pkg-containers\.githubusercontent\.com|^cdn\d*\.quay\.io|quay-registry\.s3)`)
+var storageHost = lazyRE(`(?i)(cloudfront\.net|cloudfront\.docker\.com|cloudflare\.docker\.com|r2\.cloudflarestorage\.com|blob\.core\.windows\.net|\.data\.azurecr\.io$|(^|\.)s3[.-].*amazonaws\.com|^storage\.googleapis\.com|pkg-containers\.githubusercontent\.com|^cdn\d*\.quay\.io|quay-registry\.s3)`)
 
 // tokenURL reports whether u is a token realm request.
 func tokenURL(u *url.URL) bool {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -104,11 +103,11 @@ func parse(b []byte) ([]Message, Format, error) {
 }
 
 var (
-	reYAMLKind      = regexp.MustCompile(`(?m)^kind:\s*\S+`)
-	reYAMLAPI       = regexp.MustCompile(`(?m)^apiVersion:\s*\S+`)
-	reEventsHeader  = regexp.MustCompile(`(?m)^Events:\s*$|^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$`)
-	reYAMLSeparator = regexp.MustCompile(`(?m)^---\s*$`)
-	reBlankLine     = regexp.MustCompile(`\n\s*\n`)
+	reYAMLKind      = lazyRE(`(?m)^kind:\s*\S+`)
+	reYAMLAPI       = lazyRE(`(?m)^apiVersion:\s*\S+`)
+	reEventsHeader  = lazyRE(`(?m)^Events:\s*$|^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$`)
+	reYAMLSeparator = lazyRE(`(?m)^---\s*$`)
+	reBlankLine     = lazyRE(`\n\s*\n`)
 )
 
 // jsonObjectStart says b opens a JSON object: "{" then a quoted key or "}".
@@ -192,7 +191,7 @@ var (
 	// reNotPull is what the kubelet and controllers say about other failures that share words with
 	// pulls (dial tcp, BackOff, rpc error, context deadline exceeded).
 	reNotPull        = mustLit(`(?i)^\s*(?:(?:Readiness|Liveness|Startup) probe (?:failed|errored|warning)|Back-off restarting failed container|back-off \S+ restarting failed|MountVolume\.|AttachVolume\.|Unable to attach or mount volumes|\d+/\d+ nodes are available|Memory cgroup out of memory|System OOM encountered|Node \S+ status is now|failed to setup network for sandbox|Failed to create pod sandbox: rpc error: code = \w+ desc = failed to (?:setup|create) network)`)
-	reContainerField = regexp.MustCompile(`^spec\.(?:initContainers|containers|ephemeralContainers)\{`)
+	reContainerField = lazyRE(`^spec\.(?:initContainers|containers|ephemeralContainers)\{`)
 	// notPullReasons are event reasons that are never about a pull, whatever their text.
 	notPullReasons = map[string]bool{"Unhealthy": true, "ProbeWarning": true, "FailedMount": true, "FailedAttachVolume": true,
 		"FailedScheduling": true, "OOMKilling": true, "SystemOOM": true, "NodeNotReady": true, "FailedKillPod": true,
@@ -310,18 +309,18 @@ func str(m map[string]any, k string) string {
 
 // describe: "  Warning  Failed     7m40s (x4 over 9m8s)   kubelet, node-1  Failed to pull image …"
 var (
-	reDescribeEvent = regexp.MustCompile(`^\s*(Normal|Warning)\s+(\S+)\s+(.+?)\s{2,}(\S.*?)\s{2,}(\S.*)$`)
+	reDescribeEvent = lazyRE(`^\s*(Normal|Warning)\s+(\S+)\s+(.+?)\s{2,}(\S.*?)\s{2,}(\S.*)$`)
 	// the same row with kubectl's alignment lost (a chat tool collapsed the spaces, or turned them
 	// into tabs): the age is read by its shape ("24m", "8m52s (x4 over 25m)", "<unknown>") and the
 	// source is one word, or two joined by a comma ("kubelet, node-1")
-	reDescribeEventLoose = regexp.MustCompile(`^\s*(Normal|Warning)\s+(\S+)\s+((?:\d+[smhdy][0-9smhdy]*|<unknown>|<invalid>)(?:\s+\(x\d+\s+over\s+[^)]*\))?)\s+(\S+(?:,\s*\S+)?)\s+(\S.*)$`)
-	reDescribeHeader     = regexp.MustCompile(`^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$`)
-	reDescribeCount      = regexp.MustCompile(`\(x(\d+) over`)
-	reDescribeImage      = regexp.MustCompile(`^\s+Image:\s+(\S+)\s*$`)
+	reDescribeEventLoose = lazyRE(`^\s*(Normal|Warning)\s+(\S+)\s+((?:\d+[smhdy][0-9smhdy]*|<unknown>|<invalid>)(?:\s+\(x\d+\s+over\s+[^)]*\))?)\s+(\S+(?:,\s*\S+)?)\s+(\S.*)$`)
+	reDescribeHeader     = lazyRE(`^\s*Type\s+Reason\s+Age\s+From\s+Message\s*$`)
+	reDescribeCount      = lazyRE(`\(x(\d+) over`)
+	reDescribeImage      = lazyRE(`^\s+Image:\s+(\S+)\s*$`)
 )
 
 // reDescribeRowStart is input that starts with one of describe's event rows.
-var reDescribeRowStart = regexp.MustCompile(`^(?:Normal|Warning)\s+\S+\s+(?:\d+[smhdy][0-9smhdy]*|<unknown>|<invalid>)[\s(]`)
+var reDescribeRowStart = lazyRE(`^(?:Normal|Warning)\s+\S+\s+(?:\d+[smhdy][0-9smhdy]*|<unknown>|<invalid>)[\s(]`)
 
 // fromDescribe reads the event rows of kubectl describe output: those after its Events: header or
 // the header row, or every row when rows says the input is the rows alone.
@@ -381,7 +380,7 @@ func fromDescribe(s string, rows bool) []Message {
 }
 
 // reStrongStart marks a line that starts a failure report on its own.
-var reStrongStart = regexp.MustCompile(`(?i)^\s*(?:E\d{4} |time="|level=|FATA|ERRO|Warning\s|Failed to pull image|Error response from daemon|Error:|ctr:|error pulling|failed to |\[ERROR|docker: |pulling image|rpc error|Back-off pulling)`)
+var reStrongStart = lazyRE(`(?i)^\s*(?:E\d{4} |time="|level=|FATA|ERRO|Warning\s|Failed to pull image|Error response from daemon|Error:|ctr:|error pulling|failed to |\[ERROR|docker: |pulling image|rpc error|Back-off pulling)`)
 
 // notAPull reports raw text that is plainly another failure (a probe, a crash loop, a mount), a
 // kubelet's progress line, or no failure at all (no word of an error): it is dropped. Anything else
@@ -398,7 +397,7 @@ func notAPull(text string) bool {
 func namesCause(text string) bool {
 	low := strings.ToLower(text)
 	for i, r := range rules {
-		if r.code != report.CodeUnknown && rulePrefilters[i].mayMatch(low) && r.re.MatchString(text) {
+		if r.code != report.CodeUnknown && rulePrefilters()[i].mayMatch(low) && r.re.MatchString(text) {
 			return true
 		}
 	}
@@ -407,10 +406,10 @@ func namesCause(text string) bool {
 
 var (
 	// reProgress is the kubelet's and a client's report of a pull going well, alone in a block
-	reProgress = regexp.MustCompile(`(?i)^\s*(?:Successfully pulled image \S+(?: in [^\n]*)?|Container image \S+ already present on machine[^\n]*|(?:Created|Started) container \S+|Pulling image \S+|Pulled image \S+[^\n]*|Status: (?:Downloaded newer image|Image is up to date) for \S+)\s*$`)
+	reProgress = lazyRE(`(?i)^\s*(?:Successfully pulled image \S+(?: in [^\n]*)?|Container image \S+ already present on machine[^\n]*|(?:Created|Started) container \S+|Pulling image \S+|Pulled image \S+[^\n]*|Status: (?:Downloaded newer image|Image is up to date) for \S+)\s*$`)
 	// reErrorWord is any word an error, a refusal or a failed step is written with, in the runtimes'
 	// and Go's wording and the status codes they print: text with none of them reports no failure
-	reErrorWord = regexp.MustCompile(`(?i)err|fail|fata|denied|permission|unauthenticated|unsupported|exhausted|quota|unauthori[sz]ed|forbidden|refused|reset|timeout|timed out|deadline|EOF|not found|unknown|no such|cannot|can't|could not|couldn't|unable|invalid|x509|tls|certificate|lookup|dial|unreachable|too many|\b[45]\d\d\b|exceeded|back-?off|canceled|cancelled|no match|not present|mismatch|expired|blocked|required|limit|does not|doesn't|not (?:allowed|authori[sz]ed|accessible)|abort|panic|wrong|bad|missing|no route|refus`)
+	reErrorWord = lazyRE(`(?i)err|fail|fata|denied|permission|unauthenticated|unsupported|exhausted|quota|unauthori[sz]ed|forbidden|refused|reset|timeout|timed out|deadline|EOF|not found|unknown|no such|cannot|can't|could not|couldn't|unable|invalid|x509|tls|certificate|lookup|dial|unreachable|too many|\b[45]\d\d\b|exceeded|back-?off|canceled|cancelled|no match|not present|mismatch|expired|blocked|required|limit|does not|doesn't|not (?:allowed|authori[sz]ed|accessible)|abort|panic|wrong|bad|missing|no route|refus`)
 )
 
 // fromText splits raw text into messages: blank lines separate blocks, and a block whose lines each
@@ -470,7 +469,7 @@ func splitText(s string) []Message {
 
 // `kubectl get events [-A]`: "NAMESPACE  LAST SEEN  TYPE  REASON  OBJECT  MESSAGE", columns
 // padded to the widest cell, so the header gives each column's offset.
-var reTableHeader = regexp.MustCompile(`(?m)^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\s*$`)
+var reTableHeader = lazyRE(`(?m)^(?:NAMESPACE\s+)?LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE\s*$`)
 
 func fromTable(s string) []Message {
 	var out []Message

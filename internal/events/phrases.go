@@ -2,7 +2,6 @@ package events
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -35,43 +34,43 @@ const (
 type phrase struct {
 	key   string
 	group phraseGroup
-	re    *regexp.Regexp
+	re    *lazyRegexp
 }
 
 // phrases are tried in order within a group, the more specific wording first.
 var phrases = []phrase{
-	{"no basic auth credentials", groupDenial, regexp.MustCompile(`no basic auth credentials|there are no credentials on this request`)},
-	{"invalid username/password", groupDenial, regexp.MustCompile(`(?i)invalid username/password|incorrect username or password|invalid username or password|invalid credentials|HTTP Basic: Access denied|password or token is incorrect`)},
-	{"token expired", groupDenial, regexp.MustCompile(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`)},
-	{"auth token", groupDenial, regexp.MustCompile(`unable to retrieve auth token`)},
-	{"credential provider", groupDenial, regexp.MustCompile(`(?i)credential provider|credential helper|docker-credential-|error getting credentials`)},
-	{"pull access denied", groupDenial, regexp.MustCompile(`pull access denied|repository does not exist or may require|does not exist or no pull access`)},
-	{"requested access to the resource is denied", groupDenial, regexp.MustCompile(`requested access to the resource is denied`)},
-	{"insufficient_scope", groupDenial, regexp.MustCompile(`insufficient_scope|does not match bearer token resource`)},
-	{"unauthorized to access repository", groupDenial, regexp.MustCompile(`unauthorized to access repository`)},
-	{"access to the requested resource is not authorized", groupDenial, regexp.MustCompile(`access to the requested resource is not authorized`)},
-	{"authentication required", groupDenial, regexp.MustCompile(`(?i)authentication required`)},
-	{"access forbidden", groupDenial, regexp.MustCompile(`(?i)access forbidden`)},
-	{"permission_denied", groupDenial, regexp.MustCompile(`(?i)permission_denied|AccessDenied`)},
-	{"denied", groupDenial, regexp.MustCompile(`(?i)\bdenied\b`)},
-	{"403", groupDenial, regexp.MustCompile(`\b403\b|Forbidden`)},
-	{"401", groupDenial, regexp.MustCompile(`(?i)\b401\b|unauthorized|not authorized`)},
-	{"manifest unknown", groupDenial, regexp.MustCompile(`(?i)manifest unknown|manifest for \S+ not found`)},
-	{"name unknown", groupDenial, regexp.MustCompile(`(?i)name unknown|repository \S+ not found`)},
-	{"not found", groupDenial, regexp.MustCompile(`(?i)not found`)},
-	{"5xx", groupStatus, regexp.MustCompile(`\b5\d\d\b|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out`)},
-	{"http status", groupStatus, regexp.MustCompile(`\b\d{3}\b`)},
-	{"unexpected EOF", groupEOF, regexp.MustCompile(`unexpected EOF`)},
-	{"EOF", groupEOF, regexp.MustCompile(`EOF`)},
-	{"context deadline exceeded", groupDeadline, regexp.MustCompile(`context deadline exceeded|DeadlineExceeded`)},
-	{"context canceled", groupCanceled, regexp.MustCompile(`context canceled|code = Canceled`)},
+	{"no basic auth credentials", groupDenial, lazyRE(`no basic auth credentials|there are no credentials on this request`)},
+	{"invalid username/password", groupDenial, lazyRE(`(?i)invalid username/password|incorrect username or password|invalid username or password|invalid credentials|HTTP Basic: Access denied|password or token is incorrect`)},
+	{"token expired", groupDenial, lazyRE(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`)},
+	{"auth token", groupDenial, lazyRE(`unable to retrieve auth token`)},
+	{"credential provider", groupDenial, lazyRE(`(?i)credential provider|credential helper|docker-credential-|error getting credentials`)},
+	{"pull access denied", groupDenial, lazyRE(`pull access denied|repository does not exist or may require|does not exist or no pull access`)},
+	{"requested access to the resource is denied", groupDenial, lazyRE(`requested access to the resource is denied`)},
+	{"insufficient_scope", groupDenial, lazyRE(`insufficient_scope|does not match bearer token resource`)},
+	{"unauthorized to access repository", groupDenial, lazyRE(`unauthorized to access repository`)},
+	{"access to the requested resource is not authorized", groupDenial, lazyRE(`access to the requested resource is not authorized`)},
+	{"authentication required", groupDenial, lazyRE(`(?i)authentication required`)},
+	{"access forbidden", groupDenial, lazyRE(`(?i)access forbidden`)},
+	{"permission_denied", groupDenial, lazyRE(`(?i)permission_denied|AccessDenied`)},
+	{"denied", groupDenial, lazyRE(`(?i)\bdenied\b`)},
+	{"403", groupDenial, lazyRE(`\b403\b|Forbidden`)},
+	{"401", groupDenial, lazyRE(`(?i)\b401\b|unauthorized|not authorized`)},
+	{"manifest unknown", groupDenial, lazyRE(`(?i)manifest unknown|manifest for \S+ not found`)},
+	{"name unknown", groupDenial, lazyRE(`(?i)name unknown|repository \S+ not found`)},
+	{"not found", groupDenial, lazyRE(`(?i)not found`)},
+	{"5xx", groupStatus, lazyRE(`\b5\d\d\b|Internal Server Error|Bad Gateway|Service Unavailable|Gateway Time-?out`)},
+	{"http status", groupStatus, lazyRE(`\b\d{3}\b`)},
+	{"unexpected EOF", groupEOF, lazyRE(`unexpected EOF`)},
+	{"EOF", groupEOF, lazyRE(`EOF`)},
+	{"context deadline exceeded", groupDeadline, lazyRE(`context deadline exceeded|DeadlineExceeded`)},
+	{"context canceled", groupCanceled, lazyRE(`context canceled|code = Canceled`)},
 	{"cut off", groupNoCause, reTruncatedCause},
-	{"no cause", groupNoCause, regexp.MustCompile(``)},
+	{"no cause", groupNoCause, lazyRE(``)},
 }
 
 // reTruncatedCause is a request or wrapper whose cause was cut off: it ends with the URL, a colon
 // or an ellipsis.
-var reTruncatedCause = regexp.MustCompile(`(?:failed to do request: \w+ "?https?://\S+|[:(\[,"]|…|\.\.\.)\s*$`)
+var reTruncatedCause = lazyRE(`(?:failed to do request: \w+ "?https?://\S+|[:(\[,"]|…|\.\.\.)\s*$`)
 
 // codeGroup is the group of phrases that may explain a rule's code.
 func codeGroup(code report.Code, matched string) phraseGroup {
@@ -123,7 +122,7 @@ func findPhrase(code report.Code, matched string, f facts) string {
 }
 
 // phrasePrefilters hold each phrase's literal precondition, in the order of phrases.
-var phrasePrefilters = prefiltersOf(phrases, func(p phrase) *regexp.Regexp { return p.re })
+var phrasePrefilters = prefiltersOf(phrases, func(p phrase) *lazyRegexp { return p.re })
 
 // learnedFor says whether the table speaks for a finding on this role: wordings of the
 // registry's answer (denials, statuses) on any host but a blob host, transport wordings only on

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"regexp/syntax"
 	"strings"
 )
@@ -10,11 +9,11 @@ import (
 // lits, or the regexp cannot match. Go's regexp walks alternations of literals slowly; a
 // strings.Contains per literal skips most rules for most messages.
 type prefilter struct {
-	re   *regexp.Regexp
+	re   *lazyRegexp
 	lits []string // nil: no condition could be derived, always run the regexp
 }
 
-func newPrefilter(re *regexp.Regexp) prefilter {
+func newPrefilter(re *lazyRegexp) prefilter {
 	p := prefilter{re: re}
 	if t, err := syntax.Parse(re.String(), syntax.Perl); err == nil {
 		p.lits = required(t.Simplify())
@@ -23,7 +22,7 @@ func newPrefilter(re *regexp.Regexp) prefilter {
 }
 
 // prefiltersOf builds the prefilters of a table's regexps, in the table's order.
-func prefiltersOf[T any](rows []T, re func(T) *regexp.Regexp) []prefilter {
+func prefiltersOf[T any](rows []T, re func(T) *lazyRegexp) []prefilter {
 	out := make([]prefilter, len(rows))
 	for i, r := range rows {
 		out[i] = newPrefilter(re(r))
@@ -90,12 +89,12 @@ func shortest(ls []string) int {
 
 // litRegexp is a regexp with its prefilter, for the extraction patterns run on every message.
 type litRegexp struct {
-	*regexp.Regexp
+	*lazyRegexp
 	pf prefilter
 }
 
 func mustLit(expr string) litRegexp {
-	re := regexp.MustCompile(expr)
+	re := lazyRE(expr)
 	return litRegexp{re, newPrefilter(re)}
 }
 

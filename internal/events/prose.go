@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"slices"
 	"strings"
 
@@ -33,11 +32,11 @@ var (
 	// the words after which the extractor reads a host (extract.go's reLookup, reProxy, reNamed…)
 	hostWords = []string{"lookup ", "host: ", "host ", "registry ", "dial tcp ", "connecting to ", "proxy ", "match ", "not "}
 	// a file or unit the shape of a host name ("hosts.toml"), or code ("main.go:36")
-	reFileName = regexp.MustCompile(`\.(?:go|toml|json|conf|ya?ml|sock|socket|service|mount|target|timer|slice|exe|dat|pem|crt|cert|key|log|txt|sh|py|pyc|md|html?|so|tar|gz|tgz|zip|xml|ini|cfg|js|ts|rs|hpp|gch|lock|pid|tmp|list|repo|sum|mod)$`)
+	reFileName = lazyRE(`\.(?:go|toml|json|conf|ya?ml|sock|socket|service|mount|target|timer|slice|exe|dat|pem|crt|cert|key|log|txt|sh|py|pyc|md|html?|so|tar|gz|tgz|zip|xml|ini|cfg|js|ts|rs|hpp|gch|lock|pid|tmp|list|repo|sum|mod)$`)
 	reDigest   = mustLit(`sha256:[0-9a-f]{3,}`)
 	// every name of a certificate's list, not only the one the extractor reads
 	reCertNames = mustLit(`certificate is valid for ([^\n]*?), not `)
-	reCertName  = regexp.MustCompile(`[\w*][\w.*-]*\.[\w-]+`)
+	reCertName  = lazyRE(`[\w*][\w.*-]*\.[\w-]+`)
 )
 
 // nameSpans are patterns whose groups are names: the extractor's, for the references it reads

@@ -1,7 +1,6 @@
 package events
 
 import (
-	"regexp"
 	"strings"
 
 	"github.com/pullpath/pullpath/internal/report"
@@ -21,7 +20,7 @@ import (
 type denialRow struct {
 	family  string
 	literal string         // lower-case text the wording needs (cheap test before the regexp)
-	wording *regexp.Regexp // the registry's words
+	wording *lazyRegexp    // the registry's words
 	anyCode bool           // the words decide even where the rules read no denial
 	classes []report.Class // the causes the answer covers, the likeliest first (at most 3)
 	source  string         // where the vendor says so
@@ -59,69 +58,69 @@ var (
 // denialRows are tried in order; a family's own rows before the distribution registry's.
 var denialRows = []denialRow{
 	// Docker Hub: the daemon turns a 401 or 404 for a repository into one sentence
-	{"hub", "", regexp.MustCompile(`pull access denied|repository does not exist or may require|does not exist or no pull access`), false,
+	{"hub", "", lazyRE(`pull access denied|repository does not exist or may require|does not exist or no pull access`), false,
 		[]report.Class{nf, au}, srcMoby,
 		"Docker Hub answers a repository that does not exist like a private one, and the daemon words both \"repository does not exist or may require 'docker login'\""},
 
-	{"ghcr", "not allowed to read", regexp.MustCompile(`(?i)installation not allowed to Read|not allowed to read (?:organization )?package`), true, []report.Class{fb}, srcGHCRActions,
+	{"ghcr", "not allowed to read", lazyRE(`(?i)installation not allowed to Read|not allowed to read (?:organization )?package`), true, []report.Class{fb}, srcGHCRActions,
 		"GitHub says the workflow's token (the Actions installation) may not read the package: the package's access settings must grant the repository read access"},
-	{"ghcr", "", regexp.MustCompile(`(?i)\bdenied\b|\b403\b`), false, []report.Class{au, nf, fb}, srcGHCR,
+	{"ghcr", "", lazyRE(`(?i)\bdenied\b|\b403\b`), false, []report.Class{au, nf, fb}, srcGHCR,
 		"ghcr.io refuses every request that carries an invalid or expired token, even for a public package, and answers a package that does not exist like a private one"},
 
-	{"gitlab", "access forbidden", regexp.MustCompile(`(?i)access forbidden`), false, []report.Class{nf, fb, au}, srcGitLab,
+	{"gitlab", "access forbidden", lazyRE(`(?i)access forbidden`), false, []report.Class{nf, fb, au}, srcGitLab,
 		"GitLab's registry answers 403 \"access forbidden\" for a project or image path that does not exist as for one the identity may not read"},
 
-	{"quay", "", regexp.MustCompile(`TAG_EXPIRED|was deleted or has expired`), true, []report.Class{nf}, srcQuayExpiry,
+	{"quay", "", lazyRE(`TAG_EXPIRED|was deleted or has expired`), true, []report.Class{nf}, srcQuayExpiry,
 		"Quay says the tag expired or was deleted: it is no longer in the repository"},
-	{"quay", "", regexp.MustCompile(`(?i)access to the requested resource is not authorized|\bunauthorized\b|\b401\b`), false, []report.Class{nf, au, fb}, srcQuay,
+	{"quay", "", lazyRE(`(?i)access to the requested resource is not authorized|\bunauthorized\b|\b401\b`), false, []report.Class{nf, au, fb}, srcQuay,
 		"quay.io answers 401 both to a repository that does not exist and to one the caller may not read"},
 
-	{"harbor", "unauthorized to access repository", regexp.MustCompile(`unauthorized to access repository`), false, []report.Class{au, fb, nf}, srcHarbor,
+	{"harbor", "unauthorized to access repository", lazyRE(`unauthorized to access repository`), false, []report.Class{au, fb, nf}, srcHarbor,
 		"Harbor says \"unauthorized to access repository\" to an anonymous pull of a private project (401), to a member without pull rights (403) and to a project that does not exist; projects are private unless made public"},
 
-	{"artifactory", "", regexp.MustCompile(`does not have permission for manifest|Upstream repository is not configured properly`), true, []report.Class{nf, au, fb}, srcArtifactory,
+	{"artifactory", "", lazyRE(`does not have permission for manifest|Upstream repository is not configured properly`), true, []report.Class{nf, au, fb}, srcArtifactory,
 		"Artifactory answers a manifest its repository cannot serve (a tag missing upstream) with a permission error unless it is set to say 404"},
-	{"artifactory", "", regexp.MustCompile(`(?i)\bunauthorized\b|authentication required|\b401\b`), false, []report.Class{au, nf, fb}, srcArtifactory,
+	{"artifactory", "", lazyRE(`(?i)\bunauthorized\b|authentication required|\b401\b`), false, []report.Class{au, nf, fb}, srcArtifactory,
 		"Artifactory protects repositories by default: an anonymous request gets 401 whether or not the image is there"},
 
-	{"nexus", "", regexp.MustCompile(`(?i)\bunauthorized\b|authentication required|not authorized|\b401\b`), false, []report.Class{au, nf}, srcNexus,
+	{"nexus", "", lazyRE(`(?i)\bunauthorized\b|authentication required|not authorized|\b401\b`), false, []report.Class{au, nf}, srcNexus,
 		"Nexus answers 401 to every request without accepted credentials when anonymous access is off, whatever the image"},
 
-	{"acr", "not allowed access", regexp.MustCompile(`(?i)client with IP \S+ is not allowed access`), true, []report.Class{fb}, srcACRFirewall,
+	{"acr", "not allowed access", lazyRE(`(?i)client with IP \S+ is not allowed access`), true, []report.Class{fb}, srcACRFirewall,
 		"the registry's firewall (selected networks) does not admit the client's address"},
-	{"acr", "", regexp.MustCompile(`(?i)authentication required|\bunauthorized\b|\b401\b`), false, []report.Class{au, fb, nf}, srcACRAuth,
+	{"acr", "", lazyRE(`(?i)authentication required|\bunauthorized\b|\b401\b`), false, []report.Class{au, fb, nf}, srcACRAuth,
 		"Azure Container Registry is private: it answers \"authentication required\" to a pull without accepted credentials (and, per Microsoft, to an identity without the pull permission) before it looks the repository up"},
 
-	{"ecr", "", regexp.MustCompile(`(?i)authorization token has expired|security token included in the request is invalid`), true, []report.Class{au}, srcECRDocker,
+	{"ecr", "", lazyRE(`(?i)authorization token has expired|security token included in the request is invalid`), true, []report.Class{au}, srcECRDocker,
 		"ECR says the login token (valid 12 hours) has expired"},
-	{"ecr", "not authorized to perform", regexp.MustCompile(`is not authorized to perform: ecr:`), true, []report.Class{fb, nf}, srcECRIAM,
+	{"ecr", "not authorized to perform", lazyRE(`is not authorized to perform: ecr:`), true, []report.Class{fb, nf}, srcECRIAM,
 		"ECR names the IAM action the identity may not perform; IAM is evaluated before the repository is looked up, so a policy scoped to existing repositories refuses a mistyped one the same way"},
-	{"ecr", "", regexp.MustCompile(`pull access denied|repository does not exist or may require|does not exist or no pull access`), false, []report.Class{au, nf, fb}, srcECRDocker,
+	{"ecr", "", lazyRE(`pull access denied|repository does not exist or may require|does not exist or no pull access`), false, []report.Class{au, nf, fb}, srcECRDocker,
 		"ECR is private: a pull with missing or expired credentials fails like one of a repository that does not exist"},
-	{"ecr", "", regexp.MustCompile(`(?i)403 forbidden|\bdenied\b`), false, []report.Class{fb, au}, srcECRDocker,
+	{"ecr", "", lazyRE(`(?i)403 forbidden|\bdenied\b`), false, []report.Class{fb, au}, srcECRDocker,
 		"ECR answers 403 to an identity without pull rights and to an expired token"},
 
-	{"ecr-public", "", regexp.MustCompile(`(?i)403 forbidden|\bdenied\b|\b403\b`), false, []report.Class{au, nf, fb}, srcECRPublic,
+	{"ecr-public", "", lazyRE(`(?i)403 forbidden|\bdenied\b|\b403\b`), false, []report.Class{au, nf, fb}, srcECRPublic,
 		"ECR Public needs no login for public images but refuses an expired stored token with 403; `docker logout public.ecr.aws` is AWS's own advice"},
 
-	{"google", "has been deleted", regexp.MustCompile(`Project \S+ has been deleted`), true, []report.Class{nf, report.ClassOther}, srcGCPDelete,
+	{"google", "has been deleted", lazyRE(`Project \S+ has been deleted`), true, []report.Class{nf, report.ClassOther}, srcGCPDelete,
 		"the Google Cloud project that held the repository was shut down: its images are gone, unless its owner restores it within 30 days"},
-	{"google", "container registry is deprecated", regexp.MustCompile(`Container Registry is deprecated and shutting down`), true, []report.Class{nf}, srcGCRShutdown,
+	{"google", "container registry is deprecated", lazyRE(`Container Registry is deprecated and shutting down`), true, []report.Class{nf}, srcGCRShutdown,
 		"Container Registry has shut down: images of projects that were not migrated to Artifact Registry are no longer served"},
-	{"google", "unauthenticated request", regexp.MustCompile(`(?i)unauthenticated requests? (?:do|does) not have permission`), true, []report.Class{au, nf, fb}, srcGAR,
+	{"google", "unauthenticated request", lazyRE(`(?i)unauthenticated requests? (?:do|does) not have permission`), true, []report.Class{au, nf, fb}, srcGAR,
 		"Artifact Registry refuses an anonymous pull of a repository that is not public, and says \"(or it may not exist)\""},
-	{"google", "", regexp.MustCompile(`Permission "?artifactregistry\.[a-zA-Z.]+"? denied|PERMISSION_DENIED`), true, []report.Class{fb, nf, au}, srcGAR,
+	{"google", "", lazyRE(`Permission "?artifactregistry\.[a-zA-Z.]+"? denied|PERMISSION_DENIED`), true, []report.Class{fb, nf, au}, srcGAR,
 		"Artifact Registry answers 403 \"permission denied on resource (or it may not exist)\" alike to an identity without the reader role and to a repository that does not exist"},
-	{"google", "", regexp.MustCompile(`You don't have the needed permissions`), false, []report.Class{fb, au, nf}, srcGCR,
+	{"google", "", lazyRE(`You don't have the needed permissions`), false, []report.Class{fb, au, nf}, srcGCR,
 		"gcr.io answers a missing permission, invalid credentials and a repository it cannot find with the same sentence"},
 
 	// the distribution registry (and every registry built on it) speaks errcode
-	{"*", "", regexp.MustCompile(`NAME_UNKNOWN|repository name not known to registry`), true, []report.Class{nf}, srcDistrib,
+	{"*", "", lazyRE(`NAME_UNKNOWN|repository name not known to registry`), true, []report.Class{nf}, srcDistrib,
 		"errcode NAME_UNKNOWN: the registry does not know the repository"},
 }
 
 // denialPrefilters hold each row's literal precondition.
-var denialPrefilters = prefiltersOf(denialRows, func(r denialRow) *regexp.Regexp { return r.wording })
+var denialPrefilters = prefiltersOf(denialRows, func(r denialRow) *lazyRegexp { return r.wording })
 
 // useRegistrySemantics turns the table off for TestRegistrySemanticsOnDev.
 var useRegistrySemantics = true
