@@ -19,9 +19,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
@@ -167,35 +164,11 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 	if o.leaderElect {
 		host, _ := os.Hostname()
 		id := fmt.Sprintf("%s-%d", host, os.Getpid())
-		lock := &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Name: "pullpath-watch", Namespace: o.runNamespace}, Client: cs.Leases,
-			LockConfig: resourcelock.ResourceLockConfig{Identity: id}}
 		logf("waiting to lead (lease " + o.runNamespace + "/pullpath-watch, identity " + id + ")")
-		lctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		// client-go starts OnStartedLeading in a goroutine once the lease is acquired, and returns
-		// from Run without waiting for it: started says it began, led that lead (and so its
-		// cleanup) is over
-		started, led := make(chan struct{}), make(chan struct{})
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{Lock: lock, ReleaseOnCancel: true, Name: "pullpath-watch",
-			LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					close(started)
-					defer close(led)
-					lead(ctx)
-					cancel()
-				},
-				OnStoppedLeading: func() { logf("no longer the leader") },
-			}})
-		if err != nil {
-			return err
-		}
-		le.Run(lctx)
-		select {
-		case <-started:
-			<-led
-		case <-time.After(time.Second): // the goroutine starts at once after acquiring: never led
-		}
+		e := &watch.Election{Leases: cs.Leases.Leases(o.runNamespace), Name: "pullpath-watch", Identity: id,
+			Duration: 30 * time.Second, Deadline: 20 * time.Second, Retry: 5 * time.Second, Logf: logf}
+		// Run returns once lead, and so its cleanup, is over, with the lease released
+		e.Run(ctx, lead)
 	} else {
 		lead(ctx)
 	}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullpath/pullpath/internal/kube"
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -277,7 +279,7 @@ func kubeletAPI(t *testing.T, seen *[]observed) rest.Interface {
 
 // restCore is the fake's core client with a real REST client for raw requests (the fake has none).
 type restCore struct {
-	corev1client.CoreV1Interface
+	kube.Core
 	rc rest.Interface
 }
 
@@ -325,7 +327,7 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 			for _, s := range setup {
 				s(fc)
 			}
-			v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+			v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
@@ -351,16 +353,16 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 	}{
 		{"pod", []string{"pod"}, map[string]Scope{"shop": ScopePod}, func(t *testing.T) ([]observed, []observed) {
 			fc := fake.NewClientset(scenario()...)
-			if _, err := DiagnosePod(context.Background(), &Client{Core: fc.CoreV1()}, "shop", "web-new", Options{}); err != nil {
+			if _, err := DiagnosePod(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, "shop", "web-new", Options{}); err != nil {
 				t.Error(err)
 			}
-			_, _ = DiagnosePod(context.Background(), &Client{Core: fc.CoreV1()}, "shop", "nope", Options{}) // not found: is the namespace there?
+			_, _ = DiagnosePod(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, "shop", "nope", Options{}) // not found: is the namespace there?
 			return fromActions(fc.Actions()), nil
 		}},
 		{"pod --read-kubelet-config", []string{"pod", "pod --read-kubelet-config"}, map[string]Scope{"shop": ScopePod}, func(t *testing.T) ([]observed, []observed) {
 			fc := fake.NewClientset(scenario()...)
 			var raw []observed
-			cs := &Client{Core: restCore{fc.CoreV1(), kubeletAPI(t, &raw)}}
+			cs := &Client{Core: restCore{kubefake.Core(fc.CoreV1()), kubeletAPI(t, &raw)}}
 			if _, err := DiagnosePod(context.Background(), cs, "shop", "web-new", Options{KubeletConfig: true}); err != nil {
 				t.Error(err)
 			}
@@ -371,14 +373,14 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 		}},
 		{"pod --all", []string{"pod --all"}, map[string]Scope{"shop": ScopePod}, func(t *testing.T) ([]observed, []observed) {
 			fc := fake.NewClientset(scenario()...)
-			if _, err := DiagnoseAll(context.Background(), &Client{Core: fc.CoreV1()}, "shop"); err != nil {
+			if _, err := DiagnoseAll(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, "shop"); err != nil {
 				t.Error(err)
 			}
 			return fromActions(fc.Actions()), nil
 		}},
 		{"pod --all -A", []string{"pod --all", "pod --all -A"}, nil, func(t *testing.T) ([]observed, []observed) {
 			fc := fake.NewClientset(scenario()...)
-			if _, err := DiagnoseAll(context.Background(), &Client{Core: fc.CoreV1()}, ""); err != nil {
+			if _, err := DiagnoseAll(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, ""); err != nil {
 				t.Error(err)
 			}
 			return fromActions(fc.Actions()), nil
@@ -391,7 +393,7 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			if _, err := DiagnoseAll(context.Background(), &Client{Core: fc.CoreV1()}, ""); err != nil {
+			if _, err := DiagnoseAll(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, ""); err != nil {
 				t.Error(err)
 			}
 			return fromActions(fc.Actions()), nil
@@ -407,7 +409,7 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 				func(fc *fake.Clientset) { podReachesNodeDoesNot(fc, new([]corev1.EphemeralContainer)) })},
 		{"cleanup", []string{"cleanup"}, map[string]Scope{"pullpath": ScopeRun}, func(t *testing.T) ([]observed, []observed) {
 			fc := fake.NewClientset(leftovers()...)
-			if left, err := Cleanup(context.Background(), &Client{Core: fc.CoreV1()}, CleanupOptions{Namespace: "pullpath"}); len(left) != 0 || err != nil {
+			if left, err := Cleanup(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, CleanupOptions{Namespace: "pullpath"}); len(left) != 0 || err != nil {
 				t.Errorf("left %v (%v)", left, err)
 			}
 			return fromActions(fc.Actions()), nil

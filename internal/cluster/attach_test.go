@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/loader"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -64,7 +65,7 @@ func newAttachCluster(t *testing.T, bin []byte, deny ...string) *attachCluster {
 }
 
 func (a *attachCluster) client() *Client {
-	return &Client{Core: a.fc.CoreV1(), Authz: a.fc.AuthorizationV1(), Attach: func(ctx context.Context, ns, pod, container string, stdin io.Reader) error {
+	return &Client{Core: kubefake.Core(a.fc.CoreV1()), Authz: kubefake.Authz(a.fc.AuthorizationV1()), Attach: func(ctx context.Context, ns, pod, container string, stdin io.Reader) error {
 		if a.fail != nil {
 			if err := a.fail(pod); err != nil {
 				return err
@@ -237,7 +238,7 @@ func TestVerifyDeliveryThatNeverMounts(t *testing.T) {
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolc"}, MaxImages: 50, Timeout: 1500 * time.Millisecond, Delivery: ModeConfigMap,
 		Binary: func(string) ([]byte, string, error) { return []byte("bin"), "t", nil }}
-	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

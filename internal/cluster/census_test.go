@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 )
@@ -56,7 +57,7 @@ func refusingAPI(t *testing.T, path, status string) *Client {
 // the report says how to settle it: verify on that pool, or the runtime on the node.
 func TestUnknownPresenceSaysHowToSettleIt(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
-	d, err := DiagnosePod(context.Background(), &Client{Core: fc.CoreV1()}, "shop", "web-new", Options{})
+	d, err := DiagnosePod(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, "shop", "web-new", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,23 +4,21 @@ import (
 	"context"
 	"io"
 
-	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/pullpath/pullpath/internal/kube"
 )
 
-// Client is the part of the API pullpath uses: the core group, and access reviews to check its
-// own rights. Only these typed clients are linked, which keeps the binary small (the full
-// clientset links every API group).
+// Client is the part of the API pullpath uses: the core group, access reviews to check its own
+// rights, and leases. Package kube links only these three API groups.
 type Client struct {
-	Core corev1client.CoreV1Interface
+	Core kube.Core
 	// Lists is the core group speaking protobuf, for the large lists of pod and verify (30,000
 	// pods decode several times faster than from JSON); nil: Core.
-	Lists corev1client.CoreV1Interface
-	Authz authzv1client.AuthorizationV1Interface
+	Lists kube.Core
+	Authz kube.Authorization
 	// Leases hold watch's leader election (in-cluster, several replicas)
-	Leases coordinationv1client.LeasesGetter
+	Leases kube.Leases
 	// Config is what the clients were built from: the attach stream dials with it.
 	Config *rest.Config
 	// Attach, when set, stands in for the attach API's stream into a container's stdin (tests).
@@ -35,22 +33,22 @@ func (c *Client) IsWatchListSemanticsUnSupported() bool { return c.NoWatchList }
 
 // NewClient builds the client from a REST configuration.
 func NewClient(rc *rest.Config) (*Client, error) {
-	core, err := corev1client.NewForConfig(rc)
+	core, err := kube.NewCore(rc)
 	if err != nil {
 		return nil, err
 	}
-	authz, err := authzv1client.NewForConfig(rc)
+	authz, err := kube.NewAuthorization(rc)
 	if err != nil {
 		return nil, err
 	}
-	leases, err := coordinationv1client.NewForConfig(rc)
+	leases, err := kube.NewLeases(rc)
 	if err != nil {
 		return nil, err
 	}
 	pc := rest.CopyConfig(rc)
 	pc.ContentType = "application/vnd.kubernetes.protobuf"
 	pc.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
-	lists, err := corev1client.NewForConfig(pc)
+	lists, err := kube.NewCore(pc)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +56,7 @@ func NewClient(rc *rest.Config) (*Client, error) {
 }
 
 // lists is the client for the large lists: Lists, else Core.
-func (c *Client) lists() corev1client.CoreV1Interface {
+func (c *Client) lists() kube.Core {
 	if c.Lists != nil {
 		return c.Lists
 	}

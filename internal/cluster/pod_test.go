@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/pullpath/pullpath/internal/cluster/clustertest"
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -63,7 +64,7 @@ func scenario() []runtime.Object {
 
 func TestDiagnosePodCachedImageLie(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
-	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	d, err := DiagnosePod(context.Background(), cs, "shop", "web-new", Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +145,7 @@ func TestDiagnosePodKubeletCredentialOrder(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	d, err := DiagnosePod(context.Background(), cs, "shop", "web-new", Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +190,7 @@ func TestDiagnosePodKubeletCredentialOrder(t *testing.T) {
 
 func TestDiagnosePodHealthyAndErrors(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
-	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	d, err := DiagnosePod(context.Background(), cs, "shop", "web-a", Options{})
 	if err != nil || d.Class != report.ClassOK || d.CachedImage != nil {
 		t.Fatalf("healthy pod: %v %+v", err, d)
@@ -234,7 +235,7 @@ func TestDiagnoseAllGroupsByImageAndCause(t *testing.T) {
 
 func fakeClient(objs ...runtime.Object) *Client {
 	fc := fake.NewClientset(objs...)
-	return &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	return &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 }
 
 // A long history keeps the oldest entry and the most recent ones, and counts what it cut.
@@ -244,7 +245,7 @@ func TestTimelineCut(t *testing.T) {
 		objs = append(objs, node(fmt.Sprintf("b%02d", i+10), "poolb", t0.Add(time.Duration(i+10)*time.Minute), "AKSUbuntu-2204gen2-202510.01.0"))
 	}
 	fc := fake.NewClientset(objs...)
-	d, err := DiagnosePod(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, "shop", "web-new", Options{})
+	d, err := DiagnosePod(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, "shop", "web-new", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

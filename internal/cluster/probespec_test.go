@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
@@ -18,7 +19,7 @@ import (
 // documentedProbeSpec is the probe pod docs/rbac.md shows: run 0a1b2c3d on node-1, with the probe
 // image (--probe-image), or with the binary in ConfigMaps when configMaps is set.
 func documentedProbeSpec(mount string, configMaps bool) *corev1.Pod {
-	r := &run{cs: &Client{Core: fake.NewClientset().CoreV1()}, id: "0a1b2c3d",
+	r := &run{cs: &Client{Core: kubefake.Core(fake.NewClientset().CoreV1())}, id: "0a1b2c3d",
 		o: VerifyOptions{Image: "registry.example/team/app:1.4", Namespace: "pullpath", Timeout: 3 * time.Minute, HostMount: mount,
 			ProbeImage: "registry.example/tools/pullpath-probe:v1", ProbeArgs: []string{"--timeout", "2m30s"}},
 		owner: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-0a1b2c3d", UID: "5b0c8f6e-0000-4000-8000-000000000001"}}}

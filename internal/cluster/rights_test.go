@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -34,7 +35,7 @@ func TestVerifyRunNamespaceMissingAndUnreadable(t *testing.T) {
 		// what the NamespaceLifecycle admission plugin answers
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, a.GetNamespace())
 	})
-	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()},
+	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())},
 		VerifyOptions{Image: img, Namespace: "pp-run", Timeout: time.Minute, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }})
 	want := "namespace pp-run does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace"
 	if err == nil || err.Error() != want {
@@ -60,7 +61,7 @@ func TestVerifyFromPodWithoutGetNodes(t *testing.T) {
 	})
 	podReachesNodeDoesNot(fc, new([]corev1.EphemeralContainer))
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, AllNodes: true, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
-	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}

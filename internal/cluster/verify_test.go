@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -41,7 +42,7 @@ func allowing(fc *fake.Clientset, deny ...string) {
 func TestVerifyChecksRightsFirst(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
 	allowing(fc, "create pods pullpath", "list nodes")
-	_, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, VerifyOptions{Image: img, Namespace: "pullpath"})
+	_, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, VerifyOptions{Image: img, Namespace: "pullpath"})
 	if err == nil || !strings.Contains(err.Error(), "lacks 2 permission(s)") || !strings.Contains(err.Error(), "create pods in namespace pullpath (the probe pods)") ||
 		!strings.Contains(err.Error(), "list nodes cluster-wide") {
 		t.Fatalf("err = %v", err)
@@ -54,7 +55,7 @@ func TestVerifyChecksRightsFirst(t *testing.T) {
 func TestVerifyChoosesTheNewestNodeWithoutTheImage(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
 	allowing(fc)
-	r := &run{cs: &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o: VerifyOptions{Image: img, Namespace: "pullpath", MaxImages: 50}}
+	r := &run{cs: &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o: VerifyOptions{Image: img, Namespace: "pullpath", MaxImages: 50}}
 	ts, err := r.choose(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +100,7 @@ func TestVerifyChoosesTheNewestNodeWithoutTheImage(t *testing.T) {
 
 func TestProbePodSpec(t *testing.T) {
 	fc := fake.NewClientset()
-	r := &run{cs: &Client{Core: fc.CoreV1()}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute},
+	r := &run{cs: &Client{Core: kubefake.Core(fc.CoreV1())}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute},
 		secretEnv: secretEnv([]secretRef{{secret: "pullpath-abcd1234-pull-1", key: corev1.DockerConfigJsonKey, label: "shop/regcred key .dockerconfigjson"}}),
 		owner:     &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-abcd1234", UID: "u1"}}}
 	n := node("b2", "poolb", t0, "v")
@@ -143,7 +144,7 @@ func TestHostImagesPutTheSandboxFirst(t *testing.T) {
 const probeImg = "registry.corp.example/tools/pullpath-probe@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func TestProbePodSpecWithProbeImage(t *testing.T) {
-	r := &run{cs: &Client{Core: fake.NewClientset().CoreV1()}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, ProbeImage: probeImg}}
+	r := &run{cs: &Client{Core: kubefake.Core(fake.NewClientset().CoreV1())}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, ProbeImage: probeImg}}
 	p := r.probeSpec("pullpath-abcd1234-probe-b2", node("b2", "poolb", t0, "v"), nil, probeImg)
 	s, c := p.Spec, p.Spec.Containers[0]
 	if c.Image != probeImg || c.ImagePullPolicy != corev1.PullIfNotPresent {
@@ -187,7 +188,7 @@ func TestVerifyWithProbeImage(t *testing.T) {
 			t.Error("the binary was asked for with --probe-image")
 			return nil, "", nil
 		}}
-	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestVerifyFromPod(t *testing.T) {
 	var added []corev1.EphemeralContainer
 	podReachesNodeDoesNot(fc, &added)
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
-	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	v, err := Verify(context.Background(), cs, o)
 	if err != nil {
 		t.Fatal(err)
@@ -269,7 +270,7 @@ func TestVerifyFromPod(t *testing.T) {
 	})
 	o3, added := o, nil
 	o3.Timeout = 2 * time.Second // the pool's probe pod never ends here; the ephemeral container is what counts
-	_, _ = Verify(context.Background(), &Client{Core: fc3.CoreV1(), Authz: fc3.AuthorizationV1()}, o3)
+	_, _ = Verify(context.Background(), &Client{Core: kubefake.Core(fc3.CoreV1()), Authz: kubefake.Authz(fc3.AuthorizationV1())}, o3)
 	if len(added) != 1 {
 		t.Fatalf("ephemeral containers with a covering secret: %+v", added)
 	}
@@ -289,12 +290,12 @@ func TestVerifyFromPod(t *testing.T) {
 	// the right to add an ephemeral container is checked first, and only with --from-pod
 	fc2 := fake.NewClientset(scenario()...)
 	allowing(fc2, "update pods shop")
-	_, err = Verify(context.Background(), &Client{Core: fc2.CoreV1(), Authz: fc2.AuthorizationV1()}, o)
+	_, err = Verify(context.Background(), &Client{Core: kubefake.Core(fc2.CoreV1()), Authz: kubefake.Authz(fc2.AuthorizationV1())}, o)
 	if err == nil || !strings.Contains(err.Error(), "update pods/ephemeralcontainers in namespace shop") {
 		t.Errorf("rights: %v", err)
 	}
 	o.ProbeFromPod, o.Timeout = "", time.Second // its probe pod never ends here
-	if _, err := Verify(context.Background(), &Client{Core: fc2.CoreV1(), Authz: fc2.AuthorizationV1()}, o); err != nil {
+	if _, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc2.CoreV1()), Authz: kubefake.Authz(fc2.AuthorizationV1())}, o); err != nil {
 		t.Errorf("without --from-pod the right is not needed: %v", err)
 	}
 }
@@ -329,7 +330,7 @@ func TestVerifyWithoutItsNamespace(t *testing.T) {
 	fc.PrependReactor("create", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, &forbidden{}
 	})
-	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()},
+	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())},
 		VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }})
 	if err == nil || !strings.Contains(err.Error(), "namespace pullpath does not exist and cannot be created") {
 		t.Fatalf("err = %v", err)
@@ -401,7 +402,7 @@ func TestVerifyFromPodHandsOverEverySecret(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 2 * time.Second}
-	v, _ := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	v, _ := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if len(added) != 1 {
 		t.Fatalf("ephemeral containers: %+v", added)
 	}
@@ -471,7 +472,7 @@ func TestVerifyPodHandsEverySecretToTheNodeProbes(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, FromPod: "shop/web-new", RuntimePull: true, MaxImages: 50, Timeout: 2 * time.Second}
-	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if v == nil {
 		t.Fatalf("Verify: %v", err)
 	}
@@ -589,7 +590,7 @@ func TestVerifySecretFlagAndUnreadablePodSecret(t *testing.T) {
 		probes = append(probes, a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy())
 		return false, nil, nil
 	})
-	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, SecretNamespace: "shop", Secret: "legacy", MaxImages: 50, Timeout: time.Second}
 	v, _ := Verify(context.Background(), cs, o)
 	if v == nil || len(probes) != 1 {
@@ -630,7 +631,7 @@ func TestVerifyPodWithoutSecretRights(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, FromPod: "shop/web-new", MaxImages: 50, Timeout: time.Second}
-	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil || v == nil {
 		t.Fatalf("Verify stopped: %v", err)
 	}
@@ -645,7 +646,7 @@ func TestVerifyPodWithoutSecretRights(t *testing.T) {
 	}
 	// --secret still needs the right up front: that secret is the whole point of the flag
 	o.FromPod, o.SecretNamespace, o.Secret = "", "shop", "regcred"
-	if _, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o); err == nil || !strings.Contains(err.Error(), "get secrets in namespace shop (read the pull secret)") {
+	if _, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o); err == nil || !strings.Contains(err.Error(), "get secrets in namespace shop (read the pull secret)") {
 		t.Errorf("--secret without the right: %v", err)
 	}
 }
@@ -672,7 +673,7 @@ func TestVerifyFromPodRetriesAConflict(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 2 * time.Second}
-	v, _ := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	v, _ := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if v == nil || v.FromPod == nil {
 		t.Fatal("no result from the pod")
 	}
@@ -696,7 +697,7 @@ func TestVerifyEveryListedImageGone(t *testing.T) {
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolc"}, MaxImages: 50, Timeout: 20 * time.Second,
 		Binary: func(string) ([]byte, string, error) { return []byte("\x7fELF not really"), "test", nil }}
-	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -710,7 +711,7 @@ func TestVerifyEveryListedImageGone(t *testing.T) {
 // fixed by a grant, admission's or the network's is not; each says why in the same problem.
 func TestUnreadableSecretByType(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
-	cs := &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	for _, c := range []struct {
 		name string
 		err  error
@@ -754,7 +755,7 @@ func TestVerifyFromPodProbeImageNotPulled(t *testing.T) {
 	var added []corev1.EphemeralContainer
 	podReachesNodeDoesNot(fc, &added) // runs first: the pools' probe pods, and a status this test's reactor replaces
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
-	v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -805,7 +806,7 @@ func TestVerifyReadsItsSourcesBeforeCreating(t *testing.T) {
 			o := c.o
 			o.Image, o.Namespace, o.MaxImages, o.Timeout = img, "pullpath", 50, time.Second
 			o.Binary = func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }
-			v, err := Verify(context.Background(), &Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, o)
+			v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 			if v != nil || err == nil || err.Error() != c.want {
 				t.Errorf("report %v, err\n%v\nwant\n%s", v, err, c.want)
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/cluster/clustertest"
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -73,7 +74,7 @@ func kubeCluster() []runtime.Object {
 
 func fakeCluster(objs ...runtime.Object) *cluster.Client {
 	fc := fake.NewClientset(objs...)
-	return &cluster.Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}
+	return &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 }
 
 func marshal(t *testing.T, v any) []byte {

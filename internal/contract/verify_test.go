@@ -16,6 +16,7 @@ import (
 	"github.com/pullpath/pullpath/internal/cli"
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/demo"
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -33,7 +34,7 @@ func TestVerificationFromVerify(t *testing.T) {
 		r.Status.Allowed = true
 		return true, r, nil
 	})
-	v, err := cluster.Verify(context.Background(), &cluster.Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1()}, cluster.VerifyOptions{
+	v, err := cluster.Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, cluster.VerifyOptions{
 		Image: podImage, Namespace: "pullpath", Timeout: 300 * time.Millisecond, RuntimePull: true,
 		Binary: func(string) ([]byte, string, error) { return []byte("\x7fELF not really"), "test", nil },
 	})

@@ -79,3 +79,21 @@ func TestProbeOnlyBuildDependencies(t *testing.T) {
 		}
 	}
 }
+
+// The full build links the three API groups it uses (internal/kube), not client-go's clientset,
+// scheme or fake machinery: each of them registers every API group at the start of every
+// command, the local probe's included (7 MiB of RSS, pullbench).
+func TestFullBuildLinksThreeAPIGroups(t *testing.T) {
+	groups := map[string]bool{"k8s.io/api/core/v1": true, "k8s.io/api/authorization/v1": true, "k8s.io/api/coordination/v1": true}
+	for _, d := range deps(t, "github.com/pullpath/pullpath/cmd/pullpath") {
+		if strings.HasPrefix(d, "k8s.io/api/") && !groups[d] {
+			t.Errorf("the full build links API group %s", d)
+		}
+		for _, banned := range []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers", "k8s.io/client-go/testing", "k8s.io/client-go/gentype",
+			"k8s.io/client-go/tools/leaderelection", "github.com/pullpath/pullpath/internal/kube/kubefake"} {
+			if d == banned || strings.HasPrefix(d, banned+"/") {
+				t.Errorf("the full build links %s", d)
+			}
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/cluster/clustertest"
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -87,7 +88,7 @@ func fakeCluster(t *testing.T) (*fake.Clientset, *sync.Map) {
 // the others False; the metrics say the same; SIGTERM (ctx) leaves nothing of the watcher.
 func TestWatchRound(t *testing.T) {
 	fc, order := fakeCluster(t)
-	cs := &cluster.Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1(), NoWatchList: true}
+	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1()), NoWatchList: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := New(ctx, cs, Options{Images: []string{clustertest.Image}, Interval: time.Hour, Concurrency: 1, FullEvery: 1,
@@ -167,7 +168,7 @@ func TestWatchRound(t *testing.T) {
 // "watch" (deploy/watch/watch.yaml grants exactly those; its tests hold the YAML to the table).
 func TestWatchRequestsOnlyItsRights(t *testing.T) {
 	fc, _ := fakeCluster(t)
-	cs := &cluster.Client{Core: fc.CoreV1(), Authz: fc.AuthorizationV1(), NoWatchList: true}
+	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1()), NoWatchList: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := New(ctx, cs, Options{Images: []string{clustertest.Image}, Interval: time.Hour, Concurrency: 2, FullEvery: 2,
 		Probe: cluster.VerifyOptions{Namespace: "pullpath", Timeout: 5 * time.Second, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}})
