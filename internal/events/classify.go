@@ -82,7 +82,7 @@ var rules = []rule{
 	{lazyRE(`(?i)toomanyrequests|too many requests|\b429\b|Status 429|Error 429|pull rate limit|\brate exceeded|ThrottlingException|rate limit exceeded`), report.CodeRateLimited, report.StepManifest},
 	// Docker 26+ refuses an image stored as manifest schema 1 (a format, not a network failure):
 	// the image must be re-pushed, as for a missing platform
-	{lazyRE(`schema 1 support is disabled|Docker Image Format v1 and Docker Image manifest version 2, schema 1`), report.CodeManifestUnsupported, report.StepManifest},
+	{lazyRE(`schema 1 support is disabled|Docker Image Format v1 and Docker Image manifest version 2, schema 1|(?i)(?:unsupported|not supported|unknown|unexpected)[^"\n]{0,40}"?application/vnd\.docker\.distribution\.manifest\.v1\+(?:prettyjws|json)`), report.CodeManifestUnsupported, report.StepManifest},
 	{lazyRE(`-based image is incompatible with a \S+ host|no match for (?:current )?platform|no matching manifest for|could not find platform|no image found in (?:manifest list|image index) for architecture|Error choosing image instance|image operating system "\w+" cannot be used on this platform|OpenRelative failed in Win32|does not match the specified platform|does not match the detected host platform|exec format error|does not contain descriptor matching platform|unknown operating system or architecture`), report.CodePlatformMismatch, report.StepManifest},
 	{lazyRE(`no basic auth credentials|there are no credentials on this request|(?i:invalid username/password|incorrect username or password|invalid username or password|invalid credentials)|HTTP Basic: Access denied|password or token is incorrect|unable to retrieve auth token|\b(?:auth|authentication) error\b`), report.CodeAuth401, report.StepAuth},
 	// Harbor answers a user or robot without pull rights so (the text says unauthorized, the cause is rights)
@@ -94,7 +94,7 @@ var rules = []rule{
 	{lazyRE(`(?i)authorization token has expired|\btoken (?:has|is) expired|token used before issued`), report.CodeAuth401, report.StepAuth},
 	{lazyRE(`: requested access to the resource is denied`), codeHubDenied, report.StepAuth},
 	// 451: the registry refuses this client's location (Docker Hub's export-control block)
-	{lazyRE(`\b403\b|Forbidden|AuthorizationFailure|AccessDenied|not authorized to perform this operation|\bdenied:|: denied\.?$|access forbidden|permission_denied|"DENIED"|"denied"|error from registry: denied|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
+	{lazyRE(`\b403\b|Forbidden|AuthorizationFailure|AccessDenied|not authorized to perform this operation|\bdenied:|: denied\.?"?\)?$|access forbidden|permission_denied|"DENIED"|"denied"|error from registry: denied|\b451\b|Unavailable For Legal Reasons`), report.CodeAuth403, report.StepAuth},
 	{lazyRE(`\b401\b|Unauthorized|unauthorized|[Aa]uthentication (?:is )?required|not authorized|"UNAUTHORIZED"`), report.CodeAuth401, report.StepAuth},
 	// a credential helper or the kubelet's credential provider failed: the pull had no identity
 	{lazyRE(`(?i)credential[ -]?provider|credential[ -]?helper|docker-credential-|error getting credentials`), report.CodeAuth401, report.StepAuth},

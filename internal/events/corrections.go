@@ -178,9 +178,7 @@ func (r *reading) classOf() {
 		fd.Class = report.ClassOther
 		fd.Alternatives = []report.Class{report.ClassRoute, report.ClassEndpoint}
 	case report.CodeManifestUnsupported:
-		// no manifest the node's runtime can use: fixed in the image build, like a missing
-		// platform (the probe's taxonomy says other for a manifest it cannot parse)
-		fd.Class = report.ClassPlatform
+		fd.Class = report.ClassFor(r.role, r.layer, r.code) // platform, as the probe says
 		fd.Alternatives = []report.Class{report.ClassOther}
 	default:
 		// one taxonomy with the probe: the class is what ClassFor says for this role, step and code

@@ -285,6 +285,8 @@ var (
 	// a reference without its registry, where the text says it is one
 	reTWrapped   = regexp.MustCompile(`(?:pull access denied for (` + pRef + `),|manifest for (` + pRef + `) not found|repository (` + pRef + `) not found|[Ii]mage (` + pRef + `) not found|(?:[Ii]mage|reference|ref) \\?"(` + pRef + `)\\?"|image '(` + pRef + `)'|\b(?:docker|podman|crictl|nerdctl|buildah) pull (` + pRef + `)(?:\s|$)|(?:^|[\s"'(=])docker://(` + pRef + `)|[Ff]ailed to pull (?:and unpack )?image (` + pRef + `)(?::\s|:?$)|for image (` + pRef + `)(?:\s|$)|\((` + pRef + `)\)\.\.\.|(?:failed to resolve ref|image pull failed for|from flag value|load metadata for|initializing source|pulling repository) "?(?:docker://)?(` + pRef + `)|\bpull (?:-{1,2}[\w-]+(?:=\S+| [a-z]+/[\w/]+)? )+(` + pRef + `)(?:\s|$))`)
 	reTFromImage = regexp.MustCompile(`\bfromImage=([^&\s"]+)`)
+	// the tag beside it in docker's images/create query
+	reTQueryTag = regexp.MustCompile(`images/create\?(?:[^\s"]*&)?tag=([^&\s"]+)`)
 	// a tag, then the repository it was looked for in
 	reTTagIn = regexp.MustCompile(`(?:[Rr]eading manifest|Tag) (` + pTag + `) (?:in|not found in repository) (` + pRef + `)`)
 	// a host name where the text says it is one
@@ -413,6 +415,11 @@ func (r *renamer) rewrite(msg string) string {
 		if ref, err := url.QueryUnescape(msg[m[2]:m[3]]); err == nil {
 			r.refParts(ref)
 			add(m[2], m[3], url.QueryEscape(r.ref(ref)))
+		}
+	}
+	for _, m := range reTQueryTag.FindAllStringSubmatchIndex(msg, -1) {
+		if tag, err := url.QueryUnescape(msg[m[2]:m[3]]); err == nil && !strings.HasPrefix(tag, "sha256") {
+			add(m[2], m[3], url.QueryEscape(r.tag(tag)))
 		}
 	}
 	for _, m := range reTTagIn.FindAllStringSubmatchIndex(msg, -1) {

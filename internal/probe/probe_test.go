@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pullpath/pullpath/internal/demo"
+	"github.com/pullpath/pullpath/internal/events"
 	"github.com/pullpath/pullpath/internal/probe"
 	"github.com/pullpath/pullpath/internal/registrytest"
 	"github.com/pullpath/pullpath/internal/report"
@@ -297,5 +298,27 @@ func TestChallengeOnTheManifest(t *testing.T) {
 	o.Credential.Password = "wrong"
 	if rep, _ = probe.Run(context.Background(), o); rep.Class != report.ClassAuth || rep.Failing.Role != report.RoleToken {
 		t.Fatalf("wrong password behind an open ping: class %s failing %+v", rep.Class, rep.Failing)
+	}
+}
+
+// A schema 1 manifest is a manifest the runtime cannot use: platform, as explain reads
+// containerd's and go-containerregistry's refusals of it (one taxonomy).
+func TestSchema1IsPlatform(t *testing.T) {
+	e := lab(t)
+	m := `{"schemaVersion":1,"name":"team/old","tag":"1","architecture":"amd64","fsLayers":[{"blobSum":"sha256:a3ed95caeb02ffe68cdd9fd84406680ae93d633cb16422d00e8a7c22955b46d4"}],"history":[{"v1Compatibility":"{}"}]}`
+	if err := e.Lab.PushRaw(context.Background(), "team/old:1", []byte(m), "application/vnd.docker.distribution.manifest.v1+prettyjws"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := probe.Run(context.Background(), e.Options(e.Lab.Ref("team/old:1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassPlatform || rep.Code != report.CodeManifestUnsupported || rep.Failing.Role != report.RoleRegistry {
+		t.Fatalf("class %s code %s role %s (%s), want platform MANIFEST_UNSUPPORTED at the registry", rep.Class, rep.Code, rep.Failing.Role, rep.Summary)
+	}
+	f := events.Classify(`failed to pull and unpack image "` + e.Lab.Ref("team/old:1") + `": failed to resolve reference: ` +
+		`schema 1 support is disabled by default since containerd v2.0, see https://github.com/containerd/containerd/blob/main/docs/containerd-2.0.md#schema1-images`)
+	if f.Class != rep.Class || f.Code != rep.Code {
+		t.Errorf("explain says %s %s, the probe %s %s", f.Class, f.Code, rep.Class, rep.Code)
 	}
 }

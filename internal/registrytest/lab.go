@@ -27,6 +27,7 @@ import (
 	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // CertMode selects the certificate the registry host presents.
@@ -551,3 +552,21 @@ func randHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// PushRaw writes a manifest as given, with its media type, under repoTag: formats the registry
+// library does not build, such as schema 1.
+func (l *Lab) PushRaw(ctx context.Context, repoTag string, manifest []byte, mediaType string) error {
+	ref, err := name.ParseReference(l.pushSrv.Listener.Addr().String() + "/" + repoTag)
+	if err != nil {
+		return err
+	}
+	return remote.Put(ref, rawManifest{manifest, types.MediaType(mediaType)}, remote.WithContext(ctx))
+}
+
+type rawManifest struct {
+	b  []byte
+	mt types.MediaType
+}
+
+func (r rawManifest) RawManifest() ([]byte, error)        { return r.b, nil }
+func (r rawManifest) MediaType() (types.MediaType, error) { return r.mt, nil }

@@ -108,6 +108,7 @@ func TestClassesAndLayers(t *testing.T) {
 		{RoleToken, StepAuth, CodeAuth401, ClassAuth},
 		{RoleBlob, StepBlob, CodeAuth403, ClassEndpoint},
 		{RoleRegistry, StepManifest, CodeAuth403, ClassForbidden},
+		{RoleRegistry, StepManifest, CodeManifestUnsupported, ClassPlatform},
 		{RoleRegistry, StepTLS, CodeTLSHandshakeTimeout, ClassRoute},
 		{RoleRegistry, StepTLS, CodeTLSPlainHTTP, ClassTLS},
 		{RoleProxy, StepTCP, CodeTCPRefused, ClassProxy},

@@ -283,7 +283,9 @@ func ClassFor(role Role, step StepName, code Code) Class {
 	switch code {
 	case CodeManifestUnknown, CodeNameUnknown, CodeBlobUnknown:
 		return ClassNotFound
-	case CodePlatformMismatch:
+	case CodePlatformMismatch, CodeManifestUnsupported:
+		// no manifest the node's runtime can use (its platform, or a format it no longer reads
+		// such as schema 1): fixed in the image build, like a missing platform
 		return ClassPlatform
 	case CodeTLSPlainHTTP, CodeHTTPDowngrade, CodeHostsTomlInvalid:
 		return ClassTLS
