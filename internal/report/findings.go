@@ -36,7 +36,7 @@ func WriteFindingsTextWith(w io.Writer, fs []Finding, o TextOptions) error {
 		}
 		where := f.Host
 		if where == "" {
-			where = "host not named"
+			where = "no registry host in the text"
 		}
 		if f.Role != "" {
 			where += " (" + string(f.Role) + ")"
