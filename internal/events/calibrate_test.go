@@ -8,12 +8,9 @@ import (
 	"fmt"
 	"go/format"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/pullpath/pullpath/internal/report"
 )
 
 var updateDecide = flag.Bool("update-decide", false, "rewrite decidetable.go from the dev corpus")
@@ -24,24 +21,10 @@ func learnDecide(t testing.TB, use func(sample) bool) map[evidenceKey][]classCou
 	saved := useDecideTable
 	useDecideTable = false
 	defer func() { useDecideTable = saved }()
-	counts := map[evidenceKey]map[report.Class]int{}
-	for _, file := range corpusFiles {
-		for _, s := range loadCorpus(t, file) {
-			if !use(s) {
-				continue
-			}
-			_, _, ev := classify(s.message, true)
-			if counts[ev] == nil {
-				counts[ev] = map[report.Class]int{}
-			}
-			counts[ev][s.class]++
-		}
-	}
-	out := map[evidenceKey][]classCount{}
-	for k, m := range counts {
-		out[k] = sortedCounts(m)
-	}
-	return out
+	return learnLabels(t, use, func(s sample) []evidenceKey {
+		_, _, ev := classify(s.message, true)
+		return []evidenceKey{ev}
+	})
 }
 
 func renderDecideTable(m map[evidenceKey][]classCount) []byte {
@@ -68,20 +51,8 @@ func renderDecideTable(m map[evidenceKey][]classCount) []byte {
 // TestDecideTable regenerates the calibration from the dev set and requires the checked-in
 // decidetable.go to be exactly that: it holds nothing learned from held-out text.
 func TestDecideTable(t *testing.T) {
-	want := renderDecideTable(learnDecide(t, func(s sample) bool { return !heldOut(s.source) }))
-	if *updateDecide {
-		if err := os.WriteFile("decidetable.go", want, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	got, err := os.ReadFile("decidetable.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatal("decidetable.go is not the table the dev corpus gives: go test -run TestDecideTable -update-decide ./internal/events (after -update-phrases)")
-	}
+	checkGenerated(t, "decidetable.go", renderDecideTable(learnDecide(t, func(s sample) bool { return !heldOut(s.source) })), *updateDecide,
+		"go test -run TestDecideTable -update-decide ./internal/events (after -update-phrases)")
 }
 
 // cvDecided judges the calibration on dev's three folds: each fold is read with every table

@@ -17,21 +17,17 @@ import (
 
 var updatePhrases = flag.Bool("update-phrases", false, "rewrite phrasetable.go from the dev corpus")
 
-// learnFrom counts, over the samples use admits (the dev third only, or a part of it), which
-// labelled class stood behind each ambiguous phrase, per registry family and on any registry. The
-// phrase is the one the rules read without the tables, so the counts do not depend on the tables.
-// learnCodes counts, over the samples use admits, the labels behind each reading (code, role)
-// of the rules without the tables.
-func learnCodes(t testing.TB, use func(sample) bool) map[codeKey][]classCount {
-	counts := map[codeKey]map[report.Class]int{}
+// learnLabels counts, over the corpus samples use admits (the dev third only, or a part of it),
+// the labelled classes behind each key keys gives for a sample, most frequent first; ties in the
+// order of decisiveness, so the tables are stable.
+func learnLabels[K comparable](t testing.TB, use func(sample) bool, keys func(sample) []K) map[K][]classCount {
+	counts := map[K]map[report.Class]int{}
 	for _, file := range corpusFiles {
 		for _, s := range loadCorpus(t, file) {
 			if !use(s) {
-				continue
+				continue // never learn from the held-out third
 			}
-			fd, _, _ := classify(s.message, false)
-			// each reading's own row, and the role's base rate over every reading (code "*")
-			for _, k := range []codeKey{{fd.Code, fd.Role}, {anyCode, fd.Role}} {
+			for _, k := range keys(s) {
 				if counts[k] == nil {
 					counts[k] = map[report.Class]int{}
 				}
@@ -39,62 +35,44 @@ func learnCodes(t testing.TB, use func(sample) bool) map[codeKey][]classCount {
 			}
 		}
 	}
-	out := map[codeKey][]classCount{}
+	out := map[K][]classCount{}
 	for k, m := range counts {
-		out[k] = sortedCounts(m)
-	}
-	return out
-}
-
-func sortedCounts(m map[report.Class]int) []classCount {
-	var cs []classCount
-	for c, n := range m {
-		cs = append(cs, classCount{c, n})
-	}
-	// most frequent first; ties in the order of decisiveness, so the table is stable
-	slices.SortFunc(cs, func(a, b classCount) int {
-		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(decisiveness[a.class], decisiveness[b.class]))
-	})
-	return cs
-}
-
-func learnFrom(t testing.TB, use func(sample) bool) map[phraseKey][]classCount {
-	counts := map[phraseKey]map[report.Class]int{}
-	add := func(k phraseKey, c report.Class) {
-		if counts[k] == nil {
-			counts[k] = map[report.Class]int{}
-		}
-		counts[k][c]++
-	}
-	for _, file := range corpusFiles {
-		for _, s := range loadCorpus(t, file) {
-			if !use(s) {
-				continue // never learn from the held-out third
-			}
-			fd, key, _ := classify(s.message, false)
-			if key.phrase == "" || !learnedFor(key.phrase, fd.Role) {
-				continue
-			}
-			add(key, s.class)
-			add(phraseKey{key.phrase, "*"}, s.class)
-			if namedNotHub(key.family) {
-				add(phraseKey{key.phrase, notHub}, s.class)
-			}
-		}
-	}
-	out := map[phraseKey][]classCount{}
-	for k, m := range counts {
-		var cs []classCount
+		cs := make([]classCount, 0, len(m))
 		for c, n := range m {
 			cs = append(cs, classCount{c, n})
 		}
-		// most frequent first; ties in the order of decisiveness, so the table is stable
 		slices.SortFunc(cs, func(a, b classCount) int {
 			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(decisiveness[a.class], decisiveness[b.class]))
 		})
 		out[k] = cs
 	}
 	return out
+}
+
+// learnCodes counts the labels behind each reading (code, role) of the rules without the tables,
+// and behind each role over every reading (code "*": the role's base rate).
+func learnCodes(t testing.TB, use func(sample) bool) map[codeKey][]classCount {
+	return learnLabels(t, use, func(s sample) []codeKey {
+		fd, _, _ := classify(s.message, false)
+		return []codeKey{{fd.Code, fd.Role}, {anyCode, fd.Role}}
+	})
+}
+
+// learnFrom counts which labelled class stood behind each ambiguous phrase, per registry family
+// and on any registry. The phrase is the one the rules read without the tables, so the counts do
+// not depend on the tables.
+func learnFrom(t testing.TB, use func(sample) bool) map[phraseKey][]classCount {
+	return learnLabels(t, use, func(s sample) []phraseKey {
+		fd, key, _ := classify(s.message, false)
+		if key.phrase == "" || !learnedFor(key.phrase, fd.Role) {
+			return nil
+		}
+		keys := []phraseKey{key, {key.phrase, "*"}}
+		if namedNotHub(key.family) {
+			keys = append(keys, phraseKey{key.phrase, notHub})
+		}
+		return keys
+	})
 }
 
 func renderTable(m map[phraseKey][]classCount, codes map[codeKey][]classCount) []byte {
@@ -141,19 +119,26 @@ func writeCounts(b *bytes.Buffer, cs []classCount) {
 // phrasetable.go to be exactly that: the tables cannot hold anything learned from held-out text.
 func TestPhraseTable(t *testing.T) {
 	dev := func(s sample) bool { return !heldOut(s.source) }
-	want := renderTable(learnFrom(t, dev), learnCodes(t, dev))
-	if *updatePhrases {
-		if err := os.WriteFile("phrasetable.go", want, 0o644); err != nil {
+	checkGenerated(t, "phrasetable.go", renderTable(learnFrom(t, dev), learnCodes(t, dev)), *updatePhrases,
+		"go test -run TestPhraseTable -update-phrases ./internal/events")
+}
+
+// checkGenerated writes want to file when update is set, and otherwise requires the checked-in
+// file to be exactly want; regen says how to make it so.
+func checkGenerated(t *testing.T, file string, want []byte, update bool, regen string) {
+	t.Helper()
+	if update {
+		if err := os.WriteFile(file, want, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	got, err := os.ReadFile("phrasetable.go")
+	got, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatal("phrasetable.go is not the table the dev corpus gives: go test -run TestPhraseTable -update-phrases ./internal/events")
+		t.Fatalf("%s is not the table the dev corpus gives: %s", file, regen)
 	}
 }
 
