@@ -55,18 +55,7 @@ func TestWatchBudget(t *testing.T) {
 	w := c.startWatch(t, "--image", im.Ref, "--interval", "1m", "--full-every", "6", "--run-namespace", runNS,
 		"--probe-timeout", "90s", "--metrics-address", "127.0.0.1:9466")
 	hc := &http.Client{Transport: &http.Transport{DialContext: netnsdial.In(c.hub)}, Timeout: 5 * time.Second}
-	scrape := func() map[string]float64 {
-		resp, err := hc.Get("http://127.0.0.1:9466/metrics")
-		if err != nil {
-			t.Fatalf("metrics: %v", err)
-		}
-		defer resp.Body.Close()
-		m, err := promtext.Parse(resp.Body)
-		if err != nil {
-			t.Fatalf("metrics: %v", err)
-		}
-		return m
-	}
+	scrape := func() map[string]float64 { return promtext.Scrape(t, hc, "http://127.0.0.1:9466/metrics") }
 	// the first round: every node has a result
 	var first map[string]float64
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"sort"
@@ -79,9 +78,9 @@ func TestWatchAtScale(t *testing.T) {
 	}
 	synced := time.Since(start)
 	time.Sleep(time.Minute) // past the start: the informer's list, the run's objects
-	m1, at1 := scrapeMetrics(t, addr), time.Now()
+	m1, at1 := promtext.Scrape(t, nil, "http://"+addr+"/metrics"), time.Now()
 	time.Sleep(window)
-	m2, at2 := scrapeMetrics(t, addr), time.Now()
+	m2, at2 := promtext.Scrape(t, nil, "http://"+addr+"/metrics"), time.Now()
 	minutes := at2.Sub(at1).Minutes()
 	var rows []string
 	totalReqs := 0.0
@@ -115,17 +114,3 @@ requests since the start: %.0f (the informer's list and the run's objects includ
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-
-func scrapeMetrics(t *testing.T, addr string) map[string]float64 {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	m, err := promtext.Parse(resp.Body)
-	if err != nil {
-		t.Fatalf("metrics: %v", err)
-	}
-	return m
-}

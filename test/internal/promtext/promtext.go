@@ -4,8 +4,10 @@ package promtext
 import (
 	"bufio"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
+	"testing"
 )
 
 // Parse reads Prometheus text: each series (name and labels as written) and its value.
@@ -38,4 +40,22 @@ func Sum(m map[string]float64, prefix string) float64 {
 		}
 	}
 	return s
+}
+
+// Scrape reads url's metrics with c (nil: http.DefaultClient), failing t when it cannot.
+func Scrape(t testing.TB, c *http.Client, url string) map[string]float64 {
+	t.Helper()
+	if c == nil {
+		c = http.DefaultClient
+	}
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	m, err := Parse(resp.Body)
+	if err != nil {
+		t.Fatalf("metrics: %v", err)
+	}
+	return m
 }
