@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pullpath/pullpath/test/internal/tierreport"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -278,18 +278,4 @@ func (c *cluster) figure(format string, args ...any) {
 }
 
 // writeReport appends the figures to $PULLPATH_CLUSTER_REPORT (scripts/test.sh prints it).
-func (c *cluster) writeReport() {
-	path := os.Getenv("PULLPATH_CLUSTER_REPORT")
-	if path == "" || len(c.figures) == 0 {
-		return
-	}
-	_ = os.MkdirAll(filepath.Dir(path), 0o755)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	for _, l := range c.figures {
-		fmt.Fprintln(f, l)
-	}
-}
+func (c *cluster) writeReport() { tierreport.Append("PULLPATH_CLUSTER_REPORT", c.figures...) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/test/internal/kubeapi"
+	"github.com/pullpath/pullpath/test/internal/tierreport"
 )
 
 // seed makes the fleets reproducible: the same seed, the same nodes, pods, causes and truth.
@@ -194,15 +194,5 @@ func (tr *tier) client(t testing.TB, user string) *cluster.Client {
 func figure(t testing.TB, format string, args ...any) {
 	line := fmt.Sprintf(format, args...)
 	t.Log(line)
-	path := os.Getenv("PULLPATH_FLEET_REPORT")
-	if path == "" {
-		return
-	}
-	_ = os.MkdirAll(filepath.Dir(path), 0o755)
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	fmt.Fprintln(f, line)
+	tierreport.Append("PULLPATH_FLEET_REPORT", line)
 }

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"text/tabwriter"
 	"time"
+
+	"github.com/pullpath/pullpath/test/internal/tierreport"
 )
 
 var skipReason string
@@ -553,13 +555,7 @@ func (e *env) throughput(t *testing.T) {
 	line := fmt.Sprintf("throughput over the veth, fresh %.0f MB image: containerd (crictl pull, incl. unpack) %.2fs = %.0f MB/s; pullpath probe %.2fs = %.0f MB/s (download %.2fs)",
 		mb, ctrd.Seconds(), mb/ctrd.Seconds(), pt.Seconds(), mb/pt.Seconds(), pr.Download.DurationMs/1e3)
 	t.Log(line)
-	if p := os.Getenv("PULLPATH_LAB_REPORT"); p != "" {
-		f, err := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0o644)
-		if err == nil {
-			fmt.Fprintln(f, "\n"+line)
-			f.Close()
-		}
-	}
+	tierreport.Append("PULLPATH_LAB_REPORT", "", line)
 }
 
 // explain runs pullpath explain on a runtime's error text and returns its findings (none when it
