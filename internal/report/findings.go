@@ -82,8 +82,13 @@ func WriteFindingsTextWith(w io.Writer, fs []Finding, o TextOptions) error {
 		}
 		if f.Decide != "" {
 			// a command is copied whole: never wrapped; its trailing comment wraps below it
+			// a decided finding's command proves the verdict from the node; an undecided one's settles it
+			label := "decide"
+			if f.Decided {
+				label = "confirm"
+			}
 			cmd, comment, _ := strings.Cut(f.Decide, "#")
-			fmt.Fprintf(b, "    %-10s %s\n", "decide", strings.TrimSpace(cmd))
+			fmt.Fprintf(b, "    %-10s %s\n", label, strings.TrimSpace(cmd))
 			if comment = strings.TrimSpace(comment); comment != "" {
 				wrap(b, indent+"# ", indent+"  ", comment, width)
 			}

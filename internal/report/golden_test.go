@@ -170,4 +170,11 @@ func TestFindingsNarrowGolden(t *testing.T) {
 	if !strings.Contains(b.String(), "class "+styleBold+"forbidden"+styleReset) {
 		t.Errorf("class not coloured:\n%s", b.String())
 	}
+	// a decided finding's command confirms it; only an undecided one's decides
+	f.Decided, f.Alternatives = true, nil
+	b.Reset()
+	_ = WriteFindingsTextWith(&b, []Finding{f}, TextOptions{})
+	if !strings.Contains(b.String(), "\n    confirm    pullpath probe gcr.io/") || strings.Contains(b.String(), "    decide ") || strings.Contains(b.String(), "undecided") {
+		t.Errorf("decided finding's command row:\n%s", b.String())
+	}
 }
