@@ -289,7 +289,7 @@ func roundOf(file string) string {
 // blindFiles are the rounds collected blind and not yet learned from: TestBlindRound measures them
 // at first sight, beside the old held-out set; once a round's dev part has been tuned on, its
 // file moves to corpusFiles.
-var blindFiles = []string{}
+var blindFiles = []string{"testdata/corpus-p.txt"}
 
 // TestBlindRound measures each blind round's dev part and held-out part apart, and the old
 // held-out set beside them: first class, label among the alternatives, decided coverage and
