@@ -1,9 +1,7 @@
 package events
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/pullpath/pullpath/internal/report"
@@ -51,58 +49,7 @@ var (
 	minPromoteSupport = 6
 	// useDecideTable turns the calibration off, for the table's own generation
 	useDecideTable = true
-	// shrinkStrength and shrinkFloor: a kind of evidence decides only when its precision, shrunk
-	// toward that of its whole reading (code, role, class: every phrase), reaches shrinkFloor;
-	// shrinkStrength is how many messages the reading's precision weighs as. Cut into phrases,
-	// a reading that is often wrong (a 401 is an outage or a missing repository one time in six
-	// in dev) has small kinds that were right every time by luck, and those are what held-out
-	// found wrong. On dev's folds (2026-12-03, TestShrinkThresholds, minDecideSupport 2): off
-	// 41.9 % decided, 98.8 % right; 5 and 0.95 38.1 %, 99.4 %; 10 and 0.99 29.0 %, 99.6 %.
-	// The highest coverage at 99 % or more on the folds was chosen
-	shrinkStrength = 5.0
-	shrinkFloor    = 0.95
 )
-
-// readingRow is the labels of every dev message read with k's code, role and class, whatever the
-// phrase, most frequent first: a small kind of evidence that was right every time may just be
-// lucky, and the reading as a whole says how lucky it must have been.
-func readingRow(k evidenceKey) []classCount {
-	sum := map[report.Class]int{}
-	for o, row := range decideTable {
-		if o.code == k.code && o.role == k.role && o.class == k.class {
-			for _, c := range row {
-				sum[c.class] += c.n
-			}
-		}
-	}
-	return sortedCounts(sum)
-}
-
-// sortedCounts is a count per class, most frequent first (ties: the more decisive class first).
-func sortedCounts(m map[report.Class]int) []classCount {
-	cs := make([]classCount, 0, len(m))
-	for c, n := range m {
-		cs = append(cs, classCount{c, n})
-	}
-	slices.SortFunc(cs, func(a, b classCount) int {
-		return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(decisiveness[a.class], decisiveness[b.class]))
-	})
-	return cs
-}
-
-// shrunkPrecision is the kind's precision with its reading's as a prior of shrinkStrength messages.
-func shrunkPrecision(k evidenceKey, n, right int, reading []classCount) float64 {
-	pn, pright := total(reading), 0
-	for _, c := range reading {
-		if c.class == k.class {
-			pright = c.n
-		}
-	}
-	if pn == 0 {
-		return float64(right) / float64(max(n, 1))
-	}
-	return (float64(right) + shrinkStrength*float64(pright)/float64(pn)) / (float64(n) + shrinkStrength)
-}
 
 // offThePath are the readings of a failure on the node or in the pod spec, in the words of the
 // component that failed (the kubelet's throttle, the disk, the reference parser): no registry's
@@ -123,27 +70,18 @@ func calibrate(fd *report.Finding, k evidenceKey) {
 			right = c.n
 		}
 	}
-	reading := readingRow(k)
-	lucky := shrinkFloor > 0 && shrunkPrecision(k, n, right, reading) < shrinkFloor
 	switch {
-	case fd.Decided && (n < minDecideSupport || right < n || lucky):
+	case fd.Decided && (n < minDecideSupport || right < n):
 		fd.Decided = false
-		alts := row
-		if right == n && lucky {
-			alts = reading
-		}
-		for _, c := range alts {
+		for _, c := range row {
 			if c.n >= minConfusion {
 				addAlternative(fd, c.class)
 			}
 		}
-		switch {
-		case right < n:
+		if right < n {
 			fd.DecidedBecause = fmt.Sprintf("the text names a cause, but %s", evidenceWas(k, row))
-		case n < minDecideSupport:
+		} else {
 			fd.DecidedBecause = fmt.Sprintf("the text names a cause, but pullpath's corpus has %d message(s) read this way, too few to decide on", n)
-		default:
-			fd.DecidedBecause = fmt.Sprintf("the text names a cause, but %s: too often another cause to decide on %d of them", readingWas(k, reading), n)
 		}
 	case !fd.Decided && promotable(fd, k) && n >= minPromoteSupport && right == n:
 		fd.Decided, fd.Alternatives = true, nil
@@ -160,19 +98,6 @@ func promotable(fd *report.Finding, k evidenceKey) bool {
 		return false
 	}
 	return k.role == report.RoleBlob || k.role == report.RoleToken || k.role == report.RoleMirror
-}
-
-// readingWas says what the dev messages read as k's code at its role were labelled.
-func readingWas(k evidenceKey, reading []classCount) string {
-	parts := make([]string, len(reading))
-	for i, c := range reading {
-		parts[i] = fmt.Sprintf("%s %d", c.class, c.n)
-	}
-	at := ""
-	if k.role != "" {
-		at = fmt.Sprintf(" at a %s host", k.role)
-	}
-	return fmt.Sprintf("pullpath's corpus messages read as %s%s were %s", k.code, at, strings.Join(parts, ", "))
 }
 
 // evidenceWas says what dev messages read with this evidence were labelled.

@@ -771,9 +771,7 @@ func TestNewerWordings(t *testing.T) {
 		{"Harbor's unknown project", `images/contour/manifests/v0.11.0: unknown: Project 'project:tanzu-images' not found or deleted.`, report.ClassNotFound, "", false}, // the learned row for a bare "not found" keeps other
 		{"gRPC NotFound, cut", `Failed to pull image "registry.example.org/team/db:16.1": rpc error: code = NotFound`, report.ClassNotFound, report.ClassPlatform, false},
 		{"a 400 names no cause", `failed to resolve reference "factory.example.dev/installer/abc:v1.7.1": unexpected status from HEAD request to https://factory.example.dev/v2/installer/abc/manifests/v1.7.1: 400 Bad Request`, report.ClassOther, report.ClassNotFound, false},
-		// undecided since the kinds' precision is shrunk toward their reading's: two 502s are too few
-		// beside a reading (an unexpected status) that dev also saw behind a missing image
-		{"a 502 is still the server's", `failed to resolve reference "r.example/a:1": unexpected status from HEAD request to https://r.example/v2/a/manifests/1: 502 Bad Gateway`, report.ClassOther, "", false},
+		{"a 502 is still the server's", `failed to resolve reference "r.example/a:1": unexpected status from HEAD request to https://r.example/v2/a/manifests/1: 502 Bad Gateway`, report.ClassOther, "", true},
 	}
 	for _, tc := range cases {
 		f := Classify(tc.msg)

@@ -37,7 +37,14 @@ func learnLabels[K comparable](t testing.TB, use func(sample) bool, keys func(sa
 	}
 	out := map[K][]classCount{}
 	for k, m := range counts {
-		out[k] = sortedCounts(m)
+		cs := make([]classCount, 0, len(m))
+		for c, n := range m {
+			cs = append(cs, classCount{c, n})
+		}
+		slices.SortFunc(cs, func(a, b classCount) int {
+			return cmp.Or(cmp.Compare(b.n, a.n), cmp.Compare(decisiveness[a.class], decisiveness[b.class]))
+		})
+		out[k] = cs
 	}
 	return out
 }
