@@ -59,6 +59,9 @@ func reason(fd report.Finding, f facts) string {
 		if reLegacyCN.MatchString(f.text) {
 			return fmt.Sprintf("the certificate %s presents names the host only in its legacy Common Name; Go-based clients (containerd, docker, CRI-O) accept only a subjectAltName (SAN) since Go 1.15", h)
 		}
+		if names, foreign := foreignCertNames(f.text); foreign {
+			return fmt.Sprintf("the certificate %s presents is another domain's (%s): the name reached another server (a DNS answer or /etc/hosts entry pointing elsewhere, an interception box, a load balancer's default certificate)", h, clip(names, 60))
+		}
 		return fmt.Sprintf("the certificate %s presents is not valid for that name", h)
 	case report.CodeTLSExpired:
 		return fmt.Sprintf("the certificate %s presents has expired (or the node's clock is wrong)", h)
@@ -118,6 +121,9 @@ func reason(fd report.Finding, f facts) string {
 	case report.CodeNeverPull:
 		return "imagePullPolicy is Never and the image is not on the node"
 	case report.CodeInvalidReference:
+		if reShortName.MatchString(f.text) {
+			return "the image is a short name (no registry) and the runtime's short-name policy resolved it to none: no registry was asked"
+		}
 		return "the image reference in the pod spec is malformed"
 	case report.CodeManifestUnsupported:
 		return "the image is stored as a Docker manifest schema 1, a format the runtime no longer pulls (Docker 26 and later refuse it by default)"
@@ -222,6 +228,10 @@ func nextSteps(fd report.Finding, f facts) []string {
 	case report.CodeDiskIO:
 		return []string{"check the node's disk and filesystem (dmesg for I/O errors, a read-only remount); drain and replace the node if the disk is failing"}
 	case report.CodeInvalidReference:
+		if reShortName.MatchString(f.text) {
+			return []string{"name the registry in the image (docker.io/library/busybox, not busybox)",
+				"or give the node's /etc/containers/registries.conf an unqualified-search-registries list (one registry, since CRI-O 1.34 and podman in enforcing short-name mode refuse a choice they cannot prompt for)"}
+		}
 		return []string{"fix the image reference in the pod spec: lowercase registry and repository, at most one :tag, a digest as @sha256: and 64 hex digits, no scheme (https://) and no spaces"}
 	case report.CodeKubeletPullQPS:
 		return []string{"raise registryPullQPS and registryBurst in the kubelet's configuration (default 5 and 10; 0 turns the throttle off), or start fewer pulls at once (a slower rollout)",
@@ -230,6 +240,10 @@ func nextSteps(fd report.Finding, f facts) []string {
 		if reLegacyCN.MatchString(f.text) {
 			return []string{fmt.Sprintf("reissue the certificate of %s with its name in subjectAltName (a SAN): Go-based runtimes ignore the Common Name, so trusting its CA does not help", h),
 				"no node-side setting brings Common Name matching back (GODEBUG x509ignoreCN=0 was removed in Go 1.17)"}
+		}
+		if _, foreign := foreignCertNames(f.text); foreign {
+			return []string{fmt.Sprintf("resolve %s from the node (getent hosts %s: /etc/hosts first, then the resolver) and compare the address with the registry's: a wrong answer is the DNS owner's, a right one the certificate's", hostName(h), hostName(h)),
+				"if the address is right, the server behind it presents another name's certificate: fix its certificate (an ingress or load balancer's default one) or the interception box in the path"}
 		}
 		return []string{fmt.Sprintf("compare the names the certificate of %s is valid for with the name the node uses: reissue it with that name in subjectAltName, or pull by a name it is valid for", h),
 			"if it is another server's certificate (a TLS-inspecting proxy, a DNS answer pointing elsewhere), fix the path, not the certificate"}
@@ -397,3 +411,6 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// reShortName is containers/image's refusal of a short name it cannot resolve to one registry.
+var reShortName = lazyRE(`short-name resolution enforced but cannot prompt without a TTY|did not resolve to an alias and no (?:containers-registries\.conf\(5\) )?unqualified-search registries are defined|short-name "[^"]+" did not resolve to an alias|short name mode is enforcing, but image name \S+ returns`)

@@ -115,6 +115,9 @@ var rules = []rule{
 	{lazyRE(`unexpected EOF`), report.CodeBlobFailed, report.StepBlob},
 	{lazyRE(`ErrImageNeverPull|image pull policy is "Never"|not present with pull policy of Never`), report.CodeNeverPull, report.StepConfig},
 	{lazyRE(`InvalidImageName|invalid reference format|could not parse reference`), report.CodeInvalidReference, report.StepConfig},
+	// containers/image (podman, buildah, CRI-O) cannot pick a registry for a short name: no
+	// registry was asked, the reference must name one
+	{reShortName, report.CodeInvalidReference, report.StepConfig},
 	{lazyRE(`(?i)back-off pulling image|ImagePullBackOff|ErrImagePull`), report.CodeBackoffNoCause, report.StepConfig},
 }
 
@@ -320,6 +323,7 @@ func classifyOne(msg string, learn bool) (report.Finding, phraseKey, evidenceKey
 		r.unusableScheme()
 		r.grpcNotFound()
 		r.serverError()
+		r.foreignCertificate()
 		r.fd.Reason = reason(r.fd, r.f)
 		r.cutAfterRequest()
 	}

@@ -275,6 +275,48 @@ func (r *reading) grpcNotFound() {
 	}
 }
 
+// foreignCertificate: a certificate for another domain altogether (no name of it shares the
+// host's domain) says the name reached a server that is not the registry's: the registry's own
+// misconfiguration (an ingress's default certificate), an interception box, or a resolver or
+// /etc/hosts answering the wrong address. The text cannot tell which, so DNS stands beside TLS:
+// dev had both behind such certificates (a VPN's resolver, a wildcard record, a stale hosts file).
+func (r *reading) foreignCertificate() {
+	if r.code == report.CodeTLSNameMismatch {
+		if _, foreign := foreignCertNames(r.f.text); foreign {
+			addAlternative(&r.fd, report.ClassDNS)
+		}
+	}
+}
+
+// foreignCertNames reads Go's "certificate is valid for A, B, not H" and says whether none of the
+// names is of H's domain (its last two labels; a bare name without a dot is never H's).
+func foreignCertNames(text string) (names string, foreign bool) {
+	m := reValidFor.FindStringSubmatch(text)
+	if m == nil {
+		return "", false
+	}
+	domain := func(h string) string {
+		labels := strings.Split(strings.ToLower(strings.TrimPrefix(hostName(h), "*.")), ".")
+		if len(labels) < 2 {
+			return ""
+		}
+		return strings.Join(labels[len(labels)-2:], ".")
+	}
+	want := domain(m[2])
+	if want == "" {
+		return m[1], false
+	}
+	for n := range strings.SplitSeq(m[1], ",") {
+		if domain(strings.TrimSpace(n)) == want {
+			return m[1], false
+		}
+	}
+	return m[1], true
+}
+
+// reValidFor is Go's x509.HostnameError: the certificate's names, then the host asked for.
+var reValidFor = lazyRE(`certificate is valid for ([^"\n]+?), not ([^\s",]+)`)
+
 // serverError: a 5xx is the server's own failure: a storage or CDN host on the path, or an outage
 // of the registry's service that no node-side change fixes.
 func (r *reading) serverError() {

@@ -274,7 +274,7 @@ const (
 	pHost = `(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9]`
 	pSeg  = `[a-zA-Z0-9]+(?:(?:[._]|__|-+)[a-zA-Z0-9]+)*` // upper case too: texts hide names as "XXXXX"
 	pPath = pSeg + `(?:/` + pSeg + `)*`
-	pTag  = `[\w][\w.-]{0,127}`
+	pTag  = `[\w](?:[\w-]|\.[\w-]){0,127}` // no "..": podman's "Trying to pull REF..." ends the tag
 	pRef  = `(?:(?:` + pHost + `|localhost|[a-z0-9-]+:\d+|\d+\.\d+\.\d+\.\d+)(?::\d+|:port)?/)?` + pPath + `(?::` + pTag + `)?(?:@sha256:[0-9a-f]{6,64})?`
 )
 
@@ -283,7 +283,7 @@ var (
 	// a reference that names its registry, standing alone
 	reTHostRef = regexp.MustCompile(`(?:^|[\s"'(=\[,])((?:` + pHost + `|localhost)(?::\d+)?/` + pPath + `(?::` + pTag + `)?(?:@sha256:[0-9a-f]{6,64})?)`)
 	// a reference without its registry, where the text says it is one
-	reTWrapped   = regexp.MustCompile(`(?:pull access denied for (` + pRef + `),|manifest for (` + pRef + `) not found|repository (` + pRef + `) not found|[Ii]mage (` + pRef + `) not found|(?:[Ii]mage|reference|ref) \\?"(` + pRef + `)\\?"|image '(` + pRef + `)'|\b(?:docker|podman|crictl|nerdctl|buildah) pull (` + pRef + `)(?:\s|$)|(?:^|[\s"'(=])docker://(` + pRef + `)|[Ff]ailed to pull (?:and unpack )?image (` + pRef + `)(?::\s|:?$)|for image (` + pRef + `)(?:\s|$)|\((` + pRef + `)\)\.\.\.|(?:failed to resolve ref|image pull failed for|from flag value|load metadata for|initializing source|pulling repository) "?(?:docker://)?(` + pRef + `)|\bpull (?:-{1,2}[\w-]+(?:=\S+| [a-z]+/[\w/]+)? )+(` + pRef + `)(?:\s|$))`)
+	reTWrapped   = regexp.MustCompile(`(?:pull access denied for (` + pRef + `),|manifest for (` + pRef + `) not found|repository (` + pRef + `) not found|[Ii]mage (` + pRef + `) not found|(?:[Ii]mage|reference|ref) \\?"(` + pRef + `)\\?"|image '(` + pRef + `)'|\b(?:docker|podman|crictl|nerdctl|buildah) pull (` + pRef + `)(?:\s|$)|(?:^|[\s"'(=])docker://(` + pRef + `)|[Ff]ailed to pull (?:and unpack )?image (` + pRef + `)(?::\s|:?$)|for image (` + pRef + `)(?:\s|$)|\((` + pRef + `)\)\.\.\.|[Tt]rying to pull (?:docker://)?(` + pRef + `)\.\.\.|(?:failed to resolve ref|image pull failed for|from flag value|load metadata for|initializing source|pulling repository) "?(?:docker://)?(` + pRef + `)|\bpull (?:-{1,2}[\w-]+(?:=\S+| [a-z]+/[\w/]+)? )+(` + pRef + `)(?:\s|$))`)
 	reTFromImage = regexp.MustCompile(`\bfromImage=([^&\s"]+)`)
 	// the tag beside it in docker's images/create query
 	reTQueryTag = regexp.MustCompile(`images/create\?(?:[^\s"]*&)?tag=([^&\s"]+)`)
