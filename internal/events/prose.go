@@ -176,6 +176,9 @@ func proseOf(f *facts, urls [][]int) (prose, lower string) {
 			if s > 0 && nameByte(t[s-1]) || e < len(t) && nameByte(t[e]) && (t[e] != '.' || e+1 < len(t) && nameByte(t[e+1])) {
 				continue
 			}
+			if b == nil { // a host the extractor read is in found without having been masked yet
+				b = []byte(t)
+			}
 			maskRange(b, t, s, e)
 		}
 	}
