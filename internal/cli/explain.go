@@ -139,6 +139,12 @@ func (o *explainOptions) read(in io.Reader) ([]events.Message, events.Format, []
 	}
 	done := make(chan result, 1)
 	go func() {
+		// a bug in the reading must not print a Go stack at 3 a.m.: one line, exit 2
+		defer func() {
+			if p := recover(); p != nil {
+				done <- result{err: fmt.Errorf("explain: internal error while reading the input, a bug in pullpath (please report it with the input): %v", p)}
+			}
+		}()
 		msgs, format, err := events.Parse(in)
 		if err != nil || ctx.Err() != nil {
 			done <- result{err: err}

@@ -252,3 +252,17 @@ func TestExplainEndsOnSignals(t *testing.T) {
 		})
 	}
 }
+
+// panicReader stands for a bug in the reading: explain says so in one line and exits 2, never a
+// Go stack.
+type panicReader struct{}
+
+func (panicReader) Read([]byte) (int, error) { panic("boom in the reader") }
+
+func TestExplainInternalErrorIsOneLine(t *testing.T) {
+	o := &explainOptions{}
+	_, _, _, err := o.read(panicReader{})
+	if err == nil || !strings.Contains(err.Error(), "internal error while reading the input") || !strings.Contains(err.Error(), "boom in the reader") || strings.Contains(err.Error(), "goroutine") {
+		t.Fatalf("err = %v", err)
+	}
+}
