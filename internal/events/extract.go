@@ -31,15 +31,18 @@ type facts struct {
 	blobPhase bool // containerd's copy phase or docker's config download: the manifest already worked
 }
 
+// optTag is a reference's optional ":tag". No "..": podman's "Trying to pull REF..." ends the tag.
+const optTag = `(?::[\w](?:[\w-]|\.[\w-])*)?`
+
 var (
 	reImage = []litRegexp{
 		mustLit(`(?i)(?:failed to pull (?:and unpack )?image|pulling image|back-off pulling image|failed to resolve reference|pullimage|failed pulling image|failed to get sandbox image) \\?"([^"\\\s]+)\\?"`),
 		mustLit(`(?i)failed to pull image ([^\s:"]+(?::[^\s:"]+)?(?:@sha256:[a-f0-9]{64})?)(?::\s|:?$)`),
 		mustLit(`(?i)pull access denied for ([^\s,]+),`),
 		mustLit(`(?i)manifest for (\S+) not found`),
-		mustLit(`(?i)\bimage ([a-z0-9][^\s:"]*/[^\s:"]+(?::[\w](?:[\w-]|\.[\w-])*)?) not found|repository ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"]+) not found`),
+		mustLit(`(?i)\bimage ([a-z0-9][^\s:"]*/[^\s:"]+` + optTag + `) not found|repository ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"]+) not found`),
 		mustLit(`(?i)for image (\S+?)$|for image (\S+)\s`),
-		mustLit(`(?:^|[\s"'(=])docker://([^\s:]+/[^\s:@]+(?::[\w](?:[\w-]|\.[\w-])*)?(?:@sha256:[a-f0-9]{64})?)`),
+		mustLit(`(?:^|[\s"'(=])docker://([^\s:]+/[^\s:@]+` + optTag + `(?:@sha256:[a-f0-9]{64})?)`),
 		// a client's progress line: podman's "Trying to pull REF...", tart's "pulling REF..."
 		mustLit(`(?i)(?:trying to pull|pulling) ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s"]+?)\.\.\.`),
 		// docker-compose v1: "Pulling web (registry.example.com/team/web:1)..."
@@ -49,14 +52,14 @@ var (
 		// Azure Container Instances: "The image 'REF' in container group …"
 		mustLit(`(?i)\bthe image '([^'\s]+)' in container group`),
 		// last: "image REF" wherever REF names its registry host
-		mustLit(`(?i)\bimage "?((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"@,]+(?::[\w](?:[\w-]|\.[\w-])*)?(?:@sha256:[a-f0-9]{64})?)`),
+		mustLit(`(?i)\bimage "?((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"@,]+` + optTag + `(?:@sha256:[a-f0-9]{64})?)`),
 		mustLit(`(?i)(?:failed to resolve ref|image pull failed for|from flag value) "?([a-z0-9][^\s",]*/[^\s",]+?)"?(?:,|:\s)`),
-		mustLit(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+(?::[\w](?:[\w-]|\.[\w-])*)?(?:@sha256:[a-f0-9]{64})?)`),
+		mustLit(`(?i)(?:load metadata for|failed to resolve source metadata for|initializing source) (?:docker://)?([a-z0-9][^\s:"]*/[^\s:"@]+` + optTag + `(?:@sha256:[a-f0-9]{64})?)`),
 		// the pull as the operator typed it, and docker's v1-era progress line
 		mustLit(`(?i)\b(?:docker|podman|nerdctl|buildah|crictl|ctr(?: -n[= ]?\S+)?(?: images?| i)?)(?: image)? pull (?:-{1,2}[\w-]+(?:=\S+)? (?:(?:linux|windows|darwin)/\S+ )?)*(?:docker://)?([a-z0-9][^\s"']*)`),
 		mustLit(`(?i)\bpulling repository ([a-z0-9][^\s"']*)`),
 		// "failed to pull REF:" without the word image, where REF names its registry
-		mustLit(`(?i)\bfailed to pull ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"@,]+(?::[\w](?:[\w-]|\.[\w-])*)?(?:@sha256:[a-f0-9]{64})?)(?::\s|[\s,]|$)`),
+		mustLit(`(?i)\bfailed to pull ((?:[a-z0-9-]+\.)+[a-z0-9-]+(?::\d+)?/[^\s:"@,]+` + optTag + `(?:@sha256:[a-f0-9]{64})?)(?::\s|[\s,]|$)`),
 	}
 	// a reference standing alone, wherever its first component is a registry host: the last
 	// resort, after the request paths. Not after "/" or "://" (paths and URLs), not a Go package

@@ -73,14 +73,18 @@ func proseOf(f *facts, urls [][]int) (prose, lower string) {
 	t := f.text
 	var b []byte
 	var found []string // names seen, masked wherever else they stand
-	maskName := func(s, e int) {
-		if s < 0 || s >= e {
-			return
-		}
+	// the copy is made on the first name masked, from whichever loop finds it
+	mask := func(s, e int) {
 		if b == nil {
 			b = []byte(t)
 		}
 		maskRange(b, t, s, e)
+	}
+	maskName := func(s, e int) {
+		if s < 0 || s >= e {
+			return
+		}
+		mask(s, e)
 		if name := t[s:e]; strings.ContainsAny(name, "./:") {
 			found = append(found, name)
 		}
@@ -176,10 +180,7 @@ func proseOf(f *facts, urls [][]int) (prose, lower string) {
 			if s > 0 && nameByte(t[s-1]) || e < len(t) && nameByte(t[e]) && (t[e] != '.' || e+1 < len(t) && nameByte(t[e+1])) {
 				continue
 			}
-			if b == nil { // a host the extractor read is in found without having been masked yet
-				b = []byte(t)
-			}
-			maskRange(b, t, s, e)
+			mask(s, e) // not maskName: found is being read
 		}
 	}
 	if b == nil {
