@@ -317,6 +317,15 @@ func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Conf
 	case len(plans) > 0:
 		return kr, creds.Credential{Source: plans[0].Source()}, plans, nil
 	}
+	if rt != nil {
+		// a node probe presents what the kubelet would, ending in anonymous: never the probe's own
+		// docker config, $DOCKER_CONFIG or credential helpers on its PATH (a borrowed image's)
+		why := "the kubelet has no credential for " + ref.Registry + ": no pull secret given, none in its docker config, no credential provider"
+		if note != "" {
+			why = note
+		}
+		return nil, creds.Credential{Source: "anonymous (" + why + ")"}, nil, nil
+	}
 	c, err := o.explicitCredential(ref)
 	if err == nil && c.Anonymous() && note != "" {
 		c.Source = "anonymous (" + note + ")"

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -185,7 +187,8 @@ func (r *run) deliver(ctx context.Context, goarch, mode string) *delivery {
 		d.err = err
 		return d
 	}
-	d.size, d.source = len(bin), src
+	sum := sha256.Sum256(bin)
+	d.size, d.sha256, d.source = len(bin), hex.EncodeToString(sum[:]), src
 	if d.loader, d.err = r.loaderConfigMap(ctx, goarch); d.err != nil {
 		return d
 	}

@@ -190,7 +190,7 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 		return podOutcome{}
 	}
 	term := terminated(p)
-	if term != nil && d != nil && term.ExitCode >= loader.ExitUsage && term.ExitCode <= loader.ExitExec {
+	if term != nil && d != nil && loader.Failed(term.ExitCode) {
 		// the loader's own line: the binary did not arrive whole, or could not run
 		why := strings.TrimSpace(term.Message)
 		if d.mode == ModeAttach && term.ExitCode == loader.ExitSize {
@@ -270,11 +270,11 @@ func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *c
 	stdin := false
 	if d != nil {
 		vols, mounts = r.loaderVolumes(d, vols, mounts)
-		command = loader.Command("/pp/parts", "/pp/run/pullpath", d.size, r.probeArgs(n)...)
+		command = loader.Command("/pp/parts", "/pp/run/pullpath", d.size, d.sha256, r.probeArgs(n)...)
 		if d.mode == ModeAttach {
 			// the loader reads the binary from stdin, which the kubelet holds open until the one
 			// attach that streams it ends (stdinOnce)
-			command = loader.StreamCommand("/pp/parts/"+loader.File, "/pp/run/pullpath", d.size, r.probeArgs(n)...)
+			command = loader.StreamCommand("/pp/parts/"+loader.File, "/pp/run/pullpath", d.size, d.sha256, r.probeArgs(n)...)
 			stdin = true
 		}
 		pull = corev1.PullNever

@@ -102,6 +102,7 @@ type delivery struct {
 	parts  []string // ConfigMap names, in order (configmap)
 	bin    []byte   // the binary (attach)
 	size   int
+	sha256 string // hex: the loader runs nothing else
 	source string
 	err    error
 }

@@ -104,7 +104,7 @@ func TestProbePodSpec(t *testing.T) {
 		secretEnv: secretEnv([]secretRef{{secret: "pullpath-abcd1234-pull-1", key: corev1.DockerConfigJsonKey, label: "shop/regcred key .dockerconfigjson"}}),
 		owner:     &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-abcd1234", UID: "u1"}}}
 	n := node("b2", "poolb", t0, "v")
-	p := r.probeSpec("pullpath-abcd1234-probe-b2", n, &delivery{parts: []string{"p0", "p1"}, loader: "l", size: 1500000}, "registry.k8s.io/pause:3.10")
+	p := r.probeSpec("pullpath-abcd1234-probe-b2", n, &delivery{parts: []string{"p0", "p1"}, loader: "l", size: 1500000, sha256: strings.Repeat("ab", 32)}, "registry.k8s.io/pause:3.10")
 	s := p.Spec
 	c := s.Containers[0]
 	switch {
@@ -127,7 +127,7 @@ func TestProbePodSpec(t *testing.T) {
 		}
 	}
 	cmd := strings.Join(c.Command, " ")
-	for _, w := range []string{"/pp/parts/loader /pp/parts /pp/run/pullpath 1500000 -- probe " + img, "--host-root /host", "--summary-file /dev/termination-log", "--pull-secret-env PULLPATH_PULL_SECRET_1"} {
+	for _, w := range []string{"/pp/parts/loader /pp/parts /pp/run/pullpath 1500000 " + strings.Repeat("ab", 32) + " -- probe " + img, "--host-root /host", "--summary-file /dev/termination-log", "--pull-secret-env PULLPATH_PULL_SECRET_1"} {
 		if !strings.Contains(cmd, w) {
 			t.Errorf("command %q lacks %q", cmd, w)
 		}

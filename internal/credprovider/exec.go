@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/report"
+	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // DefaultTimeout bounds one provider run (the probe's own deadline bounds it too).
@@ -37,6 +37,9 @@ type Plan struct {
 	Bin      string // the file executed: HostBin under the host root
 	Kubelet  Kubelet
 	Timeout  time.Duration // default DefaultTimeout
+	// Env is the environment the provider runs with: the kubelet's as the node has it, then the
+	// provider config's env; never the probe's own (the probe may run on a borrowed image)
+	Env []string
 }
 
 // Source names the identity source for the report: "credential provider NAME (file:line)".
@@ -73,7 +76,8 @@ func FindAll(s KubeletSettings, image string) (plans []*Plan, note string, err e
 		if err != nil {
 			return nil, "", fmt.Errorf("credential provider %s (%s): %w", p.Name, p.Origin, err)
 		}
-		plans = append(plans, &Plan{Provider: *p, Image: image, HostBin: hostBin, Bin: filepath.Join(root.Name, filepath.FromSlash(rel)), Kubelet: k})
+		plans = append(plans, &Plan{Provider: *p, Image: image, HostBin: hostBin, Bin: filepath.Join(root.Name, filepath.FromSlash(rel)), Kubelet: k,
+			Env: kubeletEnv(s, p)})
 	}
 	return plans, "", nil
 }
@@ -154,9 +158,9 @@ func (p *Plan) exchange(ctx context.Context) (auth map[string]authEntry, secrets
 	defer cancel()
 	req, _ := json.Marshal(request{APIVersion: p.Provider.APIVersion, Kind: "CredentialProviderRequest", Image: p.Image})
 	cmd := exec.CommandContext(ctx, p.Bin, p.Provider.Args...)
-	cmd.Env = os.Environ()
-	for _, e := range p.Provider.Env {
-		cmd.Env = append(cmd.Env, e.Name+"="+e.Value)
+	cmd.Env = p.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{} // nil would hand over the probe's own environment
 	}
 	cmd.Stdin = bytes.NewReader(req)
 	stdout, stderr := &capped{max: maxStdout}, &capped{max: maxStderr}
@@ -303,4 +307,53 @@ func (c *capped) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	return c.Buffer.Write(b)
+}
+
+// systemdPath is the PATH systemd gives a service whose unit sets none.
+const systemdPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// kubeletEnv is the environment the kubelet runs provider p with (kubelet v1.37
+// plugin/plugin.go: os.Environ() of the kubelet, then the provider config's env): the kubelet's
+// as its unit gives it, sorted, then p's. Under a host root other than /, a Go provider would read
+// its CA bundle from the probe's own filesystem: SSL_CERT_FILE and SSL_CERT_DIR point it at the
+// node's, where the kubelet's environment leaves them unset.
+func kubeletEnv(s KubeletSettings, p *Provider) []string {
+	env := map[string]string{"PATH": systemdPath}
+	for k, v := range s.Env {
+		env[k] = v.Value
+	}
+	if name := s.Root.Name; name != "" && name != "/" {
+		for _, k := range []string{"SSL_CERT_FILE", "SSL_CERT_DIR"} {
+			if v, ok := env[k]; ok && v != "" {
+				env[k] = hostPaths(name, v)
+			}
+		}
+		if _, ok := env["SSL_CERT_FILE"]; !ok {
+			if f := runtimeconfig.BundleFile(s.Root); f != "" {
+				env["SSL_CERT_FILE"] = filepath.Join(name, f)
+			}
+		}
+		if _, ok := env["SSL_CERT_DIR"]; !ok {
+			env["SSL_CERT_DIR"] = hostPaths(name, "/etc/ssl/certs:/etc/pki/tls/certs")
+		}
+	}
+	out := make([]string, 0, len(env)+len(p.Env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		out = append(out, k+"="+env[k])
+	}
+	for _, e := range p.Env {
+		out = append(out, e.Name+"="+e.Value)
+	}
+	return out
+}
+
+// hostPaths puts each ':'-separated absolute path of list under the host root dir.
+func hostPaths(dir, list string) string {
+	parts := strings.Split(list, ":")
+	for i, x := range parts {
+		if path.IsAbs(x) {
+			parts[i] = filepath.Join(dir, x)
+		}
+	}
+	return strings.Join(parts, ":")
 }

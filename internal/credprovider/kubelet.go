@@ -40,6 +40,9 @@ type KubeletSettings struct {
 	Root    runtimeconfig.Root
 	Kubelet Kubelet
 	Home    string // the unit's HOME=, "" when it sets none
+	// Env is the environment systemd gives the kubelet (DefaultEnvironment=, its unit's
+	// Environment= and EnvironmentFile=): what its credential providers inherit
+	Env map[string]runtimeconfig.Setting
 	// Err is why the settings cannot be used for credential providers: the --config file unreadable,
 	// or a provider config without a bin dir. Kubelet holds what was read before it.
 	Err error
@@ -52,7 +55,7 @@ func (s KubeletSettings) Providers() bool { return s.Err == nil && s.Kubelet.Con
 // root, its KubeletConfiguration file (--config), and its unit's environment.
 func ReadKubelet(root runtimeconfig.Root) KubeletSettings {
 	exec, env := runtimeconfig.ServiceUnit(root, "kubelet")
-	s := KubeletSettings{Root: root, Home: env["HOME"].Value}
+	s := KubeletSettings{Root: root, Home: env["HOME"].Value, Env: env}
 	s.Kubelet, s.Err = kubeletFlags(root, kubeletWords(root, exec, env))
 	return s
 }

@@ -12,11 +12,13 @@
 //     one more ConfigMap under the key [File];
 //   - all of them are projected into one directory by a projected volume with defaultMode 0755,
 //     so the loader is executable (ConfigMap volumes are read-only; the parts need no mode);
-//   - the joined binary is written to an emptyDir, because the root filesystem is read-only;
-//   - the container's command is [Command], on an image the node already has (its status.images,
-//     the sandbox image is the natural choice) with imagePullPolicy Never: a static binary needs
-//     only the image's root filesystem, never its contents.
+//   - the joined binary goes into a sealed memfd (an emptyDir file where memfd_create is refused);
+//     the loader runs it only when its size and SHA-256 are the ones the command names: bytes from
+//     a second attacher or a replaced ConfigMap are refused;
+//   - the container's command is [Command], on an image the node already has (its sandbox image)
+//     with imagePullPolicy Never: a static binary needs only the image's root filesystem, never its
+//     contents, and the loader hands it only the PULLPATH_* variables ([Env]), none of the image's.
 //
-// A failure of the loader ends the container with a status from 120 to 125 and one line, prefixed
-// "pullpath-loader: ", on stderr and in the termination message.
+// A failure of the loader ends the container with a status from 119 to 125 ([Failed]) and one line,
+// prefixed "pullpath-loader: ", on stderr and in the termination message.
 package loader

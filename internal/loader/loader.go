@@ -19,12 +19,13 @@ const File = "loader"
 
 // Exit statuses of the loader, each with one line on stderr and in the termination message.
 const (
-	ExitUsage = 120 // bad arguments or SIZE
-	ExitDir   = 121 // PARTS_DIR cannot be opened
-	ExitPart  = 122 // a part cannot be opened or read (part-000 missing included)
-	ExitOut   = 123 // OUT_FILE cannot be created or written
-	ExitSize  = 124 // the joined size is not SIZE: a part is missing, truncated or stale
-	ExitExec  = 125 // execve of OUT_FILE failed
+	ExitDigest = 119 // the bytes read are not the binary whose SHA-256 was given: refused, not run
+	ExitUsage  = 120 // bad arguments, SIZE or SHA256
+	ExitDir    = 121 // PARTS_DIR cannot be opened
+	ExitPart   = 122 // a part cannot be opened or read (part-000 missing included)
+	ExitOut    = 123 // OUT_FILE cannot be created or written
+	ExitSize   = 124 // the joined size is not SIZE: a part is missing, truncated or stale
+	ExitExec   = 125 // execve of OUT_FILE failed
 )
 
 // Binary returns the loader for linux/goarch ("amd64", "arm64"), or an error naming the ones built.
@@ -72,15 +73,22 @@ func Split(bin []byte, partSize int) []Part {
 const Stdin = "-"
 
 // StreamCommand is the container command that runs the loader at loaderPath reading the binary
-// from stdin into out, checks size, and execs out with args.
-func StreamCommand(loaderPath, out string, size int, args ...string) []string {
-	cmd := []string{loaderPath, Stdin, out, strconv.Itoa(size), "--"}
+// from stdin, checks its size and SHA-256 (hex), and execs it as out with args.
+func StreamCommand(loaderPath, out string, size int, sha256 string, args ...string) []string {
+	cmd := []string{loaderPath, Stdin, out, strconv.Itoa(size), sha256, "--"}
 	return append(cmd, args...)
 }
 
 // Command is the container command that runs the loader from partsDir (where the parts and the
-// loader are projected): it joins the parts into out, checks size, and execs out with args.
-func Command(partsDir, out string, size int, args ...string) []string {
-	cmd := []string{path.Join(partsDir, File), partsDir, out, strconv.Itoa(size), "--"}
+// loader are projected): it joins the parts, checks their size and SHA-256 (hex), and execs them
+// as out with args.
+func Command(partsDir, out string, size int, sha256 string, args ...string) []string {
+	cmd := []string{path.Join(partsDir, File), partsDir, out, strconv.Itoa(size), sha256, "--"}
 	return append(cmd, args...)
 }
+
+// Failed reports whether a container exit status is the loader's own (the binary did not run).
+func Failed(status int32) bool { return status >= ExitDigest && status <= ExitExec }
+
+// Env is the prefix of the only environment variables the loader hands to the program.
+const Env = "PULLPATH_"

@@ -2,6 +2,8 @@ package loader_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -71,21 +73,21 @@ func TestPartSizeFitsAConfigMap(t *testing.T) {
 }
 
 func TestStreamCommand(t *testing.T) {
-	got := loader.StreamCommand("/pp/l/loader", "/pp/run/pullpath", 42, "probe", "-o", "json")
-	want := []string{"/pp/l/loader", "-", "/pp/run/pullpath", "42", "--", "probe", "-o", "json"}
+	got := loader.StreamCommand("/pp/l/loader", "/pp/run/pullpath", 42, sumA, "probe", "-o", "json")
+	want := []string{"/pp/l/loader", "-", "/pp/run/pullpath", "42", sumA, "--", "probe", "-o", "json"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("StreamCommand = %q, want %q", got, want)
 	}
 }
 
 func TestCommand(t *testing.T) {
-	got := loader.Command("/pullpath/parts", "/work/pullpath", 12345678, "probe", "registry.example/app:1", "-o", "json")
-	want := []string{"/pullpath/parts/loader", "/pullpath/parts", "/work/pullpath", "12345678", "--",
+	got := loader.Command("/pullpath/parts", "/work/pullpath", 12345678, sumA, "probe", "registry.example/app:1", "-o", "json")
+	want := []string{"/pullpath/parts/loader", "/pullpath/parts", "/work/pullpath", "12345678", sumA, "--",
 		"probe", "registry.example/app:1", "-o", "json"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Command = %q, want %q", got, want)
 	}
-	if got := loader.Command("/p/", "/o", 0); !reflect.DeepEqual(got, []string{"/p/loader", "/p/", "/o", "0", "--"}) {
+	if got := loader.Command("/p/", "/o", 0, sumA); !reflect.DeepEqual(got, []string{"/p/loader", "/p/", "/o", "0", sumA, "--"}) {
 		t.Errorf("Command without args = %q", got)
 	}
 }
@@ -243,7 +245,9 @@ func runLoaderIn(t *testing.T, arch string, failing bool, stdin io.Reader, args 
 		}
 		cmd = exec.Command(args[0], args[1:]...)
 	}
-	cmd.Env = append(os.Environ(), "LOADER_TEST_ENV=kept", "TL="+tl)
+	// the variables a borrowed image could set: none reaches the program, only PULLPATH_*
+	cmd.Env = append(os.Environ(), "PULLPATH_LOADER_TEST_ENV=kept", "TL="+tl, "HTTPS_PROXY=http://127.0.0.1:9", "SSL_CERT_FILE=/evil/ca.pem",
+		"GODEBUG=x509ignoreCN=0", "DOCKER_CONFIG=/evil", "HOME=/evil")
 	cmd.Stdin = stdin
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -330,16 +334,17 @@ func testRun(t *testing.T, arch string) {
 	if err := os.Mkdir(filepath.Dir(out), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// a stale, longer, non-executable file in the way: the loader replaces it
-	if err := os.WriteFile(out, bytes.Repeat([]byte{0xff}, len(bin)+4096), 0o600); err != nil {
+	// a stale, longer, non-executable file in the way: the loader runs from a memfd and leaves it
+	stale := bytes.Repeat([]byte{0xff}, len(bin)+4096)
+	if err := os.WriteFile(out, stale, 0o600); err != nil {
 		t.Fatal(err)
 	}
 
-	r := runLoader(t, arch, false, loader.Command(parts, out, len(bin), "probe", "registry.example/app:1", "two words", "")[1:]...)
+	r := runLoader(t, arch, false, loader.Command(parts, out, len(bin), sum(bin), "probe", "registry.example/app:1", "two words", "")[1:]...)
 	if r.status != 7 {
 		t.Fatalf("status %d, want 7 (the program's own)\nstdout: %s\nstderr: %s", r.status, r.stdout, r.stderr)
 	}
-	want := "argv0=" + out + "\narg=probe\narg=registry.example/app:1\narg=two words\narg=\nenv=kept\n"
+	want := "argv0=" + out + "\narg=probe\narg=registry.example/app:1\narg=two words\narg=\nenv=kept\nothers=\n"
 	if r.stdout != want {
 		t.Errorf("stdout = %q, want %q", r.stdout, want)
 	}
@@ -349,12 +354,8 @@ func testRun(t *testing.T, arch string) {
 	if r.termLog != "?" && r.termLog != "" {
 		t.Errorf("termination log = %q after a good run, want it untouched", r.termLog)
 	}
-	fi, err := os.Stat(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fi.Size() != int64(len(bin)) || fi.Mode().Perm()&0o111 == 0 {
-		t.Errorf("%s: %d bytes, mode %v; want %d bytes, executable", out, fi.Size(), fi.Mode(), len(bin))
+	if b, err := os.ReadFile(out); err != nil || !bytes.Equal(b, stale) {
+		t.Errorf("%s was written (%v): the binary runs from a sealed memfd, never from OUT_FILE", out, err)
 	}
 	t.Logf("%d bytes in %d parts joined and run", len(bin), nparts)
 }
@@ -376,19 +377,21 @@ func testStream(t *testing.T, arch string) {
 		line   string // stderr, the loader's line; "" for the program's own run
 	}{
 		{"whole", bin, 7, ""},
+		// a second attacher's bytes, or a stream cut and refilled: the same size, other bytes
+		{"substituted", flip(bin), loader.ExitDigest, fmt.Sprintf("sha256 of the %d bytes is %s, want %s: refused, not run", len(bin), sum(flip(bin)), sum(bin))},
 		{"cut", bin[:len(bin)/3], loader.ExitSize, fmt.Sprintf("read %d bytes from stdin, want %d: the stream was cut", len(bin)/3, len(bin))},
 		{"empty", nil, loader.ExitSize, fmt.Sprintf("read 0 bytes from stdin, want %d: the stream was cut", len(bin))},
 		{"too long", append(slices.Clone(bin), "tail"...), loader.ExitSize, fmt.Sprintf("read %d bytes from stdin, want %d: more bytes than expected", len(bin)+4, len(bin))},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "pullpath")
-			args := loader.StreamCommand("loader", out, len(bin), "probe", "two words")[1:]
+			args := loader.StreamCommand("loader", out, len(bin), sum(bin), "probe", "two words")[1:]
 			r := runLoaderIn(t, arch, tc.status != 7, bytes.NewReader(tc.input), args...)
 			if r.status != tc.status {
 				t.Fatalf("status %d, want %d\nstdout: %s\nstderr: %s", r.status, tc.status, r.stdout, r.stderr)
 			}
 			if tc.line == "" {
-				want := "argv0=" + out + "\narg=probe\narg=two words\nenv=kept\n"
+				want := "argv0=" + out + "\narg=probe\narg=two words\nenv=kept\nothers=\n"
 				if r.stdout != want || r.stderr != "" {
 					t.Errorf("stdout = %q, stderr = %q; want %q and nothing", r.stdout, r.stderr, want)
 				}
@@ -416,7 +419,9 @@ func testFailures(t *testing.T, arch string) {
 	}
 	const partSize = 300_000
 	size := fmt.Sprint(len(bin))
+	digest := sum(bin)
 	last := fmt.Sprintf("part-%03d", (len(bin)-1)/partSize)
+	junk := "neither ELF nor script\n"
 	for _, tc := range []struct {
 		name   string
 		setup  func(t *testing.T, parts string) // after the parts are written
@@ -462,22 +467,33 @@ func testFailures(t *testing.T, arch string) {
 			line:   "part-001: read: EISDIR",
 		},
 		{
+			// a replaced ConfigMap: the same size, other bytes
+			name: "substituted part",
+			setup: func(t *testing.T, parts string) {
+				b := slices.Clone(bin[partSize : 2*partSize])
+				b[100] ^= 0xff
+				write(t, filepath.Join(parts, "part-001"), string(b))
+			},
+			status: loader.ExitDigest,
+			line:   "sha256 of the {size} bytes is {flipped}, want {sum}: refused, not run",
+		},
+		{
 			name:   "missing dir",
-			args:   func(parts, out string) []string { return []string{parts + "-gone", out, size, "--"} },
+			args:   func(parts, out string) []string { return []string{parts + "-gone", out, size, digest, "--"} },
 			status: loader.ExitDir,
 			line:   "{parts}-gone: open: ENOENT",
 		},
 		{
 			name:   "dir is a file",
-			args:   func(parts, out string) []string { return []string{parts + "/part-000", out, size, "--"} },
+			args:   func(parts, out string) []string { return []string{parts + "/part-000", out, size, digest, "--"} },
 			status: loader.ExitDir,
 			line:   "{parts}/part-000: open: ENOTDIR",
 		},
 		{
-			name:   "out in a missing dir",
-			args:   func(parts, out string) []string { return []string{parts, out + "/x", size, "--"} },
-			status: loader.ExitOut,
-			line:   "{out}/x: open: ENOENT",
+			name:   "digest not hex",
+			args:   func(parts, out string) []string { return []string{parts, out, size, "sha256:" + digest, "--"} },
+			status: loader.ExitUsage,
+			line:   "SHA256: want 64 lowercase hex digits",
 		},
 		{
 			name: "not executable",
@@ -485,35 +501,35 @@ func testFailures(t *testing.T, arch string) {
 				for _, p := range loader.Split(bin, partSize) {
 					remove(t, filepath.Join(parts, p.Name))
 				}
-				write(t, filepath.Join(parts, "part-000"), "neither ELF nor script\n")
+				write(t, filepath.Join(parts, "part-000"), junk)
 			},
-			args:   func(parts, out string) []string { return []string{parts, out, "23", "--", "x"} },
+			args:   func(parts, out string) []string { return []string{parts, out, "23", sum([]byte(junk)), "--", "x"} },
 			status: loader.ExitExec,
-			line:   "{out}: execve: ENOEXEC",
+			line:   "memfd: execve: ENOEXEC",
 		},
 		{
 			name:   "size not a number",
-			args:   func(parts, out string) []string { return []string{parts, out, "12MB", "--"} },
+			args:   func(parts, out string) []string { return []string{parts, out, "12MB", digest, "--"} },
 			status: loader.ExitUsage,
 			line:   `SIZE "12MB": want a decimal byte count`,
 		},
 		{
 			name:   "size overflows",
-			args:   func(parts, out string) []string { return []string{parts, out, "99999999999999999999", "--"} },
+			args:   func(parts, out string) []string { return []string{parts, out, "99999999999999999999", digest, "--"} },
 			status: loader.ExitUsage,
 			line:   `SIZE "99999999999999999999": want a decimal byte count`,
 		},
 		{
 			name:   "no separator",
-			args:   func(parts, out string) []string { return []string{parts, out, size, "probe"} },
+			args:   func(parts, out string) []string { return []string{parts, out, size, digest, "probe"} },
 			status: loader.ExitUsage,
-			line:   "usage: pullpath-loader PARTS_DIR OUT_FILE SIZE -- ARGS...",
+			line:   "usage: pullpath-loader PARTS_DIR OUT_FILE SIZE SHA256 -- ARGS...",
 		},
 		{
 			name:   "no arguments",
 			args:   func(parts, out string) []string { return nil },
 			status: loader.ExitUsage,
-			line:   "usage: pullpath-loader PARTS_DIR OUT_FILE SIZE -- ARGS...",
+			line:   "usage: pullpath-loader PARTS_DIR OUT_FILE SIZE SHA256 -- ARGS...",
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -524,12 +540,15 @@ func testFailures(t *testing.T, arch string) {
 			if tc.setup != nil {
 				tc.setup(t, parts)
 			}
-			args := []string{parts, out, size, "--", "probe"}
+			args := []string{parts, out, size, digest, "--", "probe"}
 			if tc.args != nil {
 				args = tc.args(parts, out)
 			}
 			r := runLoader(t, arch, true, args...)
-			want := "pullpath-loader: " + strings.NewReplacer("{parts}", parts, "{out}", out, "{size}", size, "{last}", last).Replace(tc.line) + "\n"
+			flipped := slices.Clone(bin)
+			flipped[partSize+100] ^= 0xff
+			want := "pullpath-loader: " + strings.NewReplacer("{parts}", parts, "{out}", out, "{size}", size, "{last}", last,
+				"{sum}", digest, "{flipped}", sum(flipped)).Replace(tc.line) + "\n"
 			if r.status != tc.status {
 				t.Errorf("status %d, want %d", r.status, tc.status)
 			}
@@ -584,4 +603,20 @@ func write(t *testing.T, path, s string) {
 	if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// sumA is a digest for the command tests: any 64 hex digits.
+var sumA = strings.Repeat("a", 64)
+
+// sum is b's SHA-256 in hex, as the loader wants it.
+func sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// flip is b with its middle byte changed: the same size, another binary.
+func flip(b []byte) []byte {
+	c := slices.Clone(b)
+	c[len(c)/2] ^= 0xff
+	return c
 }

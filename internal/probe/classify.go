@@ -218,9 +218,8 @@ func certLines(t *report.TLS) []string {
 }
 
 func (w *walk) trustLine() string {
-	s := "trusted here: the system roots"
-	if len(w.opts.CAFiles) > 0 {
-		s += " + " + strings.Join(w.opts.CAFiles, ", ")
+	if w.tgt.trust == "" {
+		return "trusted here: the system roots"
 	}
-	return s + " (the runtime trusts what certs.d/<host>/hosts.toml \"ca\" and the node's CA bundle say)"
+	return "trusted here: " + w.tgt.trust
 }

@@ -2,7 +2,6 @@ package probe
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"os"
 	"runtime"
@@ -23,7 +22,7 @@ type run struct {
 	parent, ctx context.Context
 	ref         registry.Reference
 	platform    registry.Platform
-	roots       *x509.CertPool
+	roots       systemRoots
 	policy      policy // the runtime's, decided once
 
 	// the kubelet's credentials for the image in its order (Options.Keyring and the providers'
@@ -68,7 +67,7 @@ func Run(parent context.Context, opts Options) (*report.Probe, error) {
 			return nil, err
 		}
 	}
-	roots, err := trustPool(opts.CAFiles)
+	roots, err := trustRoots(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +151,7 @@ func (r *run) credentials() {
 func (r *run) walk(i int) (*report.Probe, error) {
 	opts := r.opts
 	opts.Credential = r.list[i]
-	w := &walk{opts: opts, policy: r.policy, ctx: r.ctx, image: r.ref, platform: r.platform, rec: &hoptrace.Recorder{},
+	w := &walk{opts: opts, policy: r.policy, roots: r.roots, ctx: r.ctx, image: r.ref, platform: r.platform, rec: &hoptrace.Recorder{},
 		endpoints: map[string]*endpoint{}, hostAttempt: &hostAttempt{ref: r.ref}}
 	w.steps = append(w.steps, r.steps...)
 	w.secrets = append(w.secrets, r.secrets...)
@@ -182,7 +181,7 @@ func (r *run) walk(i int) (*report.Probe, error) {
 	if rt := opts.Runtime; rt != nil {
 		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Detected: rt.Detected, Hosts: []report.RuntimeHost{}}
 		for i, t := range targets {
-			rep.Runtime.Hosts = append(rep.Runtime.Hosts, report.RuntimeHost{URL: t.desc, Role: t.role, Source: t.source, Result: results[i]})
+			rep.Runtime.Hosts = append(rep.Runtime.Hosts, report.RuntimeHost{URL: t.desc, Role: t.role, Source: t.source, Trust: t.trust, Result: results[i]})
 		}
 		for _, h := range w.skipped {
 			rep.Runtime.Hosts = append(rep.Runtime.Hosts, h)

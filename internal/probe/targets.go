@@ -2,11 +2,11 @@ package probe
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/creds"
@@ -24,6 +24,7 @@ type target struct {
 	desc   string // for messages: the URL and where it was configured
 	source string
 	cred   *creds.Credential // the runtime's own credentials for this host, if any
+	trust  string            // what it is verified against: the system roots, its ca files, skip_verify
 	// fallback: the runtime speaks plain HTTP to this host when its TLS handshake is answered in
 	// HTTP (containerd's localhost rule, containers/image's insecure registries)
 	fallback bool
@@ -31,11 +32,11 @@ type target struct {
 
 // targets lists the hosts to walk: the runtime's, in its order, when Options.Runtime is set; else
 // the registry itself with the system roots and --ca-file.
-func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
+func (w *walk) targets(roots systemRoots) ([]target, error) {
 	if w.opts.Runtime == nil {
 		base := &url.URL{Scheme: "https", Host: w.image.Host, Path: "/v2"}
-		return []target{{base: base, repo: w.image.Repository, role: report.RoleRegistry, desc: base.String(), source: "image reference",
-			tls: &tls.Config{RootCAs: roots, InsecureSkipVerify: w.opts.Insecure, MinVersion: tls.VersionTLS12}}}, nil //nolint:gosec // --insecure is reported
+		return []target{{base: base, repo: w.image.Repository, role: report.RoleRegistry, desc: base.String(), source: "image reference", trust: roots.source,
+			tls: &tls.Config{RootCAs: roots.pool, InsecureSkipVerify: w.opts.Insecure, MinVersion: tls.VersionTLS12}}}, nil //nolint:gosec // --insecure is reported
 	}
 	var out []target
 	for _, h := range w.opts.Runtime.Hosts {
@@ -70,7 +71,9 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 				t.header.Add(k, v)
 			}
 		}
-		pool := roots.Clone()
+		pool := roots.pool.Clone()
+		t.trust = roots.source
+		var cas []string
 		for _, ca := range h.CA {
 			b, err := w.readHostFile(ca)
 			if err != nil {
@@ -79,7 +82,15 @@ func (w *walk) targets(roots *x509.CertPool) ([]target, error) {
 			}
 			if !pool.AppendCertsFromPEM(b) {
 				w.warn(report.CodeCAFileUnparsable, h.Host, fmt.Sprintf("CA file %s of %s holds no PEM certificate", ca, h.URL))
+				continue
 			}
+			cas = append(cas, ca)
+		}
+		if len(cas) > 0 {
+			t.trust += " + ca " + strings.Join(cas, ", ") + " (" + h.Source + ")"
+		}
+		if h.SkipVerify {
+			t.trust = "none: skip_verify (" + h.Source + ")"
 		}
 		t.tls = &tls.Config{RootCAs: pool, InsecureSkipVerify: h.SkipVerify || w.opts.Insecure, MinVersion: tls.VersionTLS12} //nolint:gosec // configured by the node, reported
 		if h.SkipVerify {

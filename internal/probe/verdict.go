@@ -92,7 +92,7 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		Download:  w.download,
 		Resolver: report.Resolver{Source: w.opts.Resolver.Source, Nameservers: w.opts.Resolver.Nameservers,
 			Search: w.opts.Resolver.Search, Ndots: w.opts.Resolver.Ndots, HostsFile: w.opts.Resolver.HostsFile},
-		Trust:       report.Trust{SystemRoots: true, CAFiles: w.opts.CAFiles, Insecure: w.opts.Insecure},
+		Trust:       report.Trust{SystemRoots: true, Source: w.roots.source, Node: w.roots.node, CAFiles: w.opts.CAFiles, Insecure: w.opts.Insecure},
 		Warnings:    w.warnings,
 		Interrupted: w.cut,
 		Steps:       w.steps,

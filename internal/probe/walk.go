@@ -32,6 +32,7 @@ import (
 type walk struct {
 	opts      Options // the run's, with the credential this walk presents
 	policy    policy  // the runtime's (the run's)
+	roots     systemRoots
 	ctx       context.Context
 	image     registry.Reference // the image as named
 	platform  registry.Platform
@@ -140,21 +141,41 @@ type visitFailure struct{ f *failure }
 
 func (v *visitFailure) Error() string { return v.f.summary }
 
-func trustPool(files []string) (*x509.CertPool, error) {
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
+// systemRoots are the roots every host is verified against, before a host's own ca files.
+type systemRoots struct {
+	pool   *x509.CertPool
+	source string // whose they are, for the report
+	node   bool   // the node's bundle, read under the host root
+}
+
+// trustRoots are the system roots of the probe: in a node probe (a runtime configuration read
+// under a host root) the node's bundle as its runtime loads it, never the probe's own filesystem or
+// environment (the probe may run on a borrowed image with no CA store, or one a tenant planted);
+// without one, this machine's. --ca-file adds to either.
+func trustRoots(opts Options) (systemRoots, error) {
+	var r systemRoots
+	if opts.Runtime != nil {
+		r = systemRoots{pool: opts.Runtime.Trust.Pool(), source: opts.Runtime.Trust.String(), node: true}
+	} else {
+		pool, err := x509.SystemCertPool()
+		if err != nil || pool == nil {
+			pool = x509.NewCertPool()
+		}
+		r = systemRoots{pool: pool, source: "this machine's system roots (no host root: not a node's trust)"}
 	}
-	for _, f := range files {
+	for _, f := range opts.CAFiles {
 		b, err := capped.ReadFile(f, capped.Max)
 		if err != nil {
-			return nil, fmt.Errorf("--ca-file: %w", err)
+			return r, fmt.Errorf("--ca-file: %w", err)
 		}
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("--ca-file %s: no PEM certificate found", f)
+		if !r.pool.AppendCertsFromPEM(b) {
+			return r, fmt.Errorf("--ca-file %s: no PEM certificate found", f)
 		}
 	}
-	return pool, nil
+	if len(opts.CAFiles) > 0 {
+		r.source += " + --ca-file " + strings.Join(opts.CAFiles, ", ")
+	}
+	return r, nil
 }
 
 func (w *walk) step(ep *endpoint, l report.StepName, v report.Verdict, code report.Code, summary string, ev report.Evidence, d report.Duration) {

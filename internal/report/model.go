@@ -130,14 +130,19 @@ type RuntimeHost struct {
 	URL    string `json:"url"`
 	Role   Role   `json:"role"`
 	Source string `json:"source"`
-	Result string `json:"result"` // "ok", "<class> <code> at <layer>", "not tried", "skipped: <why>"
+	Trust  string `json:"trust,omitempty"` // what the runtime trusts for the host: the node's bundle, ca files, skip_verify
+	Result string `json:"result"`          // "ok", "<class> <code> at <layer>", "not tried", "skipped: <why>"
 }
 
 // Trust records the TLS trust the probe used.
 type Trust struct {
-	SystemRoots bool     `json:"systemRoots"`
-	CAFiles     []string `json:"caFiles,omitempty"`
-	Insecure    bool     `json:"insecure"`
+	SystemRoots bool `json:"systemRoots"`
+	// Source says whose system roots: the node's bundle under the host root in a node probe, else
+	// this machine's (a probe without a host root trusts what the machine it runs on trusts)
+	Source   string   `json:"source,omitempty"`
+	Node     bool     `json:"node,omitempty"` // the roots are the node's
+	CAFiles  []string `json:"caFiles,omitempty"`
+	Insecure bool     `json:"insecure"`
 }
 
 // Warning is a caveat that does not break the path on its own.

@@ -147,6 +147,8 @@ func Load(opts Options) (*Config, error) {
 		return nil, fmt.Errorf("unknown runtime %q: want containerd, crio or docker", rt)
 	}
 	l.loadProxy(rt)
+	_, env := l.runtimeEnv(rt)
+	l.cfg.Trust = ReadTrust(l.root, settings(env))
 	l.loadResolver()
 	l.checkHosts()
 	l.checkPullHosts()

@@ -36,8 +36,10 @@ type Config struct {
 	Proxy         Proxy       `json:"proxy"`
 	Auth          string      `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
 	Resolver      Resolver    `json:"resolver"`
-	ImageStore    *ImageStore `json:"-"` // docker: which of dockerd's pullers runs (not in the schema yet)
-	Warnings      []Warning   `json:"warnings"`
+	// Trust is the system trust the runtime loads on the node (its CA bundle), beside each host's ca
+	Trust      *Trust      `json:"trust,omitempty"`
+	ImageStore *ImageStore `json:"-"` // docker: which of dockerd's pullers runs (not in the schema yet)
+	Warnings   []Warning   `json:"warnings"`
 
 	rawProxy Proxy // unredacted, for the probe; never serialised
 }

@@ -344,11 +344,11 @@ func origins(vs ...envVal) string {
 	return strings.Join(out, ", ")
 }
 
-// loadProxy reads the runtime's proxy environment as systemd hands it to the runtime, names where
-// each variable came from, and flags proxies that the shell or the kubelet have but the runtime does not.
-func (l *loader) loadProxy(rt Runtime) {
-	svc := map[Runtime]string{Containerd: "containerd", CRIO: "crio", Docker: "docker"}[rt]
-	env := l.unitEnv(svc)
+// runtimeEnv is the environment the runtime's process runs with, as its service manager hands it
+// over, and the unit that sets it.
+func (l *loader) runtimeEnv(rt Runtime) (svc string, env map[string]envVal) {
+	svc = map[Runtime]string{Containerd: "containerd", CRIO: "crio", Docker: "docker"}[rt]
+	env = l.unitEnv(svc)
 	if esvc, units := embeddedUnits(l.configFile()); rt == Containerd && esvc != "" {
 		// k3s and rke2 run containerd as their child: their unit's environment applies, and
 		// CONTAINERD_HTTP(S)_PROXY / CONTAINERD_NO_PROXY override the plain ones for containerd only.
@@ -371,6 +371,13 @@ func (l *loader) loadProxy(rt Runtime) {
 	if rt == Containerd {
 		maps.Copy(env, l.wrapperEnv(l.configFile()))
 	}
+	return svc, env
+}
+
+// loadProxy reads the runtime's proxy environment as systemd hands it to the runtime, names where
+// each variable came from, and flags proxies that the shell or the kubelet have but the runtime does not.
+func (l *loader) loadProxy(rt Runtime) {
+	svc, env := l.runtimeEnv(rt)
 	hp, hsp, np := proxyVars(env)
 	p := Proxy{HTTPProxy: hp.value, HTTPSProxy: hsp.value, NoProxy: np.value, Source: origins(hsp, hp, np)}
 	if dj := l.docker; rt == Docker && dj != nil && (dj.Proxies.HTTP != "" || dj.Proxies.HTTPS != "") {

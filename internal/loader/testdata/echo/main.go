@@ -1,10 +1,11 @@
-// Command echo stands in for the probe in the loader's tests: it prints argv[0], its arguments
-// and one variable of its environment, one per line, and exits 7.
+// Command echo stands in for the probe in the loader's tests: it prints argv[0], its arguments,
+// one variable of its environment and the names of the others, one per line, and exits 7.
 package main
 
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -12,6 +13,13 @@ func main() {
 	for _, a := range os.Args[1:] {
 		fmt.Println("arg=" + a)
 	}
-	fmt.Println("env=" + os.Getenv("LOADER_TEST_ENV"))
+	fmt.Println("env=" + os.Getenv("PULLPATH_LOADER_TEST_ENV"))
+	var others []string
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); k != "PULLPATH_LOADER_TEST_ENV" {
+			others = append(others, k)
+		}
+	}
+	fmt.Println("others=" + strings.Join(others, ","))
 	os.Exit(7)
 }
