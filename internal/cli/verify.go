@@ -41,6 +41,7 @@ type verifyOptions struct {
 	delivery       string
 	fromPod        string
 	hostMount      string
+	sandboxImages  []string
 	timeout        time.Duration
 	probeTimeout   time.Duration
 	concurrency    int
@@ -86,6 +87,7 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
 	f.StringVar(&o.delivery, "delivery", "auto", "attach, configmap or auto")
 	f.StringVar(&o.probeImage, "probe-image", "", "run this probe image (pullpath image push)")
 	f.StringVar(&o.hostMount, "host-mount", cluster.HostMountRoot, "root (/) or narrow")
+	f.StringArrayVar(&o.sandboxImages, "sandbox-image", nil, "a repository your nodes' sandbox image comes from, beside the known ones (repeatable): the probe runs on no other image")
 	f.StringVar(&o.fromPod, "from-pod", "", "also probe from this pod's network (NS/NAME)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod, from creation to its report")
@@ -93,7 +95,7 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	f.StringVar(&o.junit, "junit", "", "also write a JUnit XML report here")
 	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages: a node listing this many images is 'unknown', never 'without the image'")
-	groupFlags(f, "More", "include-unready", "probe-binary", "timeout", "probe-timeout", "concurrency", "node-max-images")
+	groupFlags(f, "More", "include-unready", "probe-binary", "sandbox-image", "timeout", "probe-timeout", "concurrency", "node-max-images")
 	return cmd
 }
 
@@ -136,6 +138,9 @@ func (o *verifyOptions) Validate() error {
 		return errors.New("--probe-image runs the probe image itself: --delivery attach and configmap ship the binary instead; give one")
 	}
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
+		return err
+	}
+	if err := cluster.CheckSandboxRepos(o.sandboxImages); err != nil {
 		return err
 	}
 	if err := cluster.CheckHostMount(o.hostMount); err != nil {
@@ -212,7 +217,7 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	defer cancel()
 	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
 		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
-		Binary: o.binary, Delivery: o.delivery, ProbeImage: o.probeImage, ProbeFromPod: fromPod, HostMount: o.hostMount, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
+		Binary: o.binary, Delivery: o.delivery, ProbeImage: o.probeImage, ProbeFromPod: fromPod, HostMount: o.hostMount, SandboxImages: o.sandboxImages, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
 	if isTerminal(o.streams.ErrOut) && o.output == "text" {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }

@@ -26,17 +26,18 @@ import (
 )
 
 type watchOptions struct {
-	streams      Streams
-	kube         *kubeFlags
-	images       []string
-	interval     time.Duration
-	concurrency  int
-	fullEvery    int
-	runNamespace string
-	metricsAddr  string
-	probeTimeout time.Duration
-	delivery     string
-	leaderElect  bool
+	streams       Streams
+	kube          *kubeFlags
+	images        []string
+	sandboxImages []string
+	interval      time.Duration
+	concurrency   int
+	fullEvery     int
+	runNamespace  string
+	metricsAddr   string
+	probeTimeout  time.Duration
+	delivery      string
+	leaderElect   bool
 }
 
 func newWatchCmd(s Streams) *cobra.Command {
@@ -74,7 +75,8 @@ Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod")
 	f.StringVar(&o.delivery, "delivery", "auto", "attach, configmap or auto")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "probe only while holding the Lease")
-	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect")
+	f.StringArrayVar(&o.sandboxImages, "sandbox-image", nil, "a repository your nodes' sandbox image comes from, beside the known ones (repeatable)")
+	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect", "sandbox-image")
 	cmd.AddCommand(newWatchStatusCmd(s), newWatchManifestsCmd(s))
 	return cmd
 }
@@ -108,6 +110,9 @@ func (o *watchOptions) validate() error {
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
 		return err
 	}
+	if err := cluster.CheckSandboxRepos(o.sandboxImages); err != nil {
+		return err
+	}
 	return o.kube.validate()
 }
 
@@ -127,7 +132,7 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 		defer ln.Close()
 	}
 	ctx := cmd.Context()
-	vo := cluster.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""),
+	vo := cluster.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""), SandboxImages: o.sandboxImages,
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
 	var current atomic.Pointer[watch.Watcher]
 	if ln != nil {

@@ -225,30 +225,3 @@ func (r *run) loaderConfigMap(ctx context.Context, goarch string) (string, error
 	r.loaders[goarch] = lcm.Name
 	return lcm.Name, nil
 }
-
-// hostImages are the images a node has, the sandbox (pause) image first: a static binary runs on
-// any image with a Linux root filesystem, and the sandbox image is pinned on every node.
-func hostImages(n *corev1.Node) []string {
-	var pause, other []string
-	for _, im := range n.Status.Images {
-		name := ""
-		for _, nm := range im.Names {
-			if !strings.Contains(nm, "@sha256:") {
-				name = nm
-				break
-			}
-		}
-		if name == "" && len(im.Names) > 0 {
-			name = im.Names[0]
-		}
-		if name == "" {
-			continue
-		}
-		if strings.Contains(name, "/pause:") || strings.Contains(name, "/pause@") {
-			pause = append(pause, name)
-		} else {
-			other = append(other, name)
-		}
-	}
-	return append(pause, other...)
-}

@@ -39,16 +39,21 @@ func dockerSecret(ns, name, registry string) *corev1.Secret {
 
 // The scenario of the cached-image lie: pool A old nodes run the image from cache; pool B's new
 // node (after a node image upgrade) cannot pull; pool C's node has a full image list.
+// pauseImg is the fixtures' sandbox image: the one the probe borrows.
+const pauseImg = "registry.k8s.io/pause:3.10"
+
 func scenario() []runtime.Object {
 	full := []string{}
-	for i := range 50 {
+	for i := range 47 {
 		full = append(full, fmt.Sprintf("docker.io/library/filler%d:1", i))
 	}
+	// the sandbox images the probe may borrow (three: verify tries up to three that are gone)
+	full = append(full, "registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.8")
 	failing := pod("shop", "web-new", "b2", false, "regcred")
 	objs := []runtime.Object{
-		node("a1", "poola", t0, "AKSUbuntu-2204gen2-202510.01.0", "registry.corp.example/shop/web@"+digest, img),
-		node("b1", "poolb", t0.Add(10*time.Minute), "AKSUbuntu-2204gen2-202510.01.0", "registry.corp.example/shop/web@"+digest),
-		node("b2", "poolb", t0.Add(2*time.Hour), "AKSUbuntu-2204gen2-202511.15.0"),
+		node("a1", "poola", t0, "AKSUbuntu-2204gen2-202510.01.0", "registry.corp.example/shop/web@"+digest, img, pauseImg),
+		node("b1", "poolb", t0.Add(10*time.Minute), "AKSUbuntu-2204gen2-202510.01.0", "registry.corp.example/shop/web@"+digest, pauseImg),
+		node("b2", "poolb", t0.Add(2*time.Hour), "AKSUbuntu-2204gen2-202511.15.0", pauseImg),
 		node("c1", "poolc", t0.Add(time.Hour), "AKSUbuntu-2204gen2-202510.01.0", full...),
 		pod("shop", "web-a", "a1", true), pod("shop", "web-b", "b1", true), failing,
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "default"}},

@@ -34,9 +34,9 @@ func (r *run) verifyNode(ctx context.Context, n *corev1.Node, res *report.PoolRe
 	if arch == "" {
 		arch = n.Labels["kubernetes.io/arch"]
 	}
-	images := hostImages(n)
+	images := borrowable(n, r.o.SandboxImages)
 	if len(images) == 0 {
-		res.Error = fmt.Sprintf("node %s lists no image in status.images to run the probe on without a pull", n.Name)
+		res.Error = noSandbox(n, r.o.SandboxImages)
 		return
 	}
 	r.verifyWith(ctx, n, res, func() {

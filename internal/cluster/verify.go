@@ -60,12 +60,15 @@ type VerifyOptions struct {
 	// ProbeFromPod (namespace/name) also runs ProbeImage in that pod's network namespace, as an
 	// ephemeral container, to set beside the node's verdict.
 	ProbeFromPod string
-	HostMount    string        // what of the node the probe pods mount under /host: HostMountRoot ("") or HostMountNarrow
-	ProbeArgs    []string      // extra probe flags (timeouts)
-	Timeout      time.Duration // per probe pod, from create to result
-	Concurrency  int
-	MaxImages    int
-	Progress     func(string)
+	HostMount    string // what of the node the probe pods mount under /host: HostMountRoot ("") or HostMountNarrow
+	// SandboxImages are more repositories a node's sandbox image comes from, beside SandboxRepos:
+	// the probe runs on no other image without a pull
+	SandboxImages []string
+	ProbeArgs     []string      // extra probe flags (timeouts)
+	Timeout       time.Duration // per probe pod, from create to result
+	Concurrency   int
+	MaxImages     int
+	Progress      func(string)
 }
 
 // run is one verification in flight.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -134,10 +135,46 @@ func TestProbePodSpec(t *testing.T) {
 	}
 }
 
-func TestHostImagesPutTheSandboxFirst(t *testing.T) {
-	n := node("x", "p", t0, "v", "docker.io/library/nginx:1.25", "registry.k8s.io/pause:3.10")
-	if got := hostImages(n); len(got) != 2 || got[0] != "registry.k8s.io/pause:3.10" {
-		t.Errorf("hostImages = %v", got)
+// TestBorrowableIsTheNodesSandbox: the probe borrows only a sandbox image of a known (or given)
+// repository, by digest when the node lists it; never a tenant's image, however it is named and
+// however large (the kubelet lists the largest first).
+func TestBorrowableIsTheNodesSandbox(t *testing.T) {
+	const dig = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	withNames := func(n *corev1.Node, names ...string) *corev1.Node {
+		n.Status.Images = append([]corev1.ContainerImage{{Names: names, SizeBytes: 900 << 20}}, n.Status.Images...)
+		return n
+	}
+	for _, tc := range []struct {
+		name  string
+		node  *corev1.Node
+		extra []string
+		want  []string
+	}{
+		{"sandbox among others", node("x", "p", t0, "v", "docker.io/library/nginx:1.25", "registry.k8s.io/pause:3.10"), nil, []string{"registry.k8s.io/pause:3.10"}},
+		{"by digest when listed", withNames(node("x", "p", t0, "v"), "registry.k8s.io/pause:3.10", "registry.k8s.io/pause@"+dig), nil, []string{"registry.k8s.io/pause@" + dig}},
+		{"a tenant's larger pause is never borrowed", withNames(node("x", "p", t0, "v", "mcr.microsoft.com/oss/kubernetes/pause:3.6"), "docker.io/anyone/pause:x", "anyone/pause@"+dig), nil,
+			[]string{"mcr.microsoft.com/oss/kubernetes/pause:3.6"}},
+		{"substring of a known name", node("x", "p", t0, "v", "registry.k8s.io/pause-evil:1", "evil.example/registry.k8s.io/pause:3.10", "registry.k8s.io/pause/x:1"), nil, nil},
+		{"no sandbox at all", node("x", "p", t0, "v", "docker.io/library/nginx:1.25"), nil, nil},
+		{"a given repository", node("x", "p", t0, "v", "corp.example/infra/pause:3.9", "docker.io/library/nginx:1.25"), []string{"corp.example/infra/pause"}, []string{"corp.example/infra/pause:3.9"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := borrowable(tc.node, tc.extra); !slices.Equal(got, tc.want) {
+				t.Errorf("borrowable = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	n := node("y", "p", t0, "v", "docker.io/anyone/pause:x")
+	if msg := noSandbox(n, nil); !strings.Contains(msg, "--sandbox-image") || !strings.Contains(msg, "registry.k8s.io/pause") {
+		t.Errorf("noSandbox = %q: want the known repositories and the flag", msg)
+	}
+	for _, bad := range []string{"registry.k8s.io/pause:3.10", "pause", "registry.k8s.io/pause@" + dig, "", "a b/c"} {
+		if err := CheckSandboxRepos([]string{bad}); err == nil {
+			t.Errorf("CheckSandboxRepos(%q) = nil, want an error", bad)
+		}
+	}
+	if err := CheckSandboxRepos([]string{"corp.example/infra/pause"}); err != nil {
+		t.Errorf("CheckSandboxRepos(a repository) = %v", err)
 	}
 }
 

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
 	"sigs.k8s.io/yaml"
 
 	"github.com/pullpath/pullpath/internal/capped"
@@ -144,33 +142,6 @@ func (e dockerEntry) credential() (Credential, error) {
 	}
 	if c.Anonymous() {
 		return Credential{}, fmt.Errorf("entry has no username, password, auth or token")
-	}
-	return c, nil
-}
-
-// FromKeychain asks the docker config ($DOCKER_CONFIG or ~/.docker/config.json) and its
-// credential helpers, through go-containerregistry's default keychain. No entry is anonymous.
-func FromKeychain(registry string) (Credential, error) {
-	reg, err := name.NewRegistry(registry)
-	if err != nil {
-		return Credential{}, fmt.Errorf("registry %q: %v", registry, err)
-	}
-	a, err := authn.DefaultKeychain.Resolve(reg)
-	if err != nil {
-		return Credential{}, fmt.Errorf("docker config: %w", err)
-	}
-	cfg, err := a.Authorization()
-	if err != nil {
-		return Credential{}, fmt.Errorf("docker config credential for %s: %w", registry, err)
-	}
-	c := Credential{Username: cfg.Username, Password: cfg.Password, IdentityToken: cfg.IdentityToken, RegistryToken: cfg.RegistryToken, Source: "docker config"}
-	if cfg.Auth != "" && c.Username == "" {
-		if raw, err := base64.StdEncoding.DecodeString(cfg.Auth); err == nil {
-			c.Username, c.Password, _ = strings.Cut(string(raw), ":")
-		}
-	}
-	if c.Anonymous() {
-		c.Source = "anonymous (no docker config entry)"
 	}
 	return c, nil
 }

@@ -64,7 +64,8 @@ func TestClusterEnteredFromCommandsOnly(t *testing.T) {
 }
 
 // The probe-only build verify ships to every node in ConfigMaps: no client-go, no containerd, and
-// none of the demo's in-process registry (every megabyte is another ConfigMap).
+// none of the demo's in-process registry (every megabyte is another ConfigMap); and no docker
+// credential-helper exec path: on a node it must never run a helper its image's PATH names.
 func TestProbeOnlyBuildDependencies(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-tags", "probeonly", "-f", "{{.ImportPath}}", "github.com/pullpath/pullpath/cmd/pullpath").Output()
 	if err != nil {
@@ -72,7 +73,8 @@ func TestProbeOnlyBuildDependencies(t *testing.T) {
 	}
 	for _, d := range strings.Fields(string(out)) {
 		for _, banned := range []string{"k8s.io/client-go", "k8s.io/api/", "k8s.io/apimachinery", "github.com/containerd/",
-			"github.com/pullpath/pullpath/internal/demo", "github.com/pullpath/pullpath/internal/registrytest", "github.com/pullpath/pullpath/internal/events", "github.com/google/go-containerregistry/pkg/registry"} {
+			"github.com/pullpath/pullpath/internal/demo", "github.com/pullpath/pullpath/internal/registrytest", "github.com/pullpath/pullpath/internal/events", "github.com/google/go-containerregistry/pkg/registry",
+			"github.com/google/go-containerregistry/pkg/authn", "github.com/docker/docker-credential-helpers", "github.com/docker/cli"} {
 			if strings.HasPrefix(d, banned) {
 				t.Errorf("the probe-only build depends on %s", d)
 			}

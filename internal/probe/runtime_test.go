@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -430,5 +431,71 @@ func TestRuntimeProxyInternalRegistry(t *testing.T) {
 				t.Errorf("PROXY_WITHOUT_NO_PROXY warning %q, want one saying %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestNodeTrustsThroughItsSystemBundle: a registry the node trusts only through its system CA
+// bundle (no certs.d entry: ACR, ECR, GAR, Docker Hub) is ok in a node probe, whatever the probe's
+// own filesystem holds; without the CA in the node's bundle it is TLS_UNKNOWN_AUTHORITY, and the
+// evidence names the node's bundle it was checked against.
+func TestNodeTrustsThroughItsSystemBundle(t *testing.T) {
+	e := lab(t)
+	ca, err := os.ReadFile(e.Lab.CAFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := registrytest.NewCA("another CA")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, bundle string
+		data         []byte
+		class        report.Class
+		code         report.Code
+	}{
+		{"debian bundle", "etc/ssl/certs/ca-certificates.crt", append(append([]byte{}, other.PEM...), ca...), report.ClassOK, report.CodeOK},
+		{"rhel bundle", "etc/pki/tls/certs/ca-bundle.crt", ca, report.ClassOK, report.CodeOK},
+		{"the CA is not in the node's bundle", "etc/ssl/certs/ca-certificates.crt", other.PEM, report.ClassTLS, report.CodeTLSUnknownAuthority},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := fstest.MapFS{
+				"etc/containerd/config.toml": {Data: []byte("version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry]\n  config_path = \"/etc/containerd/certs.d\"\n")},
+				tc.bundle:                    {Data: tc.data},
+			}
+			cfg, err := runtimeconfig.Load(runtimeconfig.Options{Root: fsys, Name: "/host", Image: e.Lab.Ref("team/app:1.4")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := probe.Run(context.Background(), runtimeOpts(e, cfg, runtimeconfig.Root{FS: fsys, Name: "/host"}.ReadFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Class != tc.class || rep.Code != tc.code {
+				t.Fatalf("class %s code %s (%s), want %s %s", rep.Class, rep.Code, rep.Summary, tc.class, tc.code)
+			}
+			src := "node system bundle /" + tc.bundle
+			if !rep.Trust.Node || !strings.HasPrefix(rep.Trust.Source, src) {
+				t.Errorf("trust = %+v, want the node's, from %s", rep.Trust, src)
+			}
+			if h := rep.Runtime.Hosts; len(h) == 0 || !strings.HasPrefix(h[0].Trust, src) {
+				t.Errorf("runtime hosts = %+v, want the trust named per host", h)
+			}
+			if tc.class == report.ClassTLS && !slices.ContainsFunc(rep.Evidence, func(s string) bool { return strings.Contains(s, "trusted here: "+src) }) {
+				t.Errorf("evidence %q does not name the node's bundle", rep.Evidence)
+			}
+		})
+	}
+}
+
+// TestProbeWithoutHostRootSaysWhoseTrust: an operator's probe trusts its own machine, and says so.
+func TestProbeWithoutHostRootSaysWhoseTrust(t *testing.T) {
+	e := lab(t)
+	rep, err := probe.Run(context.Background(), e.Options(e.Lab.Ref("team/app:1.4")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK || rep.Trust.Node || !strings.HasPrefix(rep.Trust.Source, "this machine's system roots") || !strings.Contains(rep.Trust.Source, "--ca-file") {
+		t.Errorf("class %s trust %+v", rep.Class, rep.Trust)
 	}
 }
