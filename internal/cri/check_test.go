@@ -15,7 +15,7 @@ import (
 
 const img = "registry.pullpath.test/team/app:1.4"
 
-// a real containerd 1.6 message (lab fault a4, ../shared/notes/lab.md), address changed
+// a real containerd 1.6 message (lab fault a4, internal/events/testdata/lab.txt), address changed
 const refused = `failed to pull and unpack image "registry.pullpath.test/team/app:1.4": failed to resolve reference "registry.pullpath.test/team/app:1.4": failed to do request: Head "https://registry.pullpath.test/v2/team/app/manifests/1.4": dial tcp 10.0.0.9:443: connect: connection refused`
 
 func dial(t *testing.T, r *critest.Runtime) *cri.Client {

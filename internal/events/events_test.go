@@ -127,7 +127,7 @@ func TestExtraction(t *testing.T) {
 		{msg: `failed to copy: httpReadSeeker: failed open: unexpected status code https://mirror.example/v2/library/nginx/blobs/sha256:566e?ns=docker.io: 502 Bad Gateway`,
 			host: "mirror.example:443", role: report.RoleMirror, class: report.ClassEndpoint},
 		// the registry's own [host] written with the default port: containerd still sends ns
-		// (names compared as written, registry.go:85-92), yet it is the registry (DESIGN.md)
+		// (names compared as written, registry.go:85-92), yet it is the registry (docs/taxonomy.md#endpoint-roles)
 		{msg: `failed to resolve reference "reg.example/a:1": failed to do request: Head "https://reg.example:443/v2/a/manifests/1?ns=reg.example": dial tcp 10.80.0.2:443: connect: network is unreachable`,
 			host: "reg.example:443", addr: "10.80.0.2:443", role: report.RoleRegistry, class: report.ClassRoute},
 		{msg: `failed to pull and unpack image "reg.example/a:1": failed to resolve image: failed to do request: Head "https://reg.example:443/v2/a/manifests/1?ns=%5BREDACTED%5D": dial tcp 10.80.0.2:443: connect: network is unreachable`,

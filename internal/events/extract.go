@@ -320,7 +320,7 @@ func (f facts) roleOf(host string, u *url.URL) report.Role {
 			}
 			if ns != "" && nsIsHost(u, ns) {
 				// a [host] naming the registry with its default port (https://R:443 for R) still gets
-				// ns, containerd compares names as written: it is the registry (DESIGN.md)
+				// ns, containerd compares names as written: it is the registry (docs/taxonomy.md#endpoint-roles)
 				return report.RoleRegistry
 			}
 			return report.RoleMirror // containerd tags mirror requests with ?ns=<upstream>

@@ -11,7 +11,7 @@ import (
 const APIVersion = "pullpath/v1alpha1"
 
 // Probe is the result of one probe of one image from one network namespace.
-// It is the JSON contract of `pullpath probe -o json` (DESIGN.md).
+// It is the JSON contract of `pullpath probe -o json` (docs/contract.md).
 type Probe struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"` // "ProbeReport"

@@ -8,7 +8,7 @@ import (
 // StepName is one step of the pull path, in the order the runtime traverses it.
 type StepName int
 
-// The layers of evidence per endpoint (DESIGN.md), in pull order.
+// The layers of evidence per endpoint (docs/taxonomy.md#steps), in pull order.
 const (
 	StepConfig StepName = iota
 	StepDNS
@@ -61,7 +61,7 @@ const (
 // Role is what an endpoint is for in the pull.
 type Role string
 
-// Endpoint roles (DESIGN.md).
+// Endpoint roles (docs/taxonomy.md#endpoint-roles).
 const (
 	RoleRegistry Role = "registry"
 	RoleToken    Role = "token"
@@ -70,10 +70,10 @@ const (
 	RoleProxy    Role = "proxy"
 )
 
-// Class is the diagnosis: which part of the pull path broke (DESIGN.md taxonomy).
+// Class is the diagnosis: which part of the pull path broke (docs/taxonomy.md).
 type Class string
 
-// Classes (DESIGN.md).
+// Classes (docs/taxonomy.md#classes).
 const (
 	ClassOK        Class = "ok"
 	ClassDNS       Class = "dns"
@@ -92,7 +92,7 @@ const (
 // Owner is who fixes a class of failure: a stable token scripts can route on. OwnerText says it in prose.
 type Owner string
 
-// Owners (DESIGN.md): one token per team that fixes a class.
+// Owners (docs/taxonomy.md#classes): one token per team that fixes a class.
 const (
 	OwnerNetwork     Owner = "network"     // routes, firewalls, security rules, allowlists
 	OwnerDNS         Owner = "dns"         // resolvers, private zones, forwarders
@@ -126,7 +126,7 @@ var classes = map[Class]classInfo{
 	ClassOther:     {"", "", "anything else (disk, unpack, registry bug, unknown)", "the evidence below and the registry's own logs", 11},
 }
 
-// Owner returns who fixes this class (DESIGN.md); empty for ok and other.
+// Owner returns who fixes this class (docs/taxonomy.md#classes); empty for ok and other.
 func (c Class) Owner() Owner { return classes[c].owner }
 
 // OwnerText is the owner in prose, for people; empty for ok and other.
@@ -138,7 +138,7 @@ func (c Class) What() string { return classes[c].what }
 // LookAt is the generic "where to look" of the class.
 func (c Class) LookAt() string { return classes[c].lookAt }
 
-// Valid reports whether c is one of the DESIGN.md classes.
+// Valid reports whether c is one of the classes (docs/taxonomy.md#classes).
 func (c Class) Valid() bool { _, ok := classes[c]; return ok }
 
 // Classes lists every class in taxonomy order.
@@ -245,7 +245,7 @@ const (
 // runtime's error text; both give CodeTLSRequired.
 const TLSOnlyPortAnswer = `Client sent an HTTP request to an HTTPS server|plain HTTP request was sent to HTTPS port`
 
-// ClassFor maps where a failure was observed to its class, following DESIGN.md: class follows what
+// ClassFor maps where a failure was observed to its class, following docs/taxonomy.md: class follows what
 // broke, role says where. A certificate failure is tls and a credential failure auth on any host;
 // a host other than the registry API that cannot be reached (dns, route, tcp) or fails at the
 // storage level (a 403 or 5xx from object storage) is endpoint.
@@ -265,7 +265,7 @@ func ClassFor(role Role, step StepName, code Code) Class {
 	case CodeProxyFailed:
 		return ClassProxy
 	}
-	// class follows what broke, role says where (DESIGN.md): a certificate failure is tls on any
+	// class follows what broke, role says where (docs/taxonomy.md): a certificate failure is tls on any
 	// host — a TLS-inspecting firewall in front of the blob storage is tls, role blob
 	if role != RoleProxy && code != CodeTLSHandshakeTimeout && (step == StepTLS || code == CodeTLSPlainHTTP || code == CodeHTTPDowngrade) {
 		return ClassTLS

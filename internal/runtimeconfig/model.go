@@ -19,7 +19,7 @@ const (
 )
 
 // Config is the runtime's effective pull configuration for one image. Its JSON is the contract of
-// `pullpath runtime -o json` (DESIGN.md).
+// `pullpath runtime -o json` (docs/contract.md).
 type Config struct {
 	APIVersion    string      `json:"apiVersion"` // report.APIVersion
 	Kind          string      `json:"kind"`       // "RuntimeReport"

@@ -85,7 +85,7 @@ func TestContainerd16HostsToml(t *testing.T) {
 	}
 }
 
-// The lab's trap (shared/notes/lab.md gotcha 2): top-level keys only, on containerd 1.6.
+// The lab's trap (containerd#10027): top-level keys only, on containerd 1.6.
 func TestHostsTomlRejectedBy16(t *testing.T) {
 	fsys := fstest.MapFS{
 		"var/lib/dpkg/status":                                 dpkg("containerd", "1.6.20~ds1-1"),
@@ -543,7 +543,7 @@ func TestLegacyAuth(t *testing.T) {
 	}
 }
 
-// A [host] whose scheme, host and port are the registry's own is the registry (DESIGN.md): the
+// A [host] whose scheme, host and port are the registry's own is the registry (docs/taxonomy.md#endpoint-roles): the
 // server's, or without one the default containerd gives the directory's registry.
 func TestSelfMirrorRole(t *testing.T) {
 	for _, tc := range []struct {

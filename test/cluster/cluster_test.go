@@ -94,7 +94,7 @@ type nodeSpec struct {
 }
 
 // The self-mirror hosts.toml files a node may have for registry.cluster.test: the [host] is the
-// registry itself (DESIGN.md), never a mirror.
+// registry itself (docs/taxonomy.md#endpoint-roles), never a mirror.
 const (
 	hostsTomlDocs      = "docs"      // containerd's docs/cri/config.md:742-750: the ca on the [host] only
 	hostsTomlKubespray = "kubespray" // kubespray's hosts.toml.j2 (@46dbdd39) with a ca list

@@ -309,7 +309,7 @@ func (e *env) network() {
 		e.run("ip", "netns", "exec", e.nsReg, "nft", "add", "rule", "inet", "pplab", "in", "ip", "daddr", a, "tcp", "dport", "443", "drop")
 	}
 	e.run("ip", "netns", "exec", e.nsReg, "nft", "add", "chain", "inet", "pplab", "dns", "{ type filter hook input priority -1 ; policy accept ; }")
-	// back-to-back refusals must not flip to timeouts (shared/notes/lab.md gotcha 5)
+	// back-to-back refusals must not flip to timeouts (ICMP rate limiting; it is per netns)
 	e.run("ip", "netns", "exec", e.nsReg, "sysctl", "-qw", "net.ipv4.icmp_ratelimit=0")
 	if out := e.run("ip", "-n", e.nsNode, "route"); strings.Contains(out, "default") {
 		e.t.Fatalf("the node namespace must have no default route:\n%s", out)
@@ -491,7 +491,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 	for _, h := range certsHosts {
 		writeFile(e.t, filepath.Join(etc, "certs.d", h, "hosts.toml"), fmt.Sprintf("server = \"https://%s\"\nca = \"/etc/containerd/ca.pem\"\n\n[host]\n", h))
 	}
-	// the trap of shared/notes/lab.md: top-level keys only, which containerd 1.6 rejects
+	// containerd#10027's trap: top-level keys only, which containerd 1.6 rejects
 	writeFile(e.t, filepath.Join(etc, "certs.d", "reject.lab.test", "hosts.toml"), "server = \"https://reject.lab.test\"\nca = \"/etc/containerd/ca.pem\"\n")
 	// a mirror that is down, before a working upstream
 	writeFile(e.t, filepath.Join(etc, "certs.d", "mirrored.lab.test", "hosts.toml"),
