@@ -26,6 +26,11 @@ ldflags="-s -w -X $pkg.Version=$version -X $pkg.BuildDate=$date -X $pkg.Commit=$
 # sha256sum on Linux, shasum on macOS
 if command -v sha256sum >/dev/null 2>&1; then sha=(sha256sum); else sha=(shasum -a 256); fi
 
+# every build embeds internal/probebin, the probe that talks to hostile registries on every node:
+# a release must carry exactly those bytes, built by this toolchain (a Go security release
+# rebuilds it first: scripts/probebin.sh)
+go run ./internal/probebin/gen -verify
+
 mkdir -p "$dist"
 sums="$dist/sha256sums.txt"
 : >"$sums"

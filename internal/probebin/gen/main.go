@@ -39,8 +39,13 @@ type binary struct {
 
 func main() {
 	check := flag.Bool("check", false, "only compare the committed stamp with the sources")
+	verify := flag.Bool("verify", false, "rebuild with the stamp's toolchain and compare the bytes with the committed builds (exit 1 when they differ, or when the toolchain is not the stamp's)")
 	dir := flag.String("dir", "internal/probebin", "where the builds and stamp.json go")
 	flag.Parse()
+	run := run
+	if *verify {
+		run = func(_ bool, dir string) error { return verifyBytes(dir) }
+	}
 	if err := run(*check, *dir); err != nil {
 		fmt.Fprintln(os.Stderr, "probebin:", err)
 		os.Exit(1)
@@ -150,4 +155,67 @@ func sourceHash() (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// verifyBytes rebuilds both probe builds into a temporary directory and compares them with the
+// committed ones, byte for byte: the stamp's source hash says what they were built from, this says
+// that the committed bytes are that build (a hand-placed binary with a matching stamp fails here).
+// The bytes depend on the toolchain: another one than the stamp's is an error, so that a Go
+// security release forces a rebuild before a release.
+func verifyBytes(dir string) error {
+	var st stamp
+	b, err := os.ReadFile(filepath.Join(dir, "stamp.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &st)
+	}
+	if err != nil {
+		return fmt.Errorf("no stamp (%v): run scripts/probebin.sh", err)
+	}
+	goVer, err := exec.Command("go", "env", "GOVERSION").Output()
+	if err != nil {
+		return err
+	}
+	if v := strings.TrimSpace(string(goVer)); v != st.Go {
+		return fmt.Errorf("the embedded probe builds were made with %s, this toolchain is %s: run scripts/probebin.sh with it and commit internal/probebin", st.Go, v)
+	}
+	tmp, err := os.MkdirTemp("", "probebin-verify")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	dec, err := zstd.NewReader(nil)
+	if err != nil {
+		return err
+	}
+	defer dec.Close()
+	for _, arch := range arches {
+		out := filepath.Join(tmp, "pullpath-"+arch)
+		cmd := exec.Command("go", append(slices.Clone(buildArgs), "-o", out, "./cmd/pullpath")...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("go build linux/%s: %v", arch, err)
+		}
+		raw, err := os.ReadFile(out)
+		if err != nil {
+			return err
+		}
+		z, err := os.ReadFile(filepath.Join(dir, "probe-linux-"+arch+".zst"))
+		if err != nil {
+			return err
+		}
+		committed, err := dec.DecodeAll(z, nil)
+		if err != nil {
+			return fmt.Errorf("probe-linux-%s.zst: %v", arch, err)
+		}
+		sum, csum := sha256.Sum256(raw), sha256.Sum256(committed)
+		switch {
+		case !bytes.Equal(raw, committed):
+			return fmt.Errorf("linux/%s: the committed build (sha256 %x, %d bytes) is not what the sources build (sha256 %x, %d bytes): run scripts/probebin.sh and commit internal/probebin", arch, csum, len(committed), sum, len(raw))
+		case hex.EncodeToString(sum[:]) != st.Binaries[arch].SHA256:
+			return fmt.Errorf("linux/%s: stamp.json names sha256 %s, the build is %x", arch, st.Binaries[arch].SHA256, sum)
+		}
+		fmt.Fprintf(os.Stderr, "probebin: linux/%s rebuilt, %d bytes, identical (sha256 %x)\n", arch, len(raw), sum)
+	}
+	return nil
 }
