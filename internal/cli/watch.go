@@ -145,7 +145,7 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 			_, _ = io.WriteString(rw, "# not the leader: no probes here\n")
 		})
 		mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(rw, "ok\n") })
-		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		srv := metricsServer(mux)
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
 	}
@@ -362,4 +362,11 @@ Exit codes: 0 printed, 2 a bad flag.
 	f.StringVar(&o.ServiceAccount, "service-account", "pullpath-watch", "the ServiceAccount to run as")
 	_ = cmd.MarkFlagRequired("watcher-image")
 	return cmd
+}
+
+// metricsServer serves /metrics with every timeout set: a scraper (or anyone who reaches the port)
+// that holds a connection open must not pin the watcher's goroutines and memory.
+func metricsServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 15 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: 60 * time.Second, MaxHeaderBytes: 16 << 10}
 }
