@@ -192,4 +192,22 @@ spec:
           resources:
             requests: {cpu: 20m, memory: 64Mi}
             limits: {memory: 256Mi}
+---
+# /metrics is plain HTTP: only the monitoring namespace may reach it (edit the selector to where
+# your Prometheus runs). The probe pods use the host network, which no NetworkPolicy governs.
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: pullpath-watch-metrics
+  namespace: {NS}
+spec:
+  podSelector:
+    matchLabels: {app.kubernetes.io/name: pullpath-watch}
+  policyTypes: [Ingress]
+  ingress:
+    - from:
+        - namespaceSelector:
+            matchLabels: {kubernetes.io/metadata.name: monitoring}
+      ports:
+        - {protocol: TCP, port: {PORT}}
 `

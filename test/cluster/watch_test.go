@@ -443,6 +443,7 @@ func TestWatchManifestsAccepted(t *testing.T) {
 		"Role":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
 		"RoleBinding":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
 		"Deployment":         {Group: "apps", Version: "v1", Resource: "deployments"},
+		"NetworkPolicy":      {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
 	}
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
 	var kinds []string
@@ -474,7 +475,7 @@ func TestWatchManifestsAccepted(t *testing.T) {
 			t.Errorf("%s %s: the API server refused it: %v", kind, u.GetName(), err)
 		}
 	}
-	if !slices.Contains(kinds, "Deployment") || !slices.Contains(kinds, "ClusterRole") {
-		t.Errorf("manifests hold %v, want a Deployment and its roles", kinds)
+	if !slices.Contains(kinds, "Deployment") || !slices.Contains(kinds, "ClusterRole") || !slices.Contains(kinds, "NetworkPolicy") {
+		t.Errorf("manifests hold %v, want a Deployment, its roles and the metrics NetworkPolicy", kinds)
 	}
 }
