@@ -278,3 +278,60 @@ func TestVerifyDropsTheNamespaceItMade(t *testing.T) {
 		t.Errorf("namespace created %v, deleted %v", created, deleted)
 	}
 }
+
+// TestDeliveryHealsAndRefusesAnImpostor: a long-lived run (watch) re-checks its loader before each
+// use: deleted (pullpath cleanup) it is delivered again; replaced by other bytes it is deleted and
+// replaced by pullpath's own, never run (issue 33 items 2 and 5).
+func TestDeliveryHealsAndRefusesAnImpostor(t *testing.T) {
+	fc := fake.NewClientset()
+	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
+	bin := []byte("\x7fELF probe")
+	r := newRun(context.Background(), cs, VerifyOptions{Namespace: "pullpath", Binary: func(string) ([]byte, string, error) { return bin, "test", nil }})
+	ctx := context.Background()
+	d := r.deliver(ctx, "amd64", ModeConfigMap)
+	if d.err != nil {
+		t.Fatal(d.err)
+	}
+	cms := fc.CoreV1().ConfigMaps("pullpath")
+	lcm, err := cms.Get(ctx, d.loader, metav1.GetOptions{})
+	if err != nil || lcm.Immutable == nil || !*lcm.Immutable {
+		t.Fatalf("loader ConfigMap %v (err %v): want it immutable", lcm, err)
+	}
+	if again := r.deliver(ctx, "amd64", ModeConfigMap); again != d {
+		t.Errorf("an intact delivery was made again")
+	}
+
+	// a cleanup deleted everything: delivered again, under the same names
+	for _, n := range append([]string{d.loader}, d.parts...) {
+		if err := cms.Delete(ctx, n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	healed := r.deliver(ctx, "amd64", ModeConfigMap)
+	if healed == d || healed.err != nil {
+		t.Fatalf("after a cleanup: same delivery %v, err %v; want a new one", healed == d, healed.err)
+	}
+	for _, n := range append([]string{healed.loader}, healed.parts...) {
+		if _, err := cms.Get(ctx, n, metav1.GetOptions{}); err != nil {
+			t.Errorf("%s not made again: %v", n, err)
+		}
+	}
+
+	// someone replaced the loader with their own program
+	if err := cms.Delete(ctx, healed.loader, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	evil := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: healed.loader, Namespace: "pullpath"}, BinaryData: map[string][]byte{loader.File: []byte("#!/bin/sh\nid\n")}}
+	if _, err := cms.Create(ctx, evil, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	third := r.deliver(ctx, "amd64", ModeConfigMap)
+	got, err := cms.Get(ctx, third.loader, metav1.GetOptions{})
+	want, _ := loader.Binary("amd64")
+	if third == healed || err != nil || !bytes.Equal(got.BinaryData[loader.File], want) {
+		t.Errorf("after a replaced loader: new delivery %v, the loader ConfigMap holds pullpath's loader: %v (err %v)", third != healed, err == nil && bytes.Equal(got.BinaryData[loader.File], want), err)
+	}
+	if !slices.ContainsFunc(r.notes, func(s string) bool { return strings.Contains(s, "not the one this run made") }) {
+		t.Errorf("notes %q do not say the loader was replaced", r.notes)
+	}
+}

@@ -1,11 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -178,7 +180,11 @@ func (r *run) deliver(ctx context.Context, goarch, mode string) *delivery {
 	r.dmu.Lock()
 	defer r.dmu.Unlock()
 	if d, ok := r.bins[goarch+"/"+mode]; ok {
-		return d
+		if d.err != nil || r.loaderIntact(ctx, goarch) {
+			return d
+		}
+		// gone (a cleanup) or replaced (by someone else): delivered again, never run as found
+		r.forget(ctx, goarch)
 	}
 	d := &delivery{mode: mode}
 	r.bins[goarch+"/"+mode] = d
@@ -197,7 +203,8 @@ func (r *run) deliver(ctx context.Context, goarch, mode string) *delivery {
 		return d
 	}
 	for i, p := range loader.Split(bin, loader.PartSize) {
-		cm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-bin-%s-%03d", r.id, goarch, i), "binary"), BinaryData: map[string][]byte{p.Name: p.Data}}
+		cm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-bin-%s-%03d", r.id, goarch, i), "binary"), BinaryData: map[string][]byte{p.Name: p.Data},
+			Immutable: &immutable}
 		if _, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 			d.err = apiError(err, "create", "configmaps", r.o.Namespace, cm.Name)
 			return d
@@ -217,11 +224,77 @@ func (r *run) loaderConfigMap(ctx context.Context, goarch string) (string, error
 	if err != nil {
 		return "", err
 	}
-	lcm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-loader-%s", r.id, goarch), "loader"), BinaryData: map[string][]byte{loader.File: ld}}
-	if _, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, lcm, metav1.CreateOptions{}); err != nil {
+	lcm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-loader-%s", r.id, goarch), "loader"), BinaryData: map[string][]byte{loader.File: ld},
+		Immutable: &immutable}
+	made, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, lcm, metav1.CreateOptions{})
+	if err != nil {
 		return "", apiError(err, "create", "configmaps", r.o.Namespace, lcm.Name)
 	}
 	r.store(lcm.BinaryData)
 	r.loaders[goarch] = lcm.Name
+	r.loaderUIDs[goarch] = made.UID
 	return lcm.Name, nil
+}
+
+// immutable: a delivery object cannot be edited in place; replacing it takes a delete, which
+// loaderIntact sees.
+var immutable = true
+
+// loaderIntact re-checks the loader a cached delivery runs, before each use: still there, the
+// object the run made (its UID) and the bytes it stored. The loader is the one program of the
+// probe pod that nothing else verifies (the binary it runs is checked by its digest). An error
+// that may pass (the API server away) keeps the delivery: the probe pod says what happens.
+func (r *run) loaderIntact(ctx context.Context, goarch string) bool {
+	name, ok := r.loaders[goarch]
+	if !ok {
+		return false
+	}
+	// a list by name, not a get: the run's identity may list its ConfigMaps (for cleanup) and
+	// needs no other right for this
+	l, err := r.cs.Core.ConfigMaps(r.o.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		return true
+	}
+	i := slices.IndexFunc(l.Items, func(c corev1.ConfigMap) bool { return c.Name == name })
+	if i < 0 {
+		r.note("the loader ConfigMap %s/%s is gone (deleted by a cleanup?): delivered again", r.o.Namespace, name)
+		return false
+	}
+	cm := &l.Items[i]
+	ld, _ := loader.Binary(goarch)
+	if cm.UID != r.loaderUIDs[goarch] || !bytes.Equal(cm.BinaryData[loader.File], ld) {
+		r.note("the loader ConfigMap %s/%s is not the one this run made (UID %s, want %s): replaced by pullpath's own", r.o.Namespace, name, cm.UID, r.loaderUIDs[goarch])
+		return false
+	}
+	return true
+}
+
+// forget drops what the run delivered for goarch, so that the next use delivers it again: the
+// objects still there are deleted first (an impostor included), as their names are the run's.
+func (r *run) forget(ctx context.Context, goarch string) {
+	zero := int64(0)
+	del := func(name string) {
+		_ = r.cs.Core.ConfigMaps(r.o.Namespace).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}
+	for key, d := range r.bins {
+		if strings.HasPrefix(key, goarch+"/") {
+			for _, p := range d.parts {
+				del(p)
+			}
+			delete(r.bins, key)
+		}
+	}
+	if name, ok := r.loaders[goarch]; ok {
+		del(name)
+		delete(r.loaders, goarch)
+		delete(r.loaderUIDs, goarch)
+	}
+}
+
+// redeliver makes the next probe on goarch deliver again: a probe pod's loader found a part
+// missing or other bytes than the binary's.
+func (r *run) redeliver(ctx context.Context, goarch string) {
+	r.dmu.Lock()
+	defer r.dmu.Unlock()
+	r.forget(ctx, goarch)
 }

@@ -196,6 +196,10 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 		if d.mode == ModeAttach && term.ExitCode == loader.ExitSize {
 			return podOutcome{broke: why}
 		}
+		if d.mode == ModeConfigMap && term.ExitCode != loader.ExitExec {
+			// a part gone or replaced: the next probe on such a node delivers again
+			r.redeliver(ctx, n.Status.NodeInfo.Architecture)
+		}
 		r.noProbe(ctx, res, p, fmt.Sprintf("the probe binary did not run on %s (%s delivery): %s", n.Name, d.mode, why))
 		return podOutcome{}
 	}

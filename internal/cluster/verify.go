@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -86,6 +87,7 @@ type run struct {
 	dmu         sync.Mutex           // deliver's: held while it writes the binary's ConfigMaps
 	bins        map[string]*delivery // goarch+"/"+mode → how the probe binary reaches such a node
 	loaders     map[string]string    // goarch → the loader's ConfigMap
+	loaderUIDs  map[string]types.UID // goarch → the UID of the loader ConfigMap the run made
 	mode        string               // the delivery the pools start with: attach, configmap or image
 	stored      report.Stored        // what the run wrote to the API
 	expires     time.Time            // after this the run is surely over (LabelExpires); zero: a watcher's
@@ -197,7 +199,7 @@ func newRun(ctx context.Context, cs *Client, o VerifyOptions) *run {
 	if o.MaxImages <= 0 {
 		o.MaxImages = DefaultMaxImages
 	}
-	r := &run{cs: cs, o: o, id: newID(), bins: map[string]*delivery{}, loaders: map[string]string{}, expires: time.Now().Add(24 * time.Hour)}
+	r := &run{cs: cs, o: o, id: newID(), bins: map[string]*delivery{}, loaders: map[string]string{}, loaderUIDs: map[string]types.UID{}, expires: time.Now().Add(24 * time.Hour)}
 	if d, ok := ctx.Deadline(); ok {
 		r.expires = d.Add(CleanupTimeout + time.Minute)
 	}
