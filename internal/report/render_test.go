@@ -119,3 +119,33 @@ func TestClassesAndLayers(t *testing.T) {
 		}
 	}
 }
+
+// A node's report (verify, watch) or a registry's words reach the terminal: every renderer shows
+// their escape sequences, CR and bidi overrides as text, and keeps its own colours.
+func TestRenderersDoNotObeyEscapes(t *testing.T) {
+	evil := "x\x1b[2J\x1b[32mOK  the pull path holds\x1b[0m\r\u202eevil"
+	p := &Probe{Image: "r.example/a:1" + evil, Class: ClassEndpoint, Code: CodeTCPRefused, Summary: "s" + evil,
+		Failing:   &Failing{Host: "h" + evil + ":443", Role: RoleBlob, Step: StepTCP, Code: CodeTCPRefused},
+		Evidence:  []string{evil},
+		Endpoints: []Endpoint{{Host: "h" + evil + ":443", Role: RoleBlob, Steps: map[StepName]Verdict{StepTCP: Fail}}},
+		Steps:     []Step{{Endpoint: "h:443", Verdict: Fail, Summary: evil}}, Hops: []Hop{{URL: "https://h/" + evil}}}
+	v := &Verification{Image: "r.example/a:1", Class: ClassEndpoint, Pools: []PoolResult{{Pool: "p" + evil, Node: "n" + evil, Class: ClassEndpoint, Probe: p}}}
+	for _, o := range []TextOptions{{Verbose: true, Color: true}, {Width: 40}} {
+		var b bytes.Buffer
+		if err := WriteText(&b, p, o); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteVerifyText(&b, v); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, bad := range []string{"\x1b[2J", "\x1b[32mOK", "\r", "\u202e"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%+v: the output carries %q:\n%s", o, bad, out)
+			}
+		}
+		if o.Color && !strings.Contains(out, styleBold+"BROKEN"+styleReset) {
+			t.Errorf("pullpath's own colours are kept:\n%s", out)
+		}
+	}
+}

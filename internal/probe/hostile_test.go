@@ -1,0 +1,65 @@
+package probe_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/pullpath/pullpath/internal/demo"
+	"github.com/pullpath/pullpath/internal/probe"
+	"github.com/pullpath/pullpath/internal/registrytest"
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+// A registry's error body with escape sequences printed a forged green "pull path holds" line and
+// cleared the screen in `probe -v`: it reaches the report, and the terminal, as inert text.
+func TestHostileErrorBodyIsCleaned(t *testing.T) {
+	e := lab(t)
+	forged := "\x1b[2J\x1b[H\x1b[32mOK  the pull path holds\x1b[0m\r\u202eevil\x9b2J"
+	e.Lab.SetFaults(registrytest.Faults{ErrorBody: forged})
+	rep, err := probe.Run(context.Background(), e.Options(e.Lab.Ref("team/app:no-such-tag")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassNotFound {
+		t.Fatalf("class %s code %s: %s", rep.Class, rep.Code, rep.Summary)
+	}
+	var out bytes.Buffer
+	if err := report.WriteText(&out, rep, report.TextOptions{Verbose: true}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(rep)
+	for what, s := range map[string]string{"text": out.String(), "json": string(b)} {
+		for _, bad := range []string{"\x1b", "\r", "\u202e", "\u009b", `\u001b`, `\r`} {
+			if strings.Contains(s, bad) {
+				t.Errorf("the %s report carries %q from the registry's body", what, bad)
+			}
+		}
+	}
+	if !strings.Contains(out.String(), "the pull path holds") {
+		t.Errorf("the body's printable text is still quoted as evidence:\n%s", out.String())
+	}
+}
+
+// The scrub ran after the 200-character clip, so a credential straddling the cut survived in part
+// ("Basic cm9ib3Q6UzNjcj…"). Every cut position around the limit is tried.
+func TestCredentialStraddlingTheClipIsGone(t *testing.T) {
+	e := lab(t)
+	basic := base64.StdEncoding.EncodeToString([]byte(demo.User + ":" + demo.Password))
+	for pad := 170; pad <= 200; pad += 3 {
+		e.Lab.SetFaults(registrytest.Faults{ErrorBody: strings.Repeat("x", pad) + " you sent Basic " + basic + " and " + demo.Password})
+		rep, err := probe.Run(context.Background(), e.Options(e.Lab.Ref("team/app:no-such-tag")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(rep)
+		for _, secret := range []string{basic[:8], demo.Password[:8]} {
+			if strings.Contains(string(b), secret) {
+				t.Errorf("pad %d: %q, part of a credential, is in the report", pad, secret)
+			}
+		}
+	}
+}
