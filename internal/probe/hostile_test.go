@@ -63,3 +63,41 @@ func TestCredentialStraddlingTheClipIsGone(t *testing.T) {
 		}
 	}
 }
+
+// A token realm or blob redirect naming a 200,000-character host came back as a 200,012-character
+// failing.host (a 3.2 MB report). Such a host is refused where it is read, and named cut. (A
+// challenge longer than 16 KiB was, and is, refused whole as AUTH_CHALLENGE_INVALID.)
+func TestHostLongerThanADNSNameIsRefused(t *testing.T) {
+	huge := strings.Repeat("a", 200_000)
+	long63 := strings.Repeat("b", 64) + ".pullpath.test"
+	for _, tc := range []struct {
+		name   string
+		faults registrytest.Faults
+		role   report.Role
+	}{
+		{"realm", registrytest.Faults{Realm: "https://" + huge[:12_000] + "/token"}, report.RoleToken}, // a challenge is read up to 16 KiB
+		{"blob redirect", registrytest.Faults{BlobHost: huge + ":443"}, report.RoleBlob},
+		{"label of 64", registrytest.Faults{BlobHost: long63 + ":443"}, report.RoleBlob},
+		{"dotted realm", registrytest.Faults{Realm: "https://" + strings.Repeat("abcdefgh.", 30) + "test/token"}, report.RoleToken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := lab(t)
+			e.Lab.SetFaults(tc.faults)
+			rep, err := probe.Run(context.Background(), e.Options(e.Lab.Ref("team/app:1.4")))
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := json.Marshal(rep)
+			t.Logf("report: %d bytes, failing %+v", len(b), rep.Failing)
+			if rep.Code != report.CodeDNSNameInvalid || rep.Class != report.ClassEndpoint || rep.Failing == nil || rep.Failing.Role != tc.role || rep.Failing.Step != report.StepDNS {
+				t.Fatalf("class %s code %s failing %+v, want endpoint DNS_NAME_INVALID at dns of the %s host", rep.Class, rep.Code, rep.Failing, tc.role)
+			}
+			if n := len(rep.Failing.Host); n > 70 || !strings.HasSuffix(rep.Failing.Host, "…:443") && tc.name != "label of 64" {
+				t.Errorf("failing.host %q (%d bytes): want the host cut to 60 bytes and its port", rep.Failing.Host, n)
+			}
+			if len(b) > 64<<10 {
+				t.Errorf("the report is %d bytes", len(b))
+			}
+		})
+	}
+}

@@ -247,6 +247,10 @@ func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.
 		if vf, ok := e.Err.(*visitFailure); ok {
 			return nil, vf.f
 		}
+		if errors.Is(e.Err, registry.ErrHostName) { // refused where the Location was read
+			_, f := w.visit(ctx, e.URL, e.Role, "a redirect from "+ep.hostport)
+			return nil, f
+		}
 	case *registry.HopError:
 		target := w.endpoints[hoptrace.HostPort(e.URL)]
 		if target == nil {

@@ -164,6 +164,7 @@ const (
 	CodeDNSUnreachable        Code = "DNS_RESOLVER_UNREACHABLE"
 	CodeDNSNoResolver         Code = "DNS_NO_RESOLVER"
 	CodeDNSPublicForPrivate   Code = "DNS_PUBLIC_ADDRESS"
+	CodeDNSNameInvalid        Code = "DNS_NAME_INVALID" // a host handed out that is no DNS name (> 253, a label > 63): never resolved
 	CodeRouteNone             Code = "ROUTE_NONE"
 	CodeTCPTimeout            Code = "TCP_TIMEOUT"
 	CodeTCPRefused            Code = "TCP_REFUSED"
