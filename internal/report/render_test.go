@@ -3,6 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -147,5 +151,45 @@ func TestRenderersDoNotObeyEscapes(t *testing.T) {
 		if o.Color && !strings.Contains(out, styleBold+"BROKEN"+styleReset) {
 			t.Errorf("pullpath's own colours are kept:\n%s", out)
 		}
+	}
+}
+
+// Code.Known's set is every Code constant of the package, no more.
+func TestKnownCodesAreTheConstants(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				g, ok := d.(*ast.GenDecl)
+				if !ok || g.Tok != token.CONST {
+					continue
+				}
+				for _, sp := range g.Specs {
+					vs := sp.(*ast.ValueSpec)
+					if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" || len(vs.Values) != 1 {
+						continue
+					}
+					lit, ok := vs.Values[0].(*ast.BasicLit)
+					if !ok {
+						continue
+					}
+					n++
+					if c := Code(strings.Trim(lit.Value, `"`)); !c.Known() {
+						t.Errorf("%s is not Known", c)
+					}
+				}
+			}
+		}
+	}
+	if n != len(knownCodes) || n < 70 {
+		t.Errorf("%d Code constants, %d known codes", n, len(knownCodes))
+	}
+	if Code("x\x1b[2J").Known() {
+		t.Error("an unknown code is Known")
 	}
 }
