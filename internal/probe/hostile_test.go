@@ -101,3 +101,47 @@ func TestHostLongerThanADNSNameIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A registry elsewhere whose token realm is on the node's loopback (or a metadata service) gets no
+// credentials presented there and no token from it; the report names the host and says the runtime
+// would follow it. The registry is reached through the runtime's proxy (so it is not on the node's
+// loopback), the realm directly (NO_PROXY): all of it on loopback in this test.
+func TestLocalRealmGetsNoCredentials(t *testing.T) {
+	e := lab(t)
+	px, err := registrytest.StartConnectProxy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(px.Close)
+	authBefore := e.Lab.Count("auth")
+	hosts := "server = \"https://" + e.Lab.RegistryAddr() + "\"\nca = \"/etc/lab/ca.pem\"\n[host]\n"
+	unit := "[Service]\nEnvironment=\"HTTPS_PROXY=http://" + px.Addr + "\"\nEnvironment=\"NO_PROXY=" + e.Lab.AuthHost + "\"\n"
+	cfg, read := node(t, e, hosts, "1.7.24", unit)
+	rep, err := probe.Run(context.Background(), runtimeOpts(e, cfg, read))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned *report.Warning
+	for i, w := range rep.Warnings {
+		if w.Code == report.CodeRealmLocal {
+			warned = &rep.Warnings[i]
+		}
+	}
+	if warned == nil || warned.Host != e.Lab.AuthAddr() || !strings.Contains(warned.Message, "loopback address 127.0.0.1") || !strings.Contains(warned.Message, "containerd") {
+		t.Fatalf("warnings %+v: want %s on %s", rep.Warnings, report.CodeRealmLocal, e.Lab.AuthAddr())
+	}
+	if n := e.Lab.Count("auth") - authBefore; n != 0 {
+		t.Errorf("the realm was asked %d times", n)
+	}
+	if rep.Class != report.ClassAuth || rep.Code != report.CodeAuth401 || !strings.Contains(rep.Summary, "withheld") {
+		t.Errorf("class %s code %s: %s; want auth 401 naming the withheld credentials", rep.Class, rep.Code, rep.Summary)
+	}
+	if !strings.Contains(strings.Join(px.Targets(), " "), e.Lab.RegistryAddr()) {
+		t.Errorf("the registry went through the proxy: %v", px.Targets())
+	}
+	// the same registry reached directly is on loopback with its realm: the path holds
+	cfg, read = node(t, e, hosts, "1.7.24", "")
+	if rep, _ := probe.Run(context.Background(), runtimeOpts(e, cfg, read)); rep.Class != report.ClassOK {
+		t.Errorf("loopback registry, loopback realm: class %s %s", rep.Class, rep.Summary)
+	}
+}

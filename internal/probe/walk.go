@@ -65,7 +65,8 @@ type hostAttempt struct {
 	fromIndex  bool // the platform manifest was chosen from an index
 	challenged bool // a challenge after the ping was answered (once per attempt)
 	download   report.Download
-	resolved   bool // the manifest HEAD succeeded: the runtime's resolve ended on this host
+	resolved   bool   // the manifest HEAD succeeded: the runtime's resolve ended on this host
+	withheld   string // the token host credentials were withheld from (localRefusal)
 }
 
 // classOf is the class a failure will be reported with.
@@ -449,6 +450,12 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	if f != nil {
 		return f
 	}
+	if why := localRefusal(endpointAddrs(tok), endpointAddrs(reg)); why != "" {
+		// not even asked: a metadata service answers a GET with its own credentials
+		w.challenged = true
+		w.refuseLocal(tok, why, "did not contact it, and walks on without a token")
+		return nil
+	}
 	hdr2 := http.Header{}
 	if cred.Username != "" || cred.Password != "" {
 		hdr2.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte(cred.Username+":"+cred.Password)))
@@ -467,6 +474,14 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	w.step(tok, report.StepHTTP, report.Pass, "", fmt.Sprintf("GET token → %d", resp.StatusCode), ev, lastHop(resp).Duration)
 	if resp.StatusCode != http.StatusOK {
 		return w.statusFailure(tok, resp, body, report.StepAuth, "the token request")
+	}
+	if last := w.endpointOf(resp, tok); last != tok {
+		if why := localRefusal(endpointAddrs(last), endpointAddrs(reg)); why != "" {
+			// the realm redirected the token request to a local host: its answer is not a token
+			w.challenged = true
+			w.refuseLocal(last, why, "did not use what it answered to the token request redirected there")
+			return nil
+		}
 	}
 	token, err := registry.ParseToken(body)
 	if err != nil {
@@ -525,7 +540,9 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 			f.summary = fmt.Sprintf("%s: the identity (%s) may not pull repository %s (insufficient_scope)", what, w.cred, w.ref.Repository)
 			break
 		}
-		if w.anonymous {
+		if w.withheld != "" {
+			f.summary = fmt.Sprintf("%s was refused (401): pullpath withheld the credentials from the token host %s, on a local address (see the warning)", what, w.withheld)
+		} else if w.anonymous {
 			f.summary = fmt.Sprintf("%s was refused (401): the registry requires credentials and none were presented", what)
 			f.alt = "some registries (Docker Hub among them) answer an anonymous pull of a repository that does not exist with 401: check the name too"
 		} else {

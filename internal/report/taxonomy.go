@@ -203,6 +203,7 @@ const (
 	// credential providers' answers) give several credentials; the kubelet tries each in turn
 	CodePullSecretMore      Code = "PULL_SECRET_MORE"
 	CodeRealmUnreachable    Code = "REALM_UNREACHABLE"
+	CodeRealmLocal          Code = "REALM_LOCAL_ADDRESS" // a token host on a loopback or link-local address the registry is not on: no credentials given
 	CodeRateLimited         Code = "RATE_LIMITED"
 	CodeManifestUnknown     Code = "MANIFEST_UNKNOWN"
 	CodeNameUnknown         Code = "NAME_UNKNOWN"
@@ -291,6 +292,7 @@ var knownCodes = map[Code]bool{
 	CodeCredentialProviderMore:   true,
 	CodePullSecretMore:           true,
 	CodeRealmUnreachable:         true,
+	CodeRealmLocal:               true,
 	CodeRateLimited:              true,
 	CodeManifestUnknown:          true,
 	CodeNameUnknown:              true,
