@@ -107,7 +107,7 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 		}
 		return pp
 	}
-	raw, err := rawRead(ctx, r.cs.Core.Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: ec, LimitBytes: int64p(32 << 20)}), "get", "pods/log", ns, name)
+	raw, err := rawRead(ctx, r.cs.Core.Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: ec, LimitBytes: int64p(MaxRawRead + 1)}), "get", "pods/log", ns, name)
 	var re *RBACError
 	if errors.As(err, &re) {
 		r.note("--from-pod: the log of the probe in pod %s was not read (%s): only its compact verdict is known", r.o.ProbeFromPod, shortErr(err))

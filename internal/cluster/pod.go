@@ -280,14 +280,26 @@ func unreachable(err error) bool {
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET)
 }
 
+// MaxRawRead bounds what a raw read takes from the API: a probe's log (its report) or a kubelet's
+// endpoint come from a node, and a node may be tampered with. A probe's report is tens of KB.
+const MaxRawRead = 4 << 20
+
 // rawRead does a raw request (a pod's log, a kubelet's endpoint through nodes/proxy) and returns
-// its body. DoRaw's error drops the Status the API server sent ("unknown (get pods NAME)"); the
-// Result still holds it, so a refusal is named as every other one is.
+// its body, refused when longer than MaxRawRead: the bytes read are bounded here, whatever the
+// server does with LimitBytes. The Status the API server sent with a refusal becomes the error,
+// so a refusal is named as every other one is.
 func rawRead(ctx context.Context, req *rest.Request, verb, resource, ns, name string) ([]byte, error) {
-	res := req.Do(ctx)
-	raw, err := res.Raw()
+	rc, err := req.Stream(ctx)
 	if err != nil {
-		return nil, apiError(res.Error(), verb, resource, ns, name)
+		return nil, apiError(err, verb, resource, ns, name)
+	}
+	defer rc.Close()
+	raw, err := io.ReadAll(io.LimitReader(rc, MaxRawRead+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s %s: %w", verb, resource, name, err)
+	}
+	if len(raw) > MaxRawRead {
+		return nil, fmt.Errorf("%s %s %s: longer than %d bytes, not read", verb, resource, name, MaxRawRead)
 	}
 	return raw, nil
 }

@@ -463,7 +463,7 @@ func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
 
 // fullReport reads the probe's JSON report from its log.
 func (r *run) fullReport(ctx context.Context, name string) *report.Probe {
-	raw, err := rawRead(ctx, r.cs.Core.Pods(r.o.Namespace).GetLogs(name, &corev1.PodLogOptions{Container: "probe", LimitBytes: int64p(32 << 20)}), "get", "pods/log", r.o.Namespace, name)
+	raw, err := rawRead(ctx, r.cs.Core.Pods(r.o.Namespace).GetLogs(name, &corev1.PodLogOptions{Container: "probe", LimitBytes: int64p(MaxRawRead + 1)}), "get", "pods/log", r.o.Namespace, name)
 	if err != nil {
 		var re *RBACError
 		if errors.As(err, &re) {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pullpath/pullpath/internal/hoptrace"
+	"github.com/pullpath/pullpath/internal/redact"
+	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/resolver"
 	"github.com/pullpath/pullpath/internal/route"
@@ -74,6 +76,9 @@ type failure struct {
 // cycle: a finding, never a wait on itself.
 func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via string) (*endpoint, *failure) {
 	hp := hoptrace.HostPort(u)
+	if err := registry.CheckHost(u.Hostname()); err != nil {
+		return w.nameInvalid(hp, u, role, via, err)
+	}
 	w.mu.Lock()
 	if ep, ok := w.endpoints[hp]; ok {
 		w.mu.Unlock()
@@ -116,6 +121,33 @@ func (w *walk) visit(ctx context.Context, u *url.URL, role report.Role, via stri
 	}
 	ep.dialAddrs = dialOrder(ep.addrs, ep.routes)
 	return ep, ep.checkFail
+}
+
+// nameInvalid records a host that is no DNS name (registry.CheckHost), handed out by a Location, a
+// token realm or a mirror: a DNS failure with no resolver asked, as the runtime's resolver fails it
+// ("no such host"). The endpoint is named cut (registry.ShownHost), whatever its length.
+func (w *walk) nameInvalid(hp string, u *url.URL, role report.Role, via string, err error) (*endpoint, *failure) {
+	w.mu.Lock()
+	ep, seen := w.endpoints[hp]
+	if !seen {
+		host := registry.ShownHost(u.Hostname())
+		_, port, _ := net.SplitHostPort(hp)
+		ep = &endpoint{hostport: net.JoinHostPort(host, port), host: host, port: port, role: role, via: redact.Untrusted(via, 200),
+			ready: make(chan struct{}), routes: map[netip.Addr]string{}, dialed: map[string]string{}, layers: map[report.StepName]report.Verdict{}}
+		close(ep.ready)
+		w.endpoints[hp] = ep
+		w.order = append(w.order, ep)
+	}
+	w.mu.Unlock()
+	if seen {
+		return ep, ep.checkFail
+	}
+	f := &failure{ep: ep, step: report.StepDNS, code: report.CodeDNSNameInvalid,
+		summary:  fmt.Sprintf("the %s host %s (%s) is no DNS name: %v; no resolver was asked, and the runtime's fails it as \"no such host\"", role, ep.hostport, ep.via, err),
+		evidence: []string{fmt.Sprintf("host of %d characters, handed out by %s", len(u.Hostname()), ep.via)}}
+	ep.checkFail = f
+	w.step(ep, report.StepDNS, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
+	return ep, f
 }
 
 // proxiedInternal looks, beside the walk, for what shows that a host the runtime reaches through

@@ -23,22 +23,10 @@ func (w *walk) report(f *failure, start time.Time) *report.Probe {
 // scrub removes every credential the probe handled from all text of the report. Secrets are never
 // put there on purpose; this catches a server that echoes a request header into an error body.
 func (w *walk) scrub(r *report.Probe) {
-	w.mu.Lock()
-	secrets := append([]string(nil), w.secrets...)
-	w.mu.Unlock()
-	for _, c := range []creds.Credential{w.opts.Credential, w.cred} {
-		secrets = append(secrets, credentialSecrets(c)...)
-	}
-	var rep []string
-	for _, s := range secrets {
-		if len(s) >= 4 { // a one-letter "password" would redact half the report
-			rep = append(rep, s, "REDACTED")
-		}
-	}
-	if len(rep) == 0 {
+	sr := w.secretReplacer()
+	if sr == nil {
 		return
 	}
-	sr := strings.NewReplacer(rep...)
 	fix := func(s *string) { *s = sr.Replace(*s) }
 	fix(&r.Summary)
 	fix(&r.Alternative)
@@ -69,6 +57,26 @@ func (w *walk) scrub(r *report.Probe) {
 		fix(&r.Hops[i].URL)
 		fix(&r.Hops[i].Error)
 	}
+}
+
+// secretReplacer replaces every credential value the walk handled with REDACTED; nil when there is none.
+func (w *walk) secretReplacer() *strings.Replacer {
+	w.mu.Lock()
+	secrets := append([]string(nil), w.secrets...)
+	w.mu.Unlock()
+	for _, c := range []creds.Credential{w.opts.Credential, w.cred} {
+		secrets = append(secrets, credentialSecrets(c)...)
+	}
+	var rep []string
+	for _, s := range secrets {
+		if len(s) >= 4 { // a one-letter "password" would redact half the report
+			rep = append(rep, s, "REDACTED")
+		}
+	}
+	if len(rep) == 0 {
+		return nil
+	}
+	return strings.NewReplacer(rep...)
 }
 
 // credentialSecrets are the values of c that must not appear in a report: its secrets and the

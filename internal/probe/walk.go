@@ -21,6 +21,7 @@ import (
 	"github.com/pullpath/pullpath/internal/credprovider"
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/hoptrace"
+	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
@@ -65,7 +66,8 @@ type hostAttempt struct {
 	fromIndex  bool // the platform manifest was chosen from an index
 	challenged bool // a challenge after the ping was answered (once per attempt)
 	download   report.Download
-	resolved   bool // the manifest HEAD succeeded: the runtime's resolve ended on this host
+	resolved   bool   // the manifest HEAD succeeded: the runtime's resolve ended on this host
+	withheld   string // the token host credentials were withheld from (localRefusal)
 }
 
 // classOf is the class a failure will be reported with.
@@ -220,10 +222,10 @@ func (w *walk) run() *failure {
 	pingSummary := fmt.Sprintf("GET /v2/ → %d", resp.StatusCode)
 	switch resp.StatusCode {
 	case http.StatusOK:
-		w.step(reg, report.StepHTTP, report.Pass, "", pingSummary+": the registry API answers", report.Evidence{HTTP: httpEvidence(resp, body)}, lastHop(resp).Duration)
+		w.step(reg, report.StepHTTP, report.Pass, "", pingSummary+": the registry API answers", report.Evidence{HTTP: w.httpEvidence(resp, body)}, lastHop(resp).Duration)
 		w.step(reg, report.StepAuth, report.Pass, "", "the registry needs no authentication", report.Evidence{}, 0)
 	case http.StatusUnauthorized:
-		w.step(reg, report.StepHTTP, report.Pass, "", pingSummary+": the registry API answers and asks for authentication", report.Evidence{HTTP: httpEvidence(resp, body)}, lastHop(resp).Duration)
+		w.step(reg, report.StepHTTP, report.Pass, "", pingSummary+": the registry API answers and asks for authentication", report.Evidence{HTTP: w.httpEvidence(resp, body)}, lastHop(resp).Duration)
 		if f := w.authenticate(reg, resp); f != nil {
 			return f
 		}
@@ -266,6 +268,10 @@ func (w *walk) request(ctx context.Context, ep *endpoint, method string, u *url.
 	case *registry.VisitError:
 		if vf, ok := e.Err.(*visitFailure); ok {
 			return nil, vf.f
+		}
+		if errors.Is(e.Err, registry.ErrHostName) { // refused where the Location was read
+			_, f := w.visit(ctx, e.URL, e.Role, "a redirect from "+ep.hostport)
+			return nil, f
 		}
 	case *registry.HopError:
 		target := w.endpoints[hoptrace.HostPort(e.URL)]
@@ -382,27 +388,35 @@ func lastHop(r *registry.Response) report.Hop {
 	return r.Hops[len(r.Hops)-1].Snapshot()
 }
 
-func httpEvidence(r *registry.Response, body []byte) *report.HTTP {
+// maxErrorCodes bounds the registry error codes kept from one body; real bodies carry one or two.
+const maxErrorCodes = 8
+
+func (w *walk) httpEvidence(r *registry.Response, body []byte) *report.HTTP {
 	h := lastHop(r)
-	e := &report.HTTP{Method: h.Method, URL: h.URL, Status: r.StatusCode, Challenge: clip(r.Header.Get("WWW-Authenticate"), 512)}
+	e := &report.HTTP{Method: h.Method, URL: h.URL, Status: r.StatusCode, Challenge: w.untrusted(r.Header.Get("WWW-Authenticate"), 512)}
 	for _, ae := range registry.ParseErrors(body) {
-		e.ErrorCodes = append(e.ErrorCodes, ae.Code)
+		if len(e.ErrorCodes) == maxErrorCodes {
+			break
+		}
+		e.ErrorCodes = append(e.ErrorCodes, w.untrusted(ae.Code, 64))
 		if e.Message == "" {
-			e.Message = ae.Message
+			e.Message = w.untrusted(ae.Message, 200)
 		}
 	}
 	if e.Message == "" && len(body) > 0 && r.StatusCode >= 400 {
-		e.Message = clip(strings.TrimSpace(string(body)), 200)
+		e.Message = w.untrusted(strings.TrimSpace(string(body)), 200)
 	}
 	return e
 }
 
-func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "?")
-	if len(s) > n {
-		return s[:n] + "…"
+// untrusted is how text a registry sent enters the report: the credentials this walk handled go
+// first (a server may echo them, and a cut must not leave part of one), then redact.Untrusted
+// cleans, scrubs and clips it to n bytes.
+func (w *walk) untrusted(s string, n int) string {
+	if sr := w.secretReplacer(); sr != nil {
+		s = sr.Replace(s)
 	}
-	return s
+	return redact.Untrusted(s, n)
 }
 
 // authenticate answers the /v2/ challenge: Basic with the credential, or a token from the realm.
@@ -412,7 +426,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	if err != nil {
 		f := &failure{ep: reg, step: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
 			summary:  "the registry's authentication challenge cannot be used: " + err.Error(),
-			evidence: []string{fmt.Sprintf("GET /v2/ → 401, WWW-Authenticate: %q", clip(hdr, 300))}}
+			evidence: []string{fmt.Sprintf("GET /v2/ → 401, WWW-Authenticate: %q", w.untrusted(hdr, 300))}}
 		w.step(reg, report.StepAuth, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
 		return f
 	}
@@ -442,7 +456,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	realm, err := url.Parse(ch.Params["realm"])
 	if err != nil || (realm.Scheme != "https" && realm.Scheme != "http") || realm.Host == "" {
 		f := &failure{ep: reg, step: report.StepAuth, code: report.CodeAuthChallengeInvalid, class: report.ClassOther,
-			summary: fmt.Sprintf("the token realm %q in the challenge is not an http(s) URL", clip(ch.Params["realm"], 200))}
+			summary: fmt.Sprintf("the token realm %q in the challenge is not an http(s) URL", w.untrusted(ch.Params["realm"], 200))}
 		w.step(reg, report.StepAuth, report.Fail, f.code, f.summary, report.Evidence{}, 0)
 		return f
 	}
@@ -456,6 +470,12 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	tok, f := w.visit(w.ctx, realm, report.RoleToken, "WWW-Authenticate realm of "+reg.hostport)
 	if f != nil {
 		return f
+	}
+	if why := localRefusal(endpointAddrs(tok), endpointAddrs(reg)); why != "" {
+		// not even asked: a metadata service answers a GET with its own credentials
+		w.challenged = true
+		w.refuseLocal(tok, why, "did not contact it, and walks on without a token")
+		return nil
 	}
 	hdr2 := http.Header{}
 	if cred.Username != "" || cred.Password != "" {
@@ -471,10 +491,18 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 	}
 	body, _, _ := registry.ReadCapped(resp.Body, 1<<20)
 	resp.Body.Close()
-	ev := report.Evidence{HTTP: httpEvidence(resp, body)}
+	ev := report.Evidence{HTTP: w.httpEvidence(resp, body)}
 	w.step(tok, report.StepHTTP, report.Pass, "", fmt.Sprintf("GET token → %d", resp.StatusCode), ev, lastHop(resp).Duration)
 	if resp.StatusCode != http.StatusOK {
 		return w.statusFailure(tok, resp, body, report.StepAuth, "the token request")
+	}
+	if last := w.endpointOf(resp, tok); last != tok {
+		if why := localRefusal(endpointAddrs(last), endpointAddrs(reg)); why != "" {
+			// the realm redirected the token request to a local host: its answer is not a token
+			w.challenged = true
+			w.refuseLocal(last, why, "did not use what it answered to the token request redirected there")
+			return nil
+		}
 	}
 	token, err := registry.ParseToken(body)
 	if err != nil {
@@ -493,7 +521,7 @@ var tlsOnlyPort = regexp.MustCompile(report.TLSOnlyPortAnswer)
 
 // statusFailure maps an unexpected HTTP status on ep to a failure, reading registry error codes.
 func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte, layer report.StepName, what string) *failure {
-	ev := report.Evidence{HTTP: httpEvidence(resp, body)}
+	ev := report.Evidence{HTTP: w.httpEvidence(resp, body)}
 	codes := strings.Join(ev.HTTP.ErrorCodes, ", ")
 	st := fmt.Sprintf("%d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	if codes != "" {
@@ -533,7 +561,9 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 			f.summary = fmt.Sprintf("%s: the identity (%s) may not pull repository %s (insufficient_scope)", what, w.cred, w.ref.Repository)
 			break
 		}
-		if w.anonymous {
+		if w.withheld != "" {
+			f.summary = fmt.Sprintf("%s was refused (401): pullpath withheld the credentials from the token host %s, on a local address (see the warning)", what, w.withheld)
+		} else if w.anonymous {
 			f.summary = fmt.Sprintf("%s was refused (401): the registry requires credentials and none were presented", what)
 			f.alt = "some registries (Docker Hub among them) answer an anonymous pull of a repository that does not exist with 401: check the name too"
 		} else {
@@ -567,7 +597,7 @@ func (w *walk) statusFailure(ep *endpoint, resp *registry.Response, body []byte,
 		f.code = report.CodeRateLimited
 		f.summary = fmt.Sprintf("%s was throttled (429) by %s", what, ep.hostport)
 		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			f.evidence = append(f.evidence, "Retry-After: "+clip(ra, 40))
+			f.evidence = append(f.evidence, "Retry-After: "+w.untrusted(ra, 40))
 		}
 	default:
 		f.code = report.CodeHTTPStatus

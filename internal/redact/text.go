@@ -131,7 +131,8 @@ func urlText(u string) string {
 var reTermSeq = regexp.MustCompile("\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b[@-Z\\\\-_]|\u009b[0-?]*[ -/]*[@-~]")
 
 // Clean makes input text safe to print: terminal escape sequences are removed, every other
-// control character (C0 but tab and newline, DEL, C1) is written as \xNN, and invalid UTF-8 as
+// control character (C0 but tab and newline, DEL, C1) is written as \xNN, a bidirectional
+// override or isolate (which reorders what a terminal shows) as \uNNNN, and invalid UTF-8 as
 // U+FFFD. Printable text is returned unchanged, so messages are still quoted byte for byte.
 func Clean(s string) string {
 	clean := true
@@ -157,7 +158,16 @@ func Clean(s string) string {
 			fmt.Fprintf(&b, `\x%02x`, r)
 			continue
 		}
+		if bidi(r) {
+			fmt.Fprintf(&b, `\u%04x`, r)
+			continue
+		}
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// bidi reports the bidirectional controls: marks, embeddings, overrides and isolates.
+func bidi(r rune) bool {
+	return r == 0x061c || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069
 }

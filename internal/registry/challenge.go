@@ -3,6 +3,8 @@ package registry
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pullpath/pullpath/internal/redact"
 )
 
 // Challenge is one parsed WWW-Authenticate challenge (RFC 7235 §4.1).
@@ -100,9 +102,5 @@ func isToken(s string) bool {
 	return true
 }
 
-func clip(s string) string {
-	if len(s) > 200 {
-		return s[:200] + "…"
-	}
-	return s
-}
+// clip is a header as an error quotes it: cleaned, scrubbed, then cut (redact.Untrusted).
+func clip(s string) string { return redact.Untrusted(s, 200) }

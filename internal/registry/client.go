@@ -55,7 +55,9 @@ type VisitError struct {
 	Err  error
 }
 
-func (e *VisitError) Error() string { return fmt.Sprintf("redirect to %s: %v", e.URL.Host, e.Err) }
+func (e *VisitError) Error() string {
+	return fmt.Sprintf("redirect to %s: %v", ShownHost(e.URL.Hostname()), e.Err)
+}
 func (e *VisitError) Unwrap() error { return e.Err }
 
 // RedirectError is a redirect chain that cannot be followed.
@@ -124,11 +126,19 @@ func (c *Client) Do(ctx context.Context, method string, u *url.URL, hdr http.Hea
 		}
 		next, err := cur.Parse(loc)
 		if err != nil || (next.Scheme != "https" && next.Scheme != "http") || next.Host == "" {
-			return out, &RedirectError{Host: from, Role: curRole, Reason: fmt.Sprintf("unusable Location %q", redact.URLString(loc)), Hops: out.Hops}
+			return out, &RedirectError{Host: from, Role: curRole, Reason: fmt.Sprintf("unusable Location %q", redact.Untrusted(redact.URLString(loc), 300)), Hops: out.Hops}
+		}
+		if err := CheckHost(next.Hostname()); err != nil {
+			// refused where it is read: a Visit or a report would otherwise carry it whole
+			role := curRole
+			if hostPort(next) != origin {
+				role = redirectRole
+			}
+			return out, &VisitError{URL: next, Role: role, Err: err}
 		}
 		key := method + " " + next.String()
 		if seen[key] || next.String() == cur.String() {
-			return out, &RedirectError{Host: from, Role: curRole, Reason: "redirect loop: " + redact.URL(next) + " was already visited", Hops: out.Hops}
+			return out, &RedirectError{Host: from, Role: curRole, Reason: "redirect loop: " + redact.Untrusted(redact.URL(next), 300) + " was already visited", Hops: out.Hops}
 		}
 		seen[key] = true
 		if i+1 >= maxRedirects {

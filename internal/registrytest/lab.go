@@ -61,6 +61,7 @@ type Faults struct {
 	RequireClientCert bool   // the registry host demands a client certificate signed by the lab CA (mTLS)
 	OpenPing          bool   // GET /v2/ answers 200 without credentials; the challenge comes on the repository
 	EchoAuth          bool   // a misbehaving server: echo the request's Authorization in 4xx error messages
+	ErrorBody         string // a hostile server: this raw text/plain body instead of the JSON on manifest 4xx
 	Stall             bool   // the registry accepts requests but never answers
 }
 
@@ -373,9 +374,15 @@ func (l *Lab) serveRegistry(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`"}`))
 			return
 		}
-		if f.ErrorBodyBytes > 0 || f.EchoAuth {
+		if f.ErrorBodyBytes > 0 || f.EchoAuth || f.ErrorBody != "" {
 			rec := httptest.NewRecorder()
 			l.inner.ServeHTTP(rec, r)
+			if rec.Code >= 400 && f.ErrorBody != "" {
+				w.Header().Set("Content-Type", "text/plain")
+				w.WriteHeader(rec.Code)
+				_, _ = io.WriteString(w, f.ErrorBody)
+				return
+			}
 			if rec.Code >= 400 {
 				l.writeErr(w, r, rec.Code, "MANIFEST_UNKNOWN", "manifest unknown", f.ErrorBodyBytes)
 				return

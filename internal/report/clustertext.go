@@ -6,6 +6,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/pullpath/pullpath/internal/redact"
 )
 
 // WritePodText renders a pod diagnosis for a person: the verdict, explain's findings, the
@@ -16,7 +18,7 @@ func WritePodText(w io.Writer, d *PodDiagnosis) error {
 	p := d.Pod
 	if d.Class == ClassOK {
 		fmt.Fprintf(b, "OK  pod %s/%s on node %s has no image pull failure\n", p.Namespace, p.Name, orDash(p.Node))
-		_, err := io.WriteString(w, b.String())
+		_, err := io.WriteString(w, redact.Clean(b.String())) // no colours of its own: every escape came with the data
 		return err
 	}
 	where := ""
@@ -134,7 +136,7 @@ func WritePodText(w io.Writer, d *PodDiagnosis) error {
 	for _, n := range d.Notes {
 		fmt.Fprintf(b, "note  %s\n", n)
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, redact.Clean(b.String())) // no colours of its own: every escape came with the data
 	return err
 }
 
@@ -164,7 +166,7 @@ func WritePullFailuresText(w io.Writer, l *PullFailures) error {
 	for _, n := range l.Notes {
 		fmt.Fprintf(b, "note  %s\n", n)
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, redact.Clean(b.String())) // no colours of its own: every escape came with the data
 	return err
 }
 

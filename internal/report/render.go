@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pullpath/pullpath/internal/redact"
 )
 
 // WriteJSON writes v as indented JSON.
@@ -250,7 +252,7 @@ func writeInventory(b *strings.Builder, eps []Endpoint, width int, color bool) {
 		}
 		e := eps[in.ep]
 		if in.hostOn {
-			b.WriteString(e.Host + "\n")
+			b.WriteString(redact.Clean(e.Host) + "\n")
 		}
 		b.WriteString(l + "\n")
 		if a := addresses(e); len(a) > 0 {

@@ -3,6 +3,10 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -117,5 +121,75 @@ func TestClassesAndLayers(t *testing.T) {
 		if got := ClassFor(tc.role, tc.layer, tc.code); got != tc.want {
 			t.Errorf("ClassFor(%s, %s, %s) = %s, want %s", tc.role, tc.layer, tc.code, got, tc.want)
 		}
+	}
+}
+
+// A node's report (verify, watch) or a registry's words reach the terminal: every renderer shows
+// their escape sequences, CR and bidi overrides as text, and keeps its own colours.
+func TestRenderersDoNotObeyEscapes(t *testing.T) {
+	evil := "x\x1b[2J\x1b[32mOK  the pull path holds\x1b[0m\r\u202eevil"
+	p := &Probe{Image: "r.example/a:1" + evil, Class: ClassEndpoint, Code: CodeTCPRefused, Summary: "s" + evil,
+		Failing:   &Failing{Host: "h" + evil + ":443", Role: RoleBlob, Step: StepTCP, Code: CodeTCPRefused},
+		Evidence:  []string{evil},
+		Endpoints: []Endpoint{{Host: "h" + evil + ":443", Role: RoleBlob, Steps: map[StepName]Verdict{StepTCP: Fail}}},
+		Steps:     []Step{{Endpoint: "h:443", Verdict: Fail, Summary: evil}}, Hops: []Hop{{URL: "https://h/" + evil}}}
+	v := &Verification{Image: "r.example/a:1", Class: ClassEndpoint, Pools: []PoolResult{{Pool: "p" + evil, Node: "n" + evil, Class: ClassEndpoint, Probe: p}}}
+	for _, o := range []TextOptions{{Verbose: true, Color: true}, {Width: 40}} {
+		var b bytes.Buffer
+		if err := WriteText(&b, p, o); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteVerifyText(&b, v); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		for _, bad := range []string{"\x1b[2J", "\x1b[32mOK", "\r", "\u202e"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%+v: the output carries %q:\n%s", o, bad, out)
+			}
+		}
+		if o.Color && !strings.Contains(out, styleBold+"BROKEN"+styleReset) {
+			t.Errorf("pullpath's own colours are kept:\n%s", out)
+		}
+	}
+}
+
+// Code.Known's set is every Code constant of the package, no more.
+func TestKnownCodesAreTheConstants(t *testing.T) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, ".", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range pkgs {
+		for _, f := range p.Files {
+			for _, d := range f.Decls {
+				g, ok := d.(*ast.GenDecl)
+				if !ok || g.Tok != token.CONST {
+					continue
+				}
+				for _, sp := range g.Specs {
+					vs := sp.(*ast.ValueSpec)
+					if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Code" || len(vs.Values) != 1 {
+						continue
+					}
+					lit, ok := vs.Values[0].(*ast.BasicLit)
+					if !ok {
+						continue
+					}
+					n++
+					if c := Code(strings.Trim(lit.Value, `"`)); !c.Known() {
+						t.Errorf("%s is not Known", c)
+					}
+				}
+			}
+		}
+	}
+	if n != len(knownCodes) || n < 70 {
+		t.Errorf("%d Code constants, %d known codes", n, len(knownCodes))
+	}
+	if Code("x\x1b[2J").Known() {
+		t.Error("an unknown code is Known")
 	}
 }

@@ -164,6 +164,7 @@ const (
 	CodeDNSUnreachable        Code = "DNS_RESOLVER_UNREACHABLE"
 	CodeDNSNoResolver         Code = "DNS_NO_RESOLVER"
 	CodeDNSPublicForPrivate   Code = "DNS_PUBLIC_ADDRESS"
+	CodeDNSNameInvalid        Code = "DNS_NAME_INVALID" // a host handed out that is no DNS name (> 253, a label > 63): never resolved
 	CodeRouteNone             Code = "ROUTE_NONE"
 	CodeTCPTimeout            Code = "TCP_TIMEOUT"
 	CodeTCPRefused            Code = "TCP_REFUSED"
@@ -202,6 +203,7 @@ const (
 	// credential providers' answers) give several credentials; the kubelet tries each in turn
 	CodePullSecretMore      Code = "PULL_SECRET_MORE"
 	CodeRealmUnreachable    Code = "REALM_UNREACHABLE"
+	CodeRealmLocal          Code = "REALM_LOCAL_ADDRESS" // a token host on a loopback or link-local address the registry is not on: no credentials given
 	CodeRateLimited         Code = "RATE_LIMITED"
 	CodeManifestUnknown     Code = "MANIFEST_UNKNOWN"
 	CodeNameUnknown         Code = "NAME_UNKNOWN"
@@ -239,6 +241,94 @@ const (
 	CodeClientCertInvalid   Code = "CLIENT_CERT_INVALID"
 	CodeUnknown             Code = "UNKNOWN"
 )
+
+// Known reports whether c is one of the stable codes: a code read from a node's report is used
+// only when it is (watch says UNKNOWN otherwise).
+func (c Code) Known() bool { return knownCodes[c] }
+
+// knownCodes are the constants above (TestKnownCodesAreTheConstants keeps them in step).
+var knownCodes = map[Code]bool{
+	CodeOK:                       true,
+	CodeDNSNXDomain:              true,
+	CodeDNSNoData:                true,
+	CodeDNSServFail:              true,
+	CodeDNSRefused:               true,
+	CodeDNSTimeout:               true,
+	CodeDNSUnreachable:           true,
+	CodeDNSNoResolver:            true,
+	CodeDNSPublicForPrivate:      true,
+	CodeDNSNameInvalid:           true,
+	CodeRouteNone:                true,
+	CodeTCPTimeout:               true,
+	CodeTCPRefused:               true,
+	CodeTCPHostUnreachable:       true,
+	CodeTCPNetUnreachable:        true,
+	CodeTCPReset:                 true,
+	CodeTCPFailed:                true,
+	CodeTLSUnknownAuthority:      true,
+	CodeTLSNameMismatch:          true,
+	CodeTLSExpired:               true,
+	CodeTLSInvalid:               true,
+	CodeTLSPlainHTTP:             true,
+	CodeTLSRequired:              true,
+	CodeRegistryBlocked:          true,
+	CodeTLSHandshakeTimeout:      true,
+	CodeTLSHandshake:             true,
+	CodeTLSClientCert:            true,
+	CodeTLSInsecure:              true,
+	CodeHTTPTimeout:              true,
+	CodeHTTPStatus:               true,
+	CodeHTTPNotRegistry:          true,
+	CodeHTTPFailed:               true,
+	CodeHTTPRedirectLoop:         true,
+	CodeHTTPDowngrade:            true,
+	CodeAuthChallengeInvalid:     true,
+	CodeAuth401:                  true,
+	CodeAuth403:                  true,
+	CodeAuthInsufficientScope:    true,
+	CodeAuthTokenInvalid:         true,
+	CodeCredentialProviderFailed: true,
+	CodeCredentialProviderNoAuth: true,
+	CodeCredentialProviderMore:   true,
+	CodePullSecretMore:           true,
+	CodeRealmUnreachable:         true,
+	CodeRealmLocal:               true,
+	CodeRateLimited:              true,
+	CodeManifestUnknown:          true,
+	CodeNameUnknown:              true,
+	CodeManifestInvalid:          true,
+	CodeManifestTooLarge:         true,
+	CodeManifestUnsupported:      true,
+	CodeManifestDigest:           true,
+	CodePlatformMismatch:         true,
+	CodeBlobUnknown:              true,
+	CodeBlobRedirectFailed:       true,
+	CodeBlobForbidden:            true,
+	CodeBlobStalled:              true,
+	CodeDigestMismatch:           true,
+	CodeSizeMismatch:             true,
+	CodeBlobFailed:               true,
+	CodeProxyFailed:              true,
+	CodeProxyLoop:                true,
+	CodeProxyWithoutNoProxy:      true,
+	CodeTimeout:                  true,
+	CodeCanceled:                 true,
+	CodeHostsTomlInvalid:         true,
+	CodeDiskFull:                 true,
+	CodeDiskIO:                   true,
+	CodeUnpackFailed:             true,
+	CodeBackoffNoCause:           true,
+	CodeNeverPull:                true,
+	CodeInvalidReference:         true,
+	CodeKubeletPullQPS:           true,
+	CodeHostSkipped:              true,
+	CodeNotDownloaded:            true,
+	CodeCAFileMissing:            true,
+	CodeCAFileUnparsable:         true,
+	CodeClientCertMissing:        true,
+	CodeClientCertInvalid:        true,
+	CodeUnknown:                  true,
+}
 
 // TLSOnlyPortAnswer is how web servers answer plain HTTP on a port that speaks only TLS (Go's
 // net/http, nginx), as a regular expression: the probe reads it in a 400 body, explain in a

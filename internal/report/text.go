@@ -3,6 +3,8 @@ package report
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/pullpath/pullpath/internal/redact"
 )
 
 // DefaultWidth is the width text output fits when the terminal's is unknown (not a terminal).
@@ -27,9 +29,10 @@ func paint(on bool, style, s string) string {
 
 // wrap word-wraps text to width: the first line starts with first, the others with rest (the
 // hanging indent). A word longer than a line (a URL) is kept whole on a line of its own, so it
-// stays copyable. Every line ends with a newline.
+// stays copyable. Every line ends with a newline. text may come from a registry or a node: its
+// control and escape characters are shown, never obeyed (first and rest carry pullpath's colours).
 func wrap(b *strings.Builder, first, rest, text string, width int) {
-	words := strings.Fields(text)
+	words := strings.Fields(redact.Clean(text))
 	line := first
 	n := visibleLen(first)
 	empty := true // nothing but the prefix on the line yet
@@ -58,6 +61,8 @@ func table(rows [][]string, tight int, style func(row, col int, cell string) str
 	var widths []int
 	for _, r := range rows {
 		for i, c := range r {
+			c = redact.Clean(c) // a cell may come from a registry or a node; styles come after
+			r[i] = c
 			if i >= len(widths) {
 				widths = append(widths, 0)
 			}

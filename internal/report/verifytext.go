@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/pullpath/pullpath/internal/redact"
 )
 
 // verifySteps are the columns of the pool × step matrix.
@@ -190,7 +192,7 @@ func WriteVerifyText(w io.Writer, v *Verification) error {
 	} else {
 		fmt.Fprintf(b, "\nrun %s in namespace %s: every object it made is deleted (%s)\n", v.Run, v.Namespace, v.Duration.Std().Round(time.Millisecond))
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, redact.Clean(b.String())) // no colours of its own: every escape came with the data
 	return err
 }
 

@@ -24,11 +24,23 @@ func Reason(c report.Class) string {
 		return "NotFound"
 	case report.ClassRateLimit:
 		return "RateLimit"
-	case "":
-		return "Other"
+	}
+	if !c.Valid() || c == "" {
+		return "Other" // a class from a node's report is used only when it is one of DESIGN.md's
 	}
 	s := string(c)
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// reasonOf is a reason read back from a node (an earlier watcher's, or anyone's who may patch
+// the node status): one of Reason's, else Other.
+func reasonOf(s string) string {
+	for _, c := range report.Classes() {
+		if Reason(c) == s {
+			return s
+		}
+	}
+	return "Other"
 }
 
 // ImageResult is one image's verdict on one node, as the probe gave it (Verdict nil: it could not
@@ -60,13 +72,13 @@ func conditionOf(results []ImageResult) Condition {
 				unknown = r
 			}
 		case r.Verdict.Class != report.ClassOK:
-			return Condition{Status: "True", Reason: Reason(r.Verdict.Class), Message: oneLine(r.Image, r.Verdict)}
+			return Condition{Status: "True", Reason: Reason(r.Verdict.Class), Message: line(oneLine(r.Image, r.Verdict), MaxMessage)}
 		}
 	}
 	if unknown != nil {
-		return Condition{Status: "Unknown", Reason: "Other", Message: "the probe of " + unknown.Image + " could not run: " + cut(unknown.Error, 300)}
+		return Condition{Status: "Unknown", Reason: "Other", Message: line("the probe of "+unknown.Image+" could not run: "+line(unknown.Error, maxError), MaxMessage)}
 	}
-	return Condition{Status: "False", Reason: "OK", Message: fmt.Sprintf("the pull path holds for %s", imagesText(results))}
+	return Condition{Status: "False", Reason: "OK", Message: line(fmt.Sprintf("the pull path holds for %s", imagesText(results)), MaxMessage)}
 }
 
 // oneLine is the condition's message for a broken path: image, host (role), step and code.
@@ -74,7 +86,7 @@ func oneLine(image string, v *report.ProbeSummary) string {
 	if v.Host == "" {
 		return fmt.Sprintf("%s: %s", image, v.Code)
 	}
-	return fmt.Sprintf("%s: %s (%s) step %s %s", image, v.Host, v.Role, v.Step, v.Code)
+	return fmt.Sprintf("%s: %s (%s) step %s %s", image, v.Host, v.Role, stepOf(v.Step), v.Code)
 }
 
 func imagesText(rs []ImageResult) string {
@@ -83,12 +95,4 @@ func imagesText(rs []ImageResult) string {
 		names = append(names, r.Image)
 	}
 	return strings.Join(names, ", ")
-}
-
-func cut(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

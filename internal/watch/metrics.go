@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"sync"
 	"time"
 
 	"net/http"
@@ -25,11 +26,15 @@ type metrics struct {
 	condition   *prometheus.GaugeVec
 	registryReq *prometheus.CounterVec
 	delivered   *prometheus.CounterVec
+
+	mu    sync.Mutex
+	pools map[string]bool // the pools with per-pool series
 }
 
 func newMetrics(interval time.Duration, api *APICounter) *metrics {
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
+		pools: map[string]bool{},
+		reg:   prometheus.NewRegistry(),
 		pathOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_path_ok",
 			Help: "1 when the node's pull path for the image holds, 0 when it is broken; absent until probed or when the probe could not run."},
 			[]string{"node", "pool", "image", "registry"}),
@@ -68,12 +73,15 @@ func (m *metrics) observe(node, pool string, r ImageResult, res *report.PoolResu
 	if res != nil {
 		probe = res.Probe
 		if d := res.DeliveryStats; d != nil && d.Bytes > 0 {
-			m.delivered.WithLabelValues(res.Delivery).Add(float64(d.Bytes))
+			m.delivered.WithLabelValues(deliveryOf(res.Delivery)).Add(float64(d.Bytes))
 		}
 	}
+	m.mu.Lock()
+	m.pools[pool] = true
+	m.mu.Unlock()
 	if probe != nil {
 		for _, h := range probe.Hops {
-			m.registryReq.WithLabelValues(pool, reg, string(h.Role)).Inc()
+			m.registryReq.WithLabelValues(pool, reg, string(roleOf(h.Role))).Inc()
 		}
 	}
 	m.lastResult.WithLabelValues(node, pool).Set(float64(now.Unix()))
@@ -82,7 +90,7 @@ func (m *metrics) observe(node, pool string, r ImageResult, res *report.PoolResu
 		m.pathOK.DeleteLabelValues(node, pool, r.Image, reg)
 		return
 	}
-	m.probes.WithLabelValues(pool, string(r.Verdict.Class)).Inc()
+	m.probes.WithLabelValues(pool, string(classOf(r.Verdict.Class))).Inc()
 	ok := 0.0
 	if r.Verdict.Class == report.ClassOK {
 		ok = 1
@@ -94,7 +102,7 @@ func (m *metrics) observe(node, pool string, r ImageResult, res *report.PoolResu
 			if s.Verdict == report.Skip {
 				continue
 			}
-			m.stepSeconds.WithLabelValues(pool, reg, string(s.Role), s.Step.String()).Observe(time.Duration(s.Duration).Seconds())
+			m.stepSeconds.WithLabelValues(pool, reg, string(roleOf(s.Role)), stepOf(s.Step)).Observe(time.Duration(s.Duration).Seconds())
 		}
 	}
 }
@@ -110,13 +118,35 @@ func (m *metrics) setCondition(node, pool string, c Condition) {
 	}
 }
 
-// forget drops a deleted node's series.
-func (m *metrics) forget(node string) {
+// forget drops a deleted node's series, and the per-pool series of every pool no node of live
+// is in any more: a series goes when its label set does.
+func (m *metrics) forget(node string, live map[string]bool) {
 	l := prometheus.Labels{"node": node}
 	m.pathOK.DeletePartialMatch(l)
 	m.lastSuccess.DeletePartialMatch(l)
 	m.lastResult.DeletePartialMatch(l)
 	m.condition.DeletePartialMatch(l)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for p := range m.pools {
+		if live[p] {
+			continue
+		}
+		delete(m.pools, p)
+		pl := prometheus.Labels{"pool": p}
+		m.stepSeconds.DeletePartialMatch(pl)
+		m.probes.DeletePartialMatch(pl)
+		m.registryReq.DeletePartialMatch(pl)
+	}
+}
+
+// deliveryOf is a delivery label: the watcher's own words, checked all the same.
+func deliveryOf(d string) string {
+	switch d {
+	case "attach", "configmap", "image":
+		return d
+	}
+	return "other"
 }
 
 // metricsHandler serves the watcher's metrics.

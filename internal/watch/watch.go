@@ -198,7 +198,7 @@ func (w *Watcher) upsert(obj any) {
 		ns = &nodeState{pool: pool, statuses: map[string]*ImageStatus{}, next: time.Now()}
 		if c := condition(n); c != nil && c.Status != corev1.ConditionUnknown && time.Since(c.LastHeartbeatTime.Time) < w.o.Interval {
 			ns.next = time.Now().Add(stagger(n.Name, w.o.Interval))
-			ns.cond = Condition{Status: string(c.Status), Reason: c.Reason, Message: c.Message}
+			ns.cond = Condition{Status: string(c.Status), Reason: reasonOf(c.Reason), Message: line(c.Message, MaxMessage)}
 			ns.since = c.LastTransitionTime.Time
 		}
 		w.nodes[n.Name] = ns
@@ -220,13 +220,17 @@ func stagger(name string, interval time.Duration) time.Duration {
 
 func (w *Watcher) forget(name string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if ns := w.nodes[name]; ns != nil {
 		ns.gone = true
 		delete(w.nodes, name)
 		w.dirty = true
 	}
-	w.metrics.forget(name)
+	live := map[string]bool{}
+	for _, ns := range w.nodes {
+		live[ns.pool] = true
+	}
+	w.mu.Unlock()
+	w.metrics.forget(name, live)
 }
 
 // due takes the nodes to probe now: Ready nodes never probed by this watcher first (newest
@@ -282,20 +286,7 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 			w.release(ns)
 			return
 		}
-		r := ImageResult{Image: img, Full: full, Stats: res.DeliveryStats}
-		switch {
-		case res.Probe != nil:
-			s := report.Summarize(res.Probe)
-			r.Verdict = &s
-		case res.Summary != nil:
-			r.Verdict = res.Summary
-		default:
-			r.Error = res.Error
-			if r.Error == "" {
-				r.Error = "no verdict"
-			}
-		}
-		results = append(results, r)
+		results = append(results, intake(img, full, &res))
 		probes = append(probes, &res)
 	}
 	now := time.Now()
@@ -330,14 +321,14 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 		if v := r.Verdict; v != nil {
 			class, code, host, role = string(v.Class), string(v.Code), v.Host, string(v.Role)
 			if v.Host != "" {
-				step = v.Step.String()
+				step = stepOf(v.Step)
 			}
 		}
 		if st.Class != class || st.Since.IsZero() {
 			st.Since = now
 			w.dirty = true
 		}
-		st.Class, st.Code, st.Host, st.Role, st.Step, st.LastProbed, st.Full, st.Error = class, code, host, role, step, now, r.Full, cut(r.Error, 300)
+		st.Class, st.Code, st.Host, st.Role, st.Step, st.LastProbed, st.Full, st.Error = class, code, host, role, step, now, r.Full, r.Error
 	}
 	ns.cond = c
 	w.mu.Unlock()
@@ -400,6 +391,7 @@ func (w *Watcher) event(ctx context.Context, n *corev1.Node, prev, c Condition) 
 	if prev.Status != "" {
 		ev.Message = fmt.Sprintf("%s (was %s %s)", c.Message, prev.Status, prev.Reason)
 	}
+	ev.Message = line(ev.Message, MaxMessage) // prev may be an earlier watcher's, read from the node
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	if _, err := w.cs.Core.Events(metav1.NamespaceDefault).Create(ectx, ev, metav1.CreateOptions{}); err != nil {
