@@ -91,7 +91,19 @@ type nodeSpec struct {
 	// HostsToml is how the node's containerd trusts registry.cluster.test's CA: "" server and ca at
 	// the top with an empty [host], or one of the self-mirror files (a [host] that repeats the server)
 	HostsToml string
+	// SystemBundle: the node trusts registry.cluster.test through its system CA bundle alone (no
+	// certs.d entry for it), as nodes trust ACR, ECR or Docker Hub; one of the bundle* shapes
+	SystemBundle string
 }
+
+// The system CA bundles a node may have instead of a certs.d entry for registry.cluster.test: its
+// /etc/ssl is the test's (bound over the machine's in the node's mount namespace), holding the
+// machine's CAs, and the lab CA where the shape trusts it.
+const (
+	bundleDebian       = "debian"         // /etc/ssl/certs/ca-certificates.crt with the lab CA
+	bundleSUSE         = "suse"           // no Debian file: /etc/ssl/ca-bundle.pem with it (Alpine's cert.pem without)
+	bundleWithoutLabCA = "without-lab-ca" // the Debian file without it: the node cannot pull
+)
 
 // The self-mirror hosts.toml files a node may have for registry.cluster.test: the [host] is the
 // registry itself (docs/taxonomy.md#endpoint-roles), never a mirror.
@@ -300,7 +312,7 @@ func (c *cluster) buildPrograms() {
 	gcc, err := exec.Command("gcc", "--version").Output()
 	c.check(err, "gcc")
 	gccVersion, _, _ := strings.Cut(string(gcc), "\n")
-	for _, p := range []string{"pause", "exitwith", "tcpconnect"} {
+	for _, p := range []string{"pause", "exitwith", "tcpconnect", "credhelper"} {
 		src, err := os.ReadFile(filepath.Join("testdata", p+".c"))
 		c.check(err, "source of %s", p)
 		sum := sha256.Sum256(append([]byte(gccVersion+"\n"), src...))

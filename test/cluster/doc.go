@@ -33,8 +33,10 @@
 // (O=system:nodes, CN=system:node:<name>) and a pool label (kubernetes.azure.com/agentpool). The
 // sandbox image registry.k8s.io/pause:3.10 is built here (testdata/pause.c, static) and imported,
 // never pulled; preloaded images are pushed to the registry and imported with their registry
-// digest, as if pulled. Teardown kills each node's PID namespace, deletes the namespaces, removes
-// the cgroups, restores the kernel settings the kubelet changed, and checks that nothing is left.
+// digest, as if pulled. A node with a SystemBundle shape trusts registry.cluster.test only through
+// its system CA bundle: no certs.d entry, its /etc/ssl bound from the test dir (fieldSpec, issue
+// 32). Teardown kills each node's PID namespace, deletes the namespaces, removes the cgroups,
+// restores the kernel settings the kubelet changed, and checks that nothing is left.
 // Those settings are global: /run/pullpath-cluster-kernel.json (under a lock) keeps the values from
 // before the first of the clusters running on the machine, and the last one to stop restores them.
 // kube-controller-manager runs when the cached binaries include it (garbage collector, namespace

@@ -81,13 +81,39 @@ func fileLayer(prog, path string) (v1.Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	return filesLayer(layerFile{path, body, 0o755})
+}
+
+// layerFile is one regular file of a layer.
+type layerFile struct {
+	path string
+	body []byte
+	mode int64
+}
+
+// filesLayer is a layer holding the files and their parent directories, compressed once.
+func filesLayer(files ...layerFile) (v1.Layer, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	if err := tw.WriteHeader(&tar.Header{Name: strings.TrimPrefix(path, "/"), Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(body); err != nil {
-		return nil, err
+	dirs := map[string]bool{}
+	for _, f := range files {
+		name := strings.TrimPrefix(f.path, "/")
+		var parents []string
+		for d := filepath.Dir(name); d != "." && !dirs[d]; d = filepath.Dir(d) {
+			dirs[d] = true
+			parents = append([]string{d}, parents...)
+		}
+		for _, d := range parents {
+			if err := tw.WriteHeader(&tar.Header{Name: d + "/", Mode: 0o755, Typeflag: tar.TypeDir}); err != nil {
+				return nil, err
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: f.mode, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(f.body); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err
@@ -119,6 +145,11 @@ func (c *cluster) push(repoTag string) pushedImage {
 	}
 	img, err := newImage(c.pauseLayer, 2, 64<<10)
 	c.check(err, "image")
+	return c.pushImage(repoTag, img)
+}
+
+// pushImage writes img to the registry as registry.cluster.test/repoTag (tag required).
+func (c *cluster) pushImage(repoTag string, img v1.Image) pushedImage {
 	// pushed through the registry that serves blobs itself, dialing inside the hub
 	ref, err := name.ParseReference(registry + ":5000/" + repoTag)
 	c.check(err, "reference")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,6 +118,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 `, n.sock, pauseRef, cniBin, filepath.Join(n.dir, "cni")), 0o644)
 	c.write(filepath.Join(etc, "ca.pem"), c.ca.PEM, 0o644)
 	for _, h := range []string{registry, authRegistry} {
+		if h == registry && s.SystemBundle != "" {
+			continue // no certs.d entry: the system bundle decides
+		}
 		c.write(filepath.Join(etc, "certs.d", h, "hosts.toml"),
 			fmt.Appendf(nil, "server = \"https://%s\"\nca = \"/etc/containerd/ca.pem\"\n\n[host]\n", h), 0o644)
 	}
@@ -132,6 +136,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   override_path = false
   ca = ["/etc/containerd/ca.pem"]
 `, registry), 0o644)
+	}
+	if s.SystemBundle != "" {
+		c.systemBundle(n)
 	}
 	// pods get a bridge inside the node's namespace, attached to nothing else
 	c.write(filepath.Join(n.dir, "cni", "10-pullpath.conflist"), fmt.Appendf(nil, `{"cniVersion": "0.4.0", "name": "pullpath", "plugins": [
@@ -208,6 +215,26 @@ evictionHard: {memory.available: "100Mi"}
 	}
 }
 
+// systemBundle writes the node's /etc/ssl for its SystemBundle shape, from the machine's bundle
+// (real CAs, so the lab CA is one among many) and the lab CA.
+func (c *cluster) systemBundle(n *node) {
+	machine, _ := os.ReadFile("/etc/ssl/certs/ca-certificates.crt") // absent: the lab CA alone
+	withLab := append(append(slices.Clip(machine), '\n'), c.ca.PEM...)
+	dir := filepath.Join(n.dir, "etc-ssl")
+	switch n.spec.SystemBundle {
+	case bundleDebian:
+		c.write(filepath.Join(dir, "certs", "ca-certificates.crt"), withLab, 0o644)
+	case bundleSUSE:
+		c.write(filepath.Join(dir, "ca-bundle.pem"), withLab, 0o644)
+		// later in Go's file order than SUSE's: read by nobody who follows it
+		c.write(filepath.Join(dir, "cert.pem"), machine, 0o644)
+	case bundleWithoutLabCA:
+		c.write(filepath.Join(dir, "certs", "ca-certificates.crt"), machine, 0o644)
+	default:
+		c.fail("node %s: unknown system bundle %q", n.spec.Name, n.spec.SystemBundle)
+	}
+}
+
 // credentialProvider gives the node's kubelet the tests' credential provider, as AKS configures
 // acr-credential-provider: a CredentialProviderConfig and a bin dir named by flags in
 // /etc/default/kubelet. Two providers, one binary: pullpath-good answers with the registry's
@@ -259,6 +286,12 @@ func (c *cluster) startNode(n *node) {
 		// the kubelet's flags come from the file pullpath probe --host-root reads: /etc/default/kubelet
 		// (an EnvironmentFile, as systemd reads it for AKS's kubelet.service: not shell syntax)
 		mounts = "mount --bind " + filepath.Join(n.dir, "etc-default") + " /etc/default\nKUBELET_FLAGS=$(sed -n 's/^KUBELET_FLAGS=//p' /etc/default/kubelet)"
+	}
+	if s.SystemBundle != "" {
+		// the node's bundle is the only trust: not the test's SSL_CERT_* (Go's containerd would read
+		// them first), nor a machine's /etc/pki (Fedora's path comes before SUSE's in Go's order)
+		mounts += "\nunset SSL_CERT_FILE SSL_CERT_DIR\nmount --bind " + filepath.Join(n.dir, "etc-ssl") + " /etc/ssl" +
+			"\n[ ! -e /etc/pki ] || mount -t tmpfs -o mode=0755 pullpath-pki /etc/pki"
 	}
 	kubelet := strings.Join([]string{filepath.Join(c.bins, "kubelet"), "$KUBELET_FLAGS", "--config=" + filepath.Join(n.dir, "kubelet.yaml"),
 		"--kubeconfig=" + filepath.Join(n.dir, "kubelet.kubeconfig"), "--hostname-override=" + s.Name, "--node-ip=" + n.ip,

@@ -34,3 +34,25 @@ func In(ns string) func(ctx context.Context, network, addr string) (net.Conn, er
 		return d.DialContext(ctx, network, addr)
 	}
 }
+
+// Listen opens a listener in the named network namespace; like a dialed socket, it keeps the
+// namespace after the thread switches back.
+func Listen(ns, network, addr string) (net.Listener, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		return nil, err
+	}
+	defer orig.Close()
+	h, err := netns.GetFromName(ns)
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	if err := netns.Set(h); err != nil {
+		return nil, err
+	}
+	defer func() { _ = netns.Set(orig) }()
+	return net.Listen(network, addr)
+}
