@@ -26,7 +26,7 @@ func Reason(c report.Class) string {
 		return "RateLimit"
 	}
 	if !c.Valid() || c == "" {
-		return "Other" // a class from a node's report is used only when it is one of DESIGN.md's
+		return "Other" // a class from a node's report is used only when it is one of docs/taxonomy.md's
 	}
 	s := string(c)
 	return strings.ToUpper(s[:1]) + s[1:]

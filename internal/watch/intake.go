@@ -67,7 +67,7 @@ func codeOf(c report.Code) report.Code {
 	return report.CodeUnknown
 }
 
-// roleOther is the role watch writes and exports for a role outside DESIGN.md's set.
+// roleOther is the role watch writes and exports for a role outside docs/taxonomy.md's set.
 const roleOther report.Role = "other"
 
 func roleOf(r report.Role) report.Role {
