@@ -188,8 +188,7 @@ func (w *walk) blob(ctx context.Context, reg *endpoint, j blobJob, progress func
 	dur := time.Since(start)
 	fail := func(code report.Code, summary string, lines ...string) (int64, *failure) {
 		f := &failure{ep: ep, step: report.StepBlob, code: code, summary: summary, evidence: lines}
-		w.step(ep, report.StepBlob, report.Fail, code, summary, report.Evidence{Lines: lines}, report.Duration(dur))
-		return n, f
+		return n, w.fail(f, f.lines(), report.Duration(dur))
 	}
 	hopLine := w.hopChain(resp)
 	if err != nil {
@@ -232,9 +231,9 @@ func (w *walk) firstByte(ep *endpoint, resp *registry.Response, what string, pro
 	dur := time.Since(start)
 	hopLine := w.hopChain(resp)
 	if err != nil && !(err == io.EOF && n == 0) { // an empty blob has no first byte
-		summary := fmt.Sprintf("the first byte of %s from %s did not arrive: %v", what, ep.hostport, err)
-		w.step(ep, report.StepBlob, report.Fail, report.CodeBlobFailed, summary, report.Evidence{Lines: []string{hopLine}}, report.Duration(dur))
-		return int64(n), &failure{ep: ep, step: report.StepBlob, code: report.CodeBlobFailed, summary: summary, evidence: []string{hopLine}}
+		f := &failure{ep: ep, step: report.StepBlob, code: report.CodeBlobFailed, evidence: []string{hopLine},
+			summary: fmt.Sprintf("the first byte of %s from %s did not arrive: %v", what, ep.hostport, err)}
+		return int64(n), w.fail(f, f.lines(), report.Duration(dur))
 	}
 	progress(int64(n))
 	w.step(ep, report.StepBlob, report.Pass, "", fmt.Sprintf("%s: first byte received (--no-download: not downloaded, digest not checked); %s", what, hopLine), report.Evidence{}, report.Duration(dur))

@@ -69,6 +69,16 @@ type failure struct {
 	cut bool
 }
 
+// fail records f as the failed step of its endpoint, with ev as the step's evidence, and returns
+// it: a failure is made and recorded in one place.
+func (w *walk) fail(f *failure, ev report.Evidence, d report.Duration) *failure {
+	w.step(f.ep, f.step, report.Fail, f.code, f.summary, ev, d)
+	return f
+}
+
+// lines is the failure's evidence lines as a step's evidence.
+func (f *failure) lines() report.Evidence { return report.Evidence{Lines: f.evidence} }
+
 // visit resolves and routes a new endpoint once. A failure is remembered on the endpoint.
 //
 // A proxy is never asked for itself (Go's HTTP_PROXY rules would send the proxy's own http:// URL
@@ -146,8 +156,7 @@ func (w *walk) nameInvalid(hp string, u *url.URL, role report.Role, via string, 
 		summary:  fmt.Sprintf("the %s host %s (%s) is no DNS name: %v; no resolver was asked, and the runtime's fails it as \"no such host\"", role, ep.hostport, ep.via, err),
 		evidence: []string{fmt.Sprintf("host of %d characters, handed out by %s", len(u.Hostname()), ep.via)}}
 	ep.checkFail = f
-	w.step(ep, report.StepDNS, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
-	return ep, f
+	return ep, w.fail(f, f.lines(), 0)
 }
 
 // proxiedInternal looks, beside the walk, for what shows that a host the runtime reaches through
@@ -225,8 +234,7 @@ func (w *walk) resolve(ctx context.Context, ep *endpoint) *failure {
 		case resolver.KindNoServers:
 			f.summary = fmt.Sprintf("no nameserver is configured in %s", w.opts.Resolver.Source)
 		}
-		w.step(ep, report.StepDNS, report.Fail, code, f.summary, ev, since(start))
-		return f
+		return w.fail(f, ev, since(start))
 	}
 	ep.addrs = res.Addrs
 	var public []string
@@ -293,8 +301,7 @@ func (w *walk) routeCheck(ep *endpoint) *failure {
 	if ok == 0 {
 		f := &failure{ep: ep, step: report.StepRoute, code: report.CodeRouteNone, ev: ev, evidence: lines,
 			summary: fmt.Sprintf("this node has no route to %s (%s)", ep.host, joinAddrs(ep.addrs))}
-		w.step(ep, report.StepRoute, report.Fail, f.code, f.summary, ev, since(start))
-		return f
+		return w.fail(f, ev, since(start))
 	}
 	w.step(ep, report.StepRoute, report.Pass, "", strings.Join(lines, "; "), ev, since(start))
 	return nil
@@ -446,6 +453,5 @@ func (w *walk) cycle(ep *endpoint, ctx context.Context) *failure {
 	f := &failure{ep: ep, step: report.StepConfig, code: report.CodeProxyLoop, class: report.ClassProxy,
 		summary:  "the runtime's proxy settings lead back to " + ep.hostport + " itself: " + path,
 		evidence: []string{"visit chain: " + path, "HTTP_PROXY/HTTPS_PROXY must name a proxy that is reached directly; add the proxy (and the registry) to NO_PROXY as needed"}}
-	w.step(ep, report.StepConfig, report.Fail, f.code, f.summary, report.Evidence{Lines: f.evidence}, 0)
-	return f
+	return w.fail(f, f.lines(), 0)
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -107,6 +108,16 @@ var digestRE = regexp.MustCompile(`^sha256:[a-f0-9]{64}$|^sha512:[a-f0-9]{128}$`
 // ValidDigest reports whether d is a sha256 or sha512 digest in canonical form.
 func ValidDigest(d string) bool { return digestRE.MatchString(d) }
 
+// ErrUnsupportedManifest is a manifest the runtime will not use (schema 1, an unknown media type):
+// a platform matter, fixed in the image build, not a transport or integrity failure.
+var ErrUnsupportedManifest = errors.New("unsupported manifest")
+
+// unsupported is an ErrUnsupportedManifest whose text says which (the report quotes it as is).
+type unsupported struct{ msg string }
+
+func (e unsupported) Error() string        { return e.msg }
+func (e unsupported) Is(target error) bool { return target == ErrUnsupportedManifest }
+
 // ParseManifest parses a manifest body; contentType is the response's Content-Type.
 func ParseManifest(contentType string, body []byte) (*Manifest, error) {
 	var raw struct {
@@ -126,7 +137,7 @@ func ParseManifest(contentType string, body []byte) (*Manifest, error) {
 		mt = strings.TrimSpace(mt)
 	}
 	if raw.SchemaVersion == 1 || mt == MediaDockerSchema1 || len(raw.FSLayers) > 0 {
-		return nil, fmt.Errorf("schema 1 manifest: containerd 2.x and current registries refuse it; rebuild and push the image")
+		return nil, unsupported{"schema 1 manifest: containerd 2.x and current registries refuse it; rebuild and push the image"}
 	}
 	m := &Manifest{MediaType: mt}
 	switch {
@@ -150,7 +161,7 @@ func ParseManifest(contentType string, body []byte) (*Manifest, error) {
 			}
 		}
 	default:
-		return nil, fmt.Errorf("unsupported manifest media type %q", clip(mt))
+		return nil, unsupported{fmt.Sprintf("unsupported manifest media type %q", clip(mt))}
 	}
 	return m, nil
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -157,6 +158,24 @@ func TestReferenceErrorsSayWhy(t *testing.T) {
 		_, err := ParseReference(in)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseReference(%q) = %v, want it to say %q", in, err, want)
+		}
+	}
+}
+
+// TestUnsupportedManifestIsATypedError: the probe tells a manifest the runtime will not use
+// (platform) from a broken one by errors.Is, not by its text.
+func TestUnsupportedManifestIsATypedError(t *testing.T) {
+	for _, tc := range []struct {
+		name, mediaType, body string
+		want                  bool
+	}{
+		{"schema 1", "application/vnd.docker.distribution.manifest.v1+prettyjws", `{"schemaVersion":1,"name":"a","tag":"b","fsLayers":[]}`, true},
+		{"unknown media type", "application/x-other", `{"schemaVersion":2,"mediaType":"application/x-other"}`, true},
+		{"not JSON", MediaOCIManifest, `{`, false},
+	} {
+		_, err := ParseManifest(tc.mediaType, []byte(tc.body))
+		if err == nil || errors.Is(err, ErrUnsupportedManifest) != tc.want {
+			t.Errorf("%s: ParseManifest = %v; errors.Is(ErrUnsupportedManifest) want %v", tc.name, err, tc.want)
 		}
 	}
 }
