@@ -79,9 +79,13 @@ func prerequisites() string {
 // newest cache entry scripts/kubebins.sh made.
 func kubeBins() (string, error) { return kubeapi.Bins("kubelet") }
 
-// helperRole runs this test binary as the blob host when PULLPATH_CLUSTER_ROLE is set: an HTTPS
-// file server over the registry's storage, which is what a redirect target is.
+// helperRole runs this test binary as the blob host when PULLPATH_CLUSTER_ROLE is blobs: an HTTPS
+// file server over the registry's storage, which is what a redirect target is; as attach, it
+// streams a file into a pod's stdin from inside the hub (attachRole).
 func helperRole() bool {
+	if os.Getenv("PULLPATH_CLUSTER_ROLE") == "attach" {
+		attachRole()
+	}
 	if os.Getenv("PULLPATH_CLUSTER_ROLE") != "blobs" {
 		return false
 	}
