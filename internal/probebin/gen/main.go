@@ -79,14 +79,7 @@ func run(check bool, dir string) error {
 	}
 	defer os.RemoveAll(tmp)
 	for _, arch := range arches {
-		out := filepath.Join(tmp, "pullpath-"+arch)
-		cmd := exec.Command("go", append(slices.Clone(buildArgs), "-o", out, "./cmd/pullpath")...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("go build linux/%s: %v", arch, err)
-		}
-		raw, err := os.ReadFile(out)
+		raw, err := build(tmp, arch)
 		if err != nil {
 			return err
 		}
@@ -189,14 +182,7 @@ func verifyBytes(dir string) error {
 	}
 	defer dec.Close()
 	for _, arch := range arches {
-		out := filepath.Join(tmp, "pullpath-"+arch)
-		cmd := exec.Command("go", append(slices.Clone(buildArgs), "-o", out, "./cmd/pullpath")...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("go build linux/%s: %v", arch, err)
-		}
-		raw, err := os.ReadFile(out)
+		raw, err := build(tmp, arch)
 		if err != nil {
 			return err
 		}
@@ -218,4 +204,16 @@ func verifyBytes(dir string) error {
 		fmt.Fprintf(os.Stderr, "probebin: linux/%s rebuilt, %d bytes, identical (sha256 %x)\n", arch, len(raw), sum)
 	}
 	return nil
+}
+
+// build makes the probe-only build for linux/arch in dir and returns its bytes.
+func build(dir, arch string) ([]byte, error) {
+	out := filepath.Join(dir, "pullpath-"+arch)
+	cmd := exec.Command("go", append(slices.Clone(buildArgs), "-o", out, "./cmd/pullpath")...)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("go build linux/%s: %v", arch, err)
+	}
+	return os.ReadFile(out)
 }
