@@ -1,5 +1,6 @@
 // Command echo stands in for the probe in the loader's tests: it prints argv[0], its arguments,
-// one variable of its environment and the names of the others, one per line, and exits 7.
+// one variable of its environment and the names of those not named PULLPATH_*, one per line, and
+// exits 7.
 package main
 
 import (
@@ -16,7 +17,7 @@ func main() {
 	fmt.Println("env=" + os.Getenv("PULLPATH_LOADER_TEST_ENV"))
 	var others []string
 	for _, kv := range os.Environ() {
-		if k, _, _ := strings.Cut(kv, "="); k != "PULLPATH_LOADER_TEST_ENV" {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "PULLPATH_") {
 			others = append(others, k)
 		}
 	}
