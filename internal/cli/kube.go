@@ -15,6 +15,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/kube"
 )
 
 // kubeFlags are kubectl's connection flags (--kubeconfig, --context, -n, --as, --as-group,
@@ -38,6 +39,13 @@ func (k *kubeFlags) addFlags(f *pflag.FlagSet) {
 	// them: they stay as hidden flags that say so, rather than an "unknown flag".
 	flags.AuthOverrideFlags.Username.LongName, flags.AuthOverrideFlags.Password.LongName = "", ""
 	clientcmd.BindOverrideFlags(&k.overrides, f, flags)
+	// kubectl's --request-timeout bounds a whole request, a watch or an attach stream included, and
+	// defaults to none: pullpath bounds the wait for each answer, by default
+	if fl := f.Lookup("request-timeout"); fl != nil {
+		fl.DefValue = kube.DefaultAnswerTimeout.String()
+		_ = fl.Value.Set(fl.DefValue)
+		fl.Usage = "how long to wait for the API server's answer to each request (a watch or attach stream, once answered, is not cut); 0 waits for ever"
+	}
 	for _, name := range []string{"username", "password"} {
 		f.Var(&refusedFlag{name: name, set: &k.basicAuth}, name, "not taken: kubectl's --"+name+" is basic auth to the API server, removed in Kubernetes 1.19 (use the kubeconfig's user, --token or client certificates); pullpath's --username is probe's registry user")
 		_ = f.MarkHidden(name)
@@ -181,5 +189,10 @@ func (k *kubeFlags) client() (*cluster.Client, error) {
 	if k.wrap != nil {
 		rc.Wrap(k.wrap)
 	}
+	// validate parsed it; the answer is bounded, not the streams (kube.AnswerTimeout)
+	if d, _ := clientcmd.ParseTimeout(k.overrides.Timeout); d > 0 {
+		rc.Wrap(kube.AnswerTimeout(d, rc.Host))
+	}
+	rc.Timeout = 0
 	return cluster.NewClient(rc)
 }

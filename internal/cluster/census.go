@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/pullpath/pullpath/internal/kube"
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -140,6 +141,10 @@ func shortErr(err error) string {
 	var e *RBACError
 	if errors.As(err, &e) {
 		return e.Short()
+	}
+	var silent *kube.SilentError
+	if errors.As(err, &silent) {
+		return silent.Error() // what matters, not the request's URL before it
 	}
 	s := err.Error()
 	if len(s) > 120 {

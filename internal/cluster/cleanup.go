@@ -41,6 +41,9 @@ type CleanupOptions struct {
 	Expired       bool   // only objects whose LabelExpires is past
 	Selector      string // more label requirements (key=value,…)
 	DropNamespace bool   // delete the namespace too, and wait until it is gone
+	// Logf, when set, says what a retry retries (once per distinct error): a long-lived caller
+	// must not wait on an API server in silence
+	Logf func(string)
 }
 
 // Cleanup deletes what pullpath made in a namespace and waits until it is gone. A failure that
@@ -112,8 +115,13 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 		return found, nil
 	}
 	backoff := 250 * time.Millisecond
+	said := ""
 	for {
 		found, err := pass()
+		if err != nil && Transient(err) && o.Logf != nil && shortErr(err) != said {
+			said = shortErr(err)
+			o.Logf(fmt.Sprintf("cleanup of namespace %s: %s; retrying until it answers", ns, said))
+		}
 		switch {
 		case err != nil && !Transient(err):
 			return left, err

@@ -81,7 +81,12 @@ type ImageStatus struct {
 	Error      string    `json:"error,omitempty"`
 }
 
+// StartTimeout bounds the start: removing what earlier watchers left, before any probe (a
+// variable for the tests of a silent API server).
+var StartTimeout = 2 * time.Minute
+
 // New prepares a watcher: the probe runs (owner, loader, secret copies) in the run namespace.
+
 func New(ctx context.Context, cs *cluster.Client, o Options) (*Watcher, error) {
 	if o.Interval <= 0 {
 		o.Interval = 15 * time.Minute
@@ -96,7 +101,10 @@ func New(ctx context.Context, cs *cluster.Client, o Options) (*Watcher, error) {
 	quick.ProbeArgs = append(slices.Clone(quick.ProbeArgs), "--no-download")
 	w := &Watcher{cs: cs, o: o, metrics: newMetrics(o.Interval, o.API), nodes: map[string]*nodeState{}}
 	// a watcher killed before its cleanup (SIGKILL, a lost node) left probe pods: removed first
-	if err := cluster.RemoveWatchLeftovers(ctx, cs, o.Probe.Namespace); err != nil {
+	// bounded: an API server that never answers is "could not run", not a silent wait
+	sctx, cancel := context.WithTimeout(ctx, StartTimeout)
+	defer cancel()
+	if err := cluster.RemoveWatchLeftovers(sctx, cs, o.Probe.Namespace, o.Progress); err != nil {
 		return nil, err
 	}
 	var err error
@@ -156,7 +164,7 @@ func (w *Watcher) Run(ctx context.Context) []string {
 			// the status goes too: nothing of a watcher stays after it (the node conditions do)
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cluster.CleanupTimeout)
 			defer cancel()
-			if err := cluster.RemoveWatchLeftovers(cctx, w.cs, w.o.Probe.Namespace); err != nil {
+			if err := cluster.RemoveWatchLeftovers(cctx, w.cs, w.o.Probe.Namespace, w.o.Progress); err != nil {
 				left = append(left, "configmap/"+w.o.Probe.Namespace+"/"+StatusConfigMap+" ("+err.Error()+")")
 			}
 			return left
