@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2"
 
 	"github.com/pullpath/pullpath/internal/watch"
 )
@@ -51,5 +56,24 @@ func TestSilentAPIServer(t *testing.T) {
 				t.Errorf("exit %d after %s, stderr:\n%s\nwant exit 2 within the bound and one line naming %s", r.code, took.Round(time.Millisecond), r.errOut, srv.URL)
 			}
 		})
+	}
+}
+
+// TestClientGoLogsAreSilenced: client-go's klog lines ("E1205 … reflector.go …") never reach
+// stderr; the commands say what failed themselves.
+func TestClientGoLogsAreSilenced(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = w
+	klog.ErrorS(errors.New("connection refused"), "Failed to watch", "reflector", "k8s.io/client-go/tools/cache/reflector.go:569")
+	klog.Flush()
+	os.Stderr = stderr
+	w.Close()
+	b, _ := io.ReadAll(r)
+	if len(b) > 0 {
+		t.Errorf("klog wrote %q to stderr", b)
 	}
 }
