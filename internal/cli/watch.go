@@ -135,6 +135,7 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 	vo := cluster.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""), SandboxImages: o.sandboxImages,
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
 	var current atomic.Pointer[watch.Watcher]
+	standby := watch.StandbyMetrics(Version)
 	if ln != nil {
 		mux := http.NewServeMux()
 		mux.HandleFunc("/metrics", func(rw http.ResponseWriter, r *http.Request) {
@@ -142,7 +143,7 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 				w.Metrics().ServeHTTP(rw, r)
 				return
 			}
-			_, _ = io.WriteString(rw, "# not the leader: no probes here\n")
+			standby.ServeHTTP(rw, r) // not the leader: no probes here, its build info only
 		})
 		mux.HandleFunc("/healthz", func(rw http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(rw, "ok\n") })
 		srv := metricsServer(mux)
@@ -157,7 +158,7 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 	var left []string
 	var leadErr error
 	lead := func(ctx context.Context) {
-		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf, API: api})
+		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf, API: api, Version: Version})
 		if err != nil {
 			leadErr = err
 			return

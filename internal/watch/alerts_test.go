@@ -17,9 +17,10 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newMetrics(time.Minute, nil)
+	m := newMetrics(time.Minute, nil, "test")
 	m.pathOK.WithLabelValues("n", "p", "i", "r").Set(1)
 	m.lastResult.WithLabelValues("n", "p").Set(1)
+	m.probeRan.WithLabelValues("n", "p", "i", "ok").Set(1)
 	families, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ pullpath_watch_api_requests_total{method="WATCH",resource="pods"} 2
 // Every registry request of a probe is counted by the role of its host, and the delivered binary
 // by its delivery.
 func TestRegistryRequestsAndDeliveryCounted(t *testing.T) {
-	m := newMetrics(time.Minute, nil)
+	m := newMetrics(time.Minute, nil, "test")
 	res := &report.PoolResult{Delivery: "attach", DeliveryStats: &report.DeliveryStats{Bytes: 4096},
 		Probe: &report.Probe{Hops: []report.Hop{{Role: report.RoleRegistry}, {Role: report.RoleToken}, {Role: report.RoleRegistry}, {Role: report.RoleBlob}}}}
 	v := report.ProbeSummary{Class: report.ClassOK}

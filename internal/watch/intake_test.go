@@ -116,7 +116,7 @@ func seriesCount(t *testing.T, m *metrics, name string) int {
 // One tampered report made a series per role it named (300,000 of them, never deleted): labels
 // come from closed sets, and a pool's series go with its last node.
 func TestTamperedReportMakesBoundedSeries(t *testing.T) {
-	m := newMetrics(time.Minute, nil)
+	m := newMetrics(time.Minute, nil, "test")
 	p := &report.Probe{Class: "x", Code: "y"}
 	for i := range 10_000 {
 		role := report.Role(fmt.Sprintf("role-%d", i))
@@ -162,7 +162,7 @@ func FuzzIntake(f *testing.F) {
 		if json.Unmarshal(b, &p) == nil {
 			r := intake("img", true, &report.PoolResult{Probe: &p})
 			checkResult(t, r)
-			m := newMetrics(time.Minute, nil)
+			m := newMetrics(time.Minute, nil, "test")
 			m.observe("n", "p", r, &report.PoolResult{Probe: &p}, time.Now())
 		}
 		var s report.ProbeSummary
@@ -171,4 +171,45 @@ func FuzzIntake(f *testing.F) {
 		}
 		checkResult(t, intake("img", false, &report.PoolResult{Error: string(b)}))
 	})
+}
+
+// A watcher whose probes cannot run is not blind: path_ok goes, and probe_ran says 0 with why,
+// so PullPathNodesNotProbed can fire; a probe that ran says 1 with its class (issue 34 item 1).
+func TestProbeRanSaysWhenProbesCannotRun(t *testing.T) {
+	m := newMetrics(time.Minute, nil, "v9")
+	value := func(node string) (float64, string, bool) {
+		mfs, _ := m.reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() != "pullpath_watch_probe_ran" {
+				continue
+			}
+			for _, s := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, p := range s.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				if l["node"] == node {
+					return s.GetGauge().GetValue(), l["reason"], true
+				}
+			}
+		}
+		return 0, "", false
+	}
+	ran := intake("reg.example/app:1", true, &report.PoolResult{Probe: &report.Probe{Class: report.ClassTLS, Code: report.CodeTLSUnknownAuthority}})
+	m.observe("n1", "p", ran, &report.PoolResult{}, time.Now())
+	if v, why, ok := value("n1"); !ok || v != 1 || why != "tls" {
+		t.Errorf("a probe that ran: probe_ran %v %q %v, want 1 tls", v, why, ok)
+	}
+	notRun := ImageResult{Image: "reg.example/app:1", Error: "the probe pod could not start"}
+	m.observe("n1", "p", notRun, &report.PoolResult{Error: "refused by an admission policy"}, time.Now())
+	if v, why, ok := value("n1"); !ok || v != 0 || why != "other" || seriesCount(t, m, "pullpath_watch_path_ok") != 0 {
+		t.Errorf("a probe that could not run: probe_ran %v %q %v, path_ok series %d; want 0 other and no path_ok", v, why, ok, seriesCount(t, m, "pullpath_watch_path_ok"))
+	}
+	if seriesCount(t, m, "pullpath_watch_probe_ran") != 1 || seriesCount(t, m, "pullpath_watch_build_info") != 1 {
+		t.Errorf("want one probe_ran series for the node (the old reason gone) and the build info")
+	}
+	m.forget("n1", map[string]bool{})
+	if seriesCount(t, m, "pullpath_watch_probe_ran") != 0 {
+		t.Errorf("a forgotten node keeps its probe_ran series")
+	}
 }

@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"runtime"
 	"sync"
 	"time"
 
@@ -26,12 +27,30 @@ type metrics struct {
 	condition   *prometheus.GaugeVec
 	registryReq *prometheus.CounterVec
 	delivered   *prometheus.CounterVec
+	probeRan    *prometheus.GaugeVec
+	heartbeat   prometheus.Gauge
 
 	mu    sync.Mutex
 	pools map[string]bool // the pools with per-pool series
 }
 
-func newMetrics(interval time.Duration, api *APICounter) *metrics {
+// buildInfo is the watcher's version: a series that is there while a watcher runs, leader or
+// standby, for an alert on its absence (a dead, crash-looping or unscheduled watcher).
+func buildInfo(version string) prometheus.Collector {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_build_info",
+		Help: "1 while a watcher runs (the leader, and each standby): its version and Go."}, []string{"version", "goversion"})
+	g.WithLabelValues(version, runtime.Version()).Set(1)
+	return g
+}
+
+// StandbyMetrics is what a watcher that does not lead serves: its build info only.
+func StandbyMetrics(version string) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(buildInfo(version))
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+func newMetrics(interval time.Duration, api *APICounter, version string) *metrics {
 	m := &metrics{
 		pools: map[string]bool{},
 		reg:   prometheus.NewRegistry(),
@@ -55,11 +74,16 @@ func newMetrics(interval time.Duration, api *APICounter) *metrics {
 			[]string{"pool", "registry", "role"}),
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "pullpath_watch_delivered_bytes_total",
 			Help: "Bytes of the probe binary delivered to nodes, by delivery (attach: streamed; configmap: read by the kubelet)."}, []string{"delivery"}),
+		probeRan: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_probe_ran",
+			Help: "1 when the node's last probe of the image ran (reason: its class), 0 when it could not run (reason: why, as a class); present from the first probe on, so a watcher whose probes cannot run is seen."},
+			[]string{"node", "pool", "image", "reason"}),
+		heartbeat: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pullpath_watch_heartbeat_timestamp_seconds",
+			Help: "When the leading watcher's loop last turned (Unix time): it turns every second, probes or not."}),
 	}
 	if api != nil {
 		m.reg.MustRegister(api)
 	}
-	m.reg.MustRegister(m.registryReq, m.delivered)
+	m.reg.MustRegister(m.registryReq, m.delivered, m.probeRan, m.heartbeat, buildInfo(version))
 	m.reg.MustRegister(m.pathOK, m.stepSeconds, m.probes, m.lastSuccess, m.lastResult, m.interval, m.condition,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	m.interval.Set(interval.Seconds())
@@ -85,11 +109,20 @@ func (m *metrics) observe(node, pool string, r ImageResult, res *report.PoolResu
 		}
 	}
 	m.lastResult.WithLabelValues(node, pool).Set(float64(now.Unix()))
+	m.probeRan.DeletePartialMatch(prometheus.Labels{"node": node, "image": r.Image})
 	if r.Verdict == nil {
 		m.probes.WithLabelValues(pool, "not_run").Inc()
 		m.pathOK.DeleteLabelValues(node, pool, r.Image, reg)
+		why := report.ClassOther
+		if res != nil {
+			if f := res.PodCause(); f != nil {
+				why = f.Class
+			}
+		}
+		m.probeRan.WithLabelValues(node, pool, r.Image, string(classOf(why))).Set(0)
 		return
 	}
+	m.probeRan.WithLabelValues(node, pool, r.Image, string(classOf(r.Verdict.Class))).Set(1)
 	m.probes.WithLabelValues(pool, string(classOf(r.Verdict.Class))).Inc()
 	ok := 0.0
 	if r.Verdict.Class == report.ClassOK {
@@ -126,6 +159,7 @@ func (m *metrics) forget(node string, live map[string]bool) {
 	m.lastSuccess.DeletePartialMatch(l)
 	m.lastResult.DeletePartialMatch(l)
 	m.condition.DeletePartialMatch(l)
+	m.probeRan.DeletePartialMatch(l)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for p := range m.pools {

@@ -38,7 +38,8 @@ type Options struct {
 	Progress  func(string)
 	// API, when set, counts the client's requests and bytes (its transport wraps through it) and
 	// is served with the other metrics.
-	API *APICounter
+	API     *APICounter
+	Version string // pullpath's, for pullpath_watch_build_info
 }
 
 // Watcher is one running watch.
@@ -99,7 +100,7 @@ func New(ctx context.Context, cs *cluster.Client, o Options) (*Watcher, error) {
 	}
 	quick := o.Probe
 	quick.ProbeArgs = append(slices.Clone(quick.ProbeArgs), "--no-download")
-	w := &Watcher{cs: cs, o: o, metrics: newMetrics(o.Interval, o.API), nodes: map[string]*nodeState{}}
+	w := &Watcher{cs: cs, o: o, metrics: newMetrics(o.Interval, o.API, o.Version), nodes: map[string]*nodeState{}}
 	// a watcher killed before its cleanup (SIGKILL, a lost node) left probe pods: removed first
 	// bounded: an API server that never answers is "could not run", not a silent wait
 	sctx, cancel := context.WithTimeout(ctx, StartTimeout)
@@ -170,6 +171,7 @@ func (w *Watcher) Run(ctx context.Context) []string {
 			return left
 		case <-tick.C:
 		}
+		w.metrics.heartbeat.Set(float64(time.Now().Unix()))
 		if w.dirty && time.Since(lastStatus) > 10*time.Second {
 			lastStatus = time.Now()
 			w.writeStatus(ctx)
