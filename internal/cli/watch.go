@@ -218,6 +218,7 @@ type watchStatusOptions struct {
 	kube         *kubeFlags
 	runNamespace string
 	output       string
+	probeTimeout time.Duration
 }
 
 func newWatchStatusCmd(s Streams) *cobra.Command {
@@ -228,8 +229,11 @@ func newWatchStatusCmd(s Streams) *cobra.Command {
 		Long: `Show the status the running watcher keeps in its run namespace (ConfigMap
 pullpath-watch-status): per pool, node and image, the class, since when, and the last probe.
 
-Exit codes: 0 every probed path holds, 1 a path is broken or unknown, 2 could not run (no
-watcher status in the namespace, no cluster, no rights).
+STALE (exit 1): the watcher has not written its status for two heartbeats (gone or stuck),
+or a node's last probe is older than two intervals (it does not keep up).
+
+Exit codes: 0 every probed path holds, 1 a path is broken or unknown, or the status is stale,
+2 could not run (no watcher status in the namespace, no cluster, no rights).
 ` + manual("watch.md"),
 		Example: `  pullpath watch status
   pullpath watch status -o json --run-namespace pullpath`,
@@ -257,13 +261,20 @@ watcher status in the namespace, no cluster, no rights).
 			case err != nil:
 				return fmt.Errorf("watch status: %w", err)
 			}
+			stale := st.Stale(time.Now(), o.probeTimeout)
 			if o.output == "json" {
 				err = report.WriteJSON(o.streams.Out, st)
 			} else {
-				err = writeWatchStatus(o.streams.Out, st)
+				err = writeWatchStatus(o.streams.Out, st, stale)
 			}
 			if err != nil {
 				return err
+			}
+			if stale != "" {
+				if o.output == "json" {
+					fmt.Fprintln(o.streams.ErrOut, "pullpath: watch status is STALE: "+stale)
+				}
+				return &ExitError{Code: ExitBroken}
 			}
 			for _, n := range st.Nodes {
 				if n.Condition != "False" {
@@ -276,10 +287,11 @@ watcher status in the namespace, no cluster, no rights).
 	o.kube.addFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", "pullpath", "the namespace pullpath watch runs its probes in")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "the watcher's --probe-timeout: a node is behind when its last probe is older than two intervals and this")
 	return cmd
 }
 
-func writeWatchStatus(w io.Writer, st *watch.Status) error {
+func writeWatchStatus(w io.Writer, st *watch.Status, stale string) error {
 	broken := 0
 	for _, n := range st.Nodes {
 		if n.Condition != "False" {
@@ -290,8 +302,15 @@ func writeWatchStatus(w io.Writer, st *watch.Status) error {
 	if broken > 0 {
 		verdict = "BROKEN"
 	}
-	fmt.Fprintf(w, "%s  %d of %d nodes hold the pull path of %s (every %s; updated %s)\n\n", verdict, len(st.Nodes)-broken, len(st.Nodes),
+	if stale != "" {
+		verdict = "STALE"
+	}
+	fmt.Fprintf(w, "%s  %d of %d nodes hold the pull path of %s (every %s; updated %s)\n", verdict, len(st.Nodes)-broken, len(st.Nodes),
 		strings.Join(st.Images, ", "), st.Interval, st.Updated.Format(time.RFC3339))
+	if stale != "" {
+		fmt.Fprintf(w, "       %s\n", stale)
+	}
+	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "POOL\tNODE\tIMAGE\tCLASS\tSINCE\tFAILING")
 	for _, n := range st.Nodes {

@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -172,7 +173,9 @@ func (w *Watcher) Run(ctx context.Context) []string {
 		case <-tick.C:
 		}
 		w.metrics.heartbeat.Set(float64(time.Now().Unix()))
-		if w.dirty && time.Since(lastStatus) > 10*time.Second {
+		// on a change (at most every 10 s), and at least every Heartbeat(interval), so that the
+		// status ages: its updated and lastProbed times say whether a watcher is there and keeps up
+		if (w.dirty && time.Since(lastStatus) > 10*time.Second) || time.Since(lastStatus) > Heartbeat(w.o.Interval) {
 			lastStatus = time.Now()
 			w.writeStatus(ctx)
 		}
@@ -423,12 +426,15 @@ const StatusConfigMap = "pullpath-watch-status"
 
 // Status is the JSON contract of `pullpath watch status -o json`.
 type Status struct {
-	APIVersion string       `json:"apiVersion"`
-	Kind       string       `json:"kind"` // "WatchStatus"
-	Updated    time.Time    `json:"updated"`
-	Interval   string       `json:"interval"`
-	Images     []string     `json:"images"`
-	Nodes      []NodeStatus `json:"nodes"`
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"` // "WatchStatus"
+	Updated    time.Time `json:"updated"`
+	Interval   string    `json:"interval"`
+	// Heartbeat is how often the watcher writes its status at least: older than twice that, the
+	// watcher is gone or stuck
+	Heartbeat string       `json:"heartbeat,omitempty"`
+	Images    []string     `json:"images"`
+	Nodes     []NodeStatus `json:"nodes"`
 }
 
 // NodeStatus is one node in Status.
@@ -442,11 +448,49 @@ type NodeStatus struct {
 	Images    []ImageStatus `json:"images"`
 }
 
+// Heartbeat is how often a watcher with interval writes its status when nothing changed: every
+// minute (every interval, when shorter); one object, whatever the number of nodes, so 60 writes
+// an hour, and a watcher that is gone shows within two minutes.
+func Heartbeat(interval time.Duration) time.Duration { return min(interval, time.Minute) }
+
+// Stale says what is stale in a status read at now, "" when nothing: a status not written for two
+// heartbeats (no watcher, or a stuck one), or nodes whose last probe is older than two intervals
+// and the probe's time (a watcher that does not keep up).
+func (s *Status) Stale(now time.Time, probeTimeout time.Duration) string {
+	interval, err := time.ParseDuration(s.Interval)
+	if err != nil {
+		return ""
+	}
+	hb := Heartbeat(interval)
+	if s.Heartbeat != "" {
+		if d, err := time.ParseDuration(s.Heartbeat); err == nil {
+			hb = d
+		}
+	}
+	if age := now.Sub(s.Updated); age > 2*hb {
+		return fmt.Sprintf("the watcher last wrote its status %s ago (it writes one at least every %s): it is gone or stuck", age.Round(time.Second), hb)
+	}
+	var behind []string
+	for _, n := range s.Nodes {
+		for _, im := range n.Images {
+			if !im.LastProbed.IsZero() && now.Sub(im.LastProbed) > 2*interval+probeTimeout {
+				behind = append(behind, n.Node)
+				break
+			}
+		}
+	}
+	if len(behind) > 0 {
+		return fmt.Sprintf("%d node(s) not probed for more than two intervals (%s): the watcher does not keep up", len(behind), strings.Join(behind[:min(len(behind), 5)], ", "))
+	}
+	return ""
+}
+
 // Snapshot is the watcher's status now.
 func (w *Watcher) Snapshot() *Status {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	s := &Status{APIVersion: report.APIVersion, Kind: "WatchStatus", Updated: time.Now().UTC(), Interval: w.o.Interval.String(), Images: w.o.Images, Nodes: []NodeStatus{}}
+	s := &Status{APIVersion: report.APIVersion, Kind: "WatchStatus", Updated: time.Now().UTC(), Interval: w.o.Interval.String(),
+		Heartbeat: Heartbeat(w.o.Interval).String(), Images: w.o.Images, Nodes: []NodeStatus{}}
 	for name, ns := range w.nodes {
 		if !ns.probed {
 			continue
