@@ -55,16 +55,11 @@ func (r *run) choose(ctx context.Context) ([]target, error) {
 		var eligible []*corev1.Node
 		var skipped []string
 		for _, n := range nodes {
-			switch {
-			case n.Labels["kubernetes.io/os"] != "" && n.Labels["kubernetes.io/os"] != "linux":
-				skipped = append(skipped, n.Name+" (not linux)")
-			case !r.o.IncludeUnready && !NodeReady(n):
-				skipped = append(skipped, n.Name+" (NotReady)")
-			case !r.o.IncludeUnready && n.Spec.Unschedulable:
-				skipped = append(skipped, n.Name+" (cordoned)")
-			default:
-				eligible = append(eligible, n)
+			if why := Ineligible(n, r.o.IncludeUnready); why != "" {
+				skipped = append(skipped, n.Name+" ("+skipWords[why]+")")
+				continue
 			}
+			eligible = append(eligible, n)
 		}
 		presence := func(n *corev1.Node) *bool {
 			if c.inNodeList(imageNames(n)) {
@@ -162,3 +157,6 @@ func freshNodeHint(pool string, n *corev1.Node) string {
 	}
 	return fmt.Sprintf("scale pool %s up by one node, or drain and replace %s (kubectl drain %s --ignore-daemonsets)", pool, n.Name, n.Name)
 }
+
+// skipWords say Ineligible's reasons in verify's messages.
+var skipWords = map[string]string{SkipNotLinux: "not linux", SkipVirtual: "a virtual node", SkipNotReady: "NotReady", SkipCordoned: "cordoned"}

@@ -99,3 +99,42 @@ func NodeReady(n *corev1.Node) bool {
 	}
 	return false
 }
+
+// Why a node gets no probe (Ineligible), a closed set: metric labels and status words.
+const (
+	SkipNotLinux = "not_linux" // Windows: no Linux root filesystem to run the probe on
+	SkipVirtual  = "virtual"   // virtual-kubelet, EKS Fargate: no node-level runtime to probe
+	SkipNotReady = "not_ready"
+	SkipCordoned = "cordoned" // unschedulable: draining, or held out by its owner
+)
+
+// Ineligible says why verify and watch probe no pod on n ("" when they do): not Linux, a virtual
+// node, NotReady, or cordoned; includeUnready lets NotReady and cordoned nodes through.
+func Ineligible(n *corev1.Node, includeUnready bool) string {
+	switch {
+	case n.Labels["kubernetes.io/os"] != "" && n.Labels["kubernetes.io/os"] != "linux",
+		n.Status.NodeInfo.OperatingSystem != "" && n.Status.NodeInfo.OperatingSystem != "linux":
+		return SkipNotLinux
+	case virtualNode(n):
+		return SkipVirtual
+	case !includeUnready && !NodeReady(n):
+		return SkipNotReady
+	case !includeUnready && n.Spec.Unschedulable:
+		return SkipCordoned
+	}
+	return ""
+}
+
+// virtualNode: virtual-kubelet's label and taint (ACI virtual nodes and every other provider) and
+// EKS Fargate's compute type. Pods there run in a VM or a cloud service, not on a node runtime.
+func virtualNode(n *corev1.Node) bool {
+	if n.Labels["type"] == "virtual-kubelet" || n.Labels["eks.amazonaws.com/compute-type"] == "fargate" {
+		return true
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Key == "virtual-kubelet.io/provider" {
+			return true
+		}
+	}
+	return false
+}
