@@ -40,6 +40,7 @@ const (
 	noZoneDNSIP = "10.78.0.2" // a resolver without the private zone
 	registryIP  = "10.81.0.2" // registry.cluster.test: :443 redirects blobs, :5000 serves them (pushes), :5001 wants credentials
 	blobsIP     = "10.82.0.3" // blobs.cluster.test, the redirect target
+	mirrorIP    = "10.81.0.3" // mirror.cluster.test:5443, a mirror of the registry (same storage, blobs served directly)
 	serviceCIDR = "10.83.0.0/24"
 	zone        = "cluster.test"
 	registry    = "registry." + zone
@@ -51,6 +52,11 @@ const (
 	registryUser = "puller"
 	registryPass = "cluster-tier-not-secret"
 	authRegistry = registry + ":5001"
+	// registry.cluster.test:5002 serves the same content over plain HTTP (no TLS, no redirect)
+	plainRegistry = registry + ":5002"
+	mirrorHost    = "mirror." + zone + ":5443"
+	// deadProxy is where a node's runtime proxy points: an address of the hub where nothing listens
+	deadProxy = "http://" + hubIP + ":3128"
 	// the repositories the credential provider node's kubelet asks its providers about: one answers
 	// with the registry's credentials, the other with a password the registry rejects
 	providerGood = authRegistry + "/provider/good"
@@ -94,6 +100,14 @@ type nodeSpec struct {
 	// SystemBundle: the node trusts registry.cluster.test through its system CA bundle alone (no
 	// certs.d entry for it), as nodes trust ACR, ECR or Docker Hub; one of the bundle* shapes
 	SystemBundle string
+	// KubeletDockerConfig: the kubelet's docker config (/var/lib/kubelet/config.json, its root dir)
+	// holds the credential of registry.cluster.test:5001
+	KubeletDockerConfig bool
+	// RuntimeProxy: containerd runs with HTTPS_PROXY=deadProxy and a NO_PROXY that covers the
+	// registry, written as well in a containerd.service.d drop-in (where pullpath reads it)
+	RuntimeProxy bool
+	// PlainHTTP: certs.d/registry.cluster.test:5002/hosts.toml lets containerd pull over plain HTTP
+	PlainHTTP bool
 }
 
 // The system CA bundles a node may have instead of a certs.d entry for registry.cluster.test: its
@@ -110,6 +124,9 @@ const (
 const (
 	hostsTomlDocs      = "docs"      // containerd's docs/cri/config.md:742-750: the ca on the [host] only
 	hostsTomlKubespray = "kubespray" // kubespray's hosts.toml.j2 (@46dbdd39) with a ca list
+	// hostsTomlMirror: a [host] that is a mirror (mirror.cluster.test:5443, pull and resolve, the lab
+	// CA), the server without ca; without CanReachRegistry the node routes to the mirror alone
+	hostsTomlMirror = "mirror"
 )
 
 // scenario is the cluster the package's tests share (issues 9 and 10): pool A healthy, its newest
@@ -180,6 +197,8 @@ type cluster struct {
 	providerOnce sync.Once // the test credential provider, built for the nodes that run it
 	pullpath     string
 	buildErr     error
+
+	restarts int // daemons restartDaemon started, for their process names
 
 	closeOnce sync.Once
 	closeErr  error
@@ -337,6 +356,7 @@ func (c *cluster) pki() {
 	c.leaf("apiserver", "kubernetes", "kubernetes.default", "kubernetes.default.svc", hubIP, "127.0.0.1", "10.83.0.1")
 	c.leaf("registry", registry)
 	c.leaf("blobs", "blobs."+zone)
+	c.leaf("mirror", "mirror."+zone)
 	c.client("apiserver-kubelet", "kube-apiserver-kubelet-client", "system:masters")
 	certPEM, keyPEM := c.client("admin", "pullpath-admin", "system:masters")
 	c.Kubeconfig = c.path("admin.kubeconfig")
@@ -424,6 +444,7 @@ func (c *cluster) network(spec clusterSpec) {
 	// the registry's and the blob host's addresses are the hub's own (no dummy links in this kernel)
 	h("addr", "add", registryIP+"/32", "dev", "lo")
 	h("addr", "add", blobsIP+"/32", "dev", "lo")
+	h("addr", "add", mirrorIP+"/32", "dev", "lo")
 	for i, s := range spec.Nodes {
 		n := &node{spec: s, ip: fmt.Sprintf("10.78.0.%d", 10+i), netns: c.id + "-" + s.Name, dir: c.path("nodes", s.Name)}
 		c.nodes = append(c.nodes, n)
@@ -443,6 +464,9 @@ func (c *cluster) network(spec clusterSpec) {
 		}
 		if s.CanReachBlobs {
 			nn("route", "add", "10.82.0.0/24", "via", hubIP)
+		}
+		if s.HostsToml == hostsTomlMirror && !s.CanReachRegistry {
+			nn("route", "add", mirrorIP+"/32", "via", hubIP) // the mirror, and nothing else of the registry's
 		}
 		c.run("ip", "netns", "exec", n.netns, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 		h("route", "add", podCIDR(i), "via", n.ip) // replies to the node's pods
@@ -491,7 +515,7 @@ rules:
 		"--allow-privileged=true", "--profiling=false", "--cert-dir="+c.path("apiserver"))...)
 
 	// resolvers: one with the private zone, one without
-	hosts := fmt.Sprintf("%s %s\n%s blobs.%s\n", registryIP, registry, blobsIP, zone)
+	hosts := fmt.Sprintf("%s %s\n%s blobs.%s\n%s mirror.%s\n", registryIP, registry, blobsIP, zone, mirrorIP, zone)
 	c.write(c.path("dns", "hosts"), []byte(hosts), 0o644)
 	dnsmasq := func(listen, local string, extra ...string) []string {
 		return c.inHub(append([]string{"dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
@@ -502,20 +526,25 @@ rules:
 	c.start("dnsmasq-nozone", nil, dnsmasq(noZoneDNSIP, "test")...)
 
 	// the registry (blobs redirected to the blob host on :443; served directly on :5000, where the
-	// test pushes) and the blob host, sharing one storage
+	// test pushes, and on :5002 over plain HTTP), its mirror and the blob host, sharing one storage
 	htpasswd, err := exec.Command("htpasswd", "-Bbn", registryUser, registryPass).Output()
 	c.check(err, "htpasswd")
 	c.write(c.path("registry", "htpasswd"), htpasswd, 0o644)
 	for _, r := range []struct {
-		name, addr, redirect string
-		auth                 bool
+		name, addr, redirect, cert string
+		auth                       bool
 	}{
-		{"registry", registryIP + ":443", "https://blobs." + zone + "/", false},
-		{"registry-direct", registryIP + ":5000", "", false},
-		{"registry-auth", registryIP + ":5001", "https://blobs." + zone + "/", true},
+		{"registry", registryIP + ":443", "https://blobs." + zone + "/", "registry", false},
+		{"registry-direct", registryIP + ":5000", "", "registry", false},
+		{"registry-auth", registryIP + ":5001", "https://blobs." + zone + "/", "registry", true},
+		{"registry-plain", registryIP + ":5002", "", "", false},
+		{"mirror", mirrorIP + ":5443", "", "mirror", false},
 	} {
-		cfg := fmt.Sprintf("version: 0.1\nlog: {level: info, formatter: text}\nstorage:\n  filesystem: {rootdirectory: %s}\n  delete: {enabled: true}\nhttp:\n  addr: %s\n  secret: cluster-tier-not-secret\n  tls: {certificate: %s, key: %s}\n",
-			c.path("registry", "data"), r.addr, pki("registry.pem"), pki("registry.key"))
+		cfg := fmt.Sprintf("version: 0.1\nlog: {level: info, formatter: text}\nstorage:\n  filesystem: {rootdirectory: %s}\n  delete: {enabled: true}\nhttp:\n  addr: %s\n  secret: cluster-tier-not-secret\n",
+			c.path("registry", "data"), r.addr)
+		if r.cert != "" {
+			cfg += fmt.Sprintf("  tls: {certificate: %s, key: %s}\n", pki(r.cert+".pem"), pki(r.cert+".key"))
+		}
 		if r.auth {
 			cfg += fmt.Sprintf("auth:\n  htpasswd: {realm: cluster-tier, path: %s}\n", c.path("registry", "htpasswd"))
 		}
@@ -529,7 +558,7 @@ rules:
 	c.check(err, "test binary")
 	c.start("blobs", []string{"PULLPATH_CLUSTER_ROLE=blobs", "PULLPATH_CLUSTER_ADDR=" + blobsIP + ":443", "PULLPATH_CLUSTER_CERT=" + pki("blobs.pem"),
 		"PULLPATH_CLUSTER_KEY=" + pki("blobs.key"), "PULLPATH_CLUSTER_DIR=" + c.path("registry", "data")}, c.inHub(self)...)
-	for _, a := range []string{hubIP + ":53", noZoneDNSIP + ":53", registryIP + ":443", registryIP + ":5000", registryIP + ":5001", blobsIP + ":443"} {
+	for _, a := range []string{hubIP + ":53", noZoneDNSIP + ":53", registryIP + ":443", registryIP + ":5000", registryIP + ":5001", registryIP + ":5002", mirrorIP + ":5443", blobsIP + ":443"} {
 		c.waitTCP(a, a)
 	}
 }

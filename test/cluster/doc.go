@@ -12,10 +12,11 @@
 //	│ 127.0.0.1      etcd :2379                   │       │ resolv.conf: 10.78.0.1 or 10.78.0.2   │
 //	│ lo   10.81.0.2 registry.cluster.test :443   │       │ private mount + PID namespace: tmpfs  │
 //	│                (blobs redirected), :5000,   │       │   /run, /var/lib, /var/log and        │
-//	│                :5001 (basic auth)           │       │   /etc/containerd bound from the test │
-//	│      10.82.0.3 blobs.cluster.test :443      │       │   dir; containerd 1.6 + kubelet; pods │
-//	└────────────────────────────────────────────┘       │   on a cni0 bridge (10.84.i.0/24)     │
-//	                                                      └──────────────────────────────────────┘
+//	│                :5001 (basic auth), :5002    │       │   /etc/containerd bound from the test │
+//	│                (plain HTTP)                 │       │   dir; containerd 1.6 + kubelet; pods │
+//	│      10.81.0.3 mirror.cluster.test :5443    │       │   on a cni0 bridge (10.84.i.0/24)     │
+//	│      10.82.0.3 blobs.cluster.test :443      │       └──────────────────────────────────────┘
+//	└────────────────────────────────────────────┘
 //
 // A node's pods sit on a bridge inside the node's namespace and reach what the node reaches (the hub
 // routes their replies back); on a node with PodOnlyRegistryRoute, a routing rule for the pods'
@@ -35,7 +36,11 @@
 // never pulled; preloaded images are pushed to the registry and imported with their registry
 // digest, as if pulled. A node with a SystemBundle shape trusts registry.cluster.test only through
 // its system CA bundle: no certs.d entry, its /etc/ssl bound from the test dir (fieldSpec, issue
-// 32). Teardown kills each node's PID namespace, deletes the namespaces, removes the cgroups,
+// 32); the field cluster's other shapes are a mirror of its own (the node routes to the mirror only),
+// the kubelet's docker config, a runtime proxy with NO_PROXY (containerd's environment and a
+// containerd.service.d drop-in) and a plain-HTTP registry. Each node's containerd and kubelet start
+// from scripts of their own (containerd.sh, kubelet.sh in the node's dir), which restartDaemon runs
+// again in the node's namespaces. Teardown kills each node's PID namespace, deletes the namespaces, removes the cgroups,
 // restores the kernel settings the kubelet changed, and checks that nothing is left.
 // Those settings are global: /run/pullpath-cluster-kernel.json (under a lock) keeps the values from
 // before the first of the clusters running on the machine, and the last one to stop restores them.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,11 @@ var fieldSpec = clusterSpec{Nodes: []nodeSpec{
 	{Name: "suse-1", Pool: "suse", CanReachRegistry: true, CanReachBlobs: true, SystemBundle: bundleSUSE},
 	{Name: "nolabca-1", Pool: "nolabca", CanReachRegistry: true, CanReachBlobs: true, SystemBundle: bundleWithoutLabCA},
 	{Name: "tenant-1", Pool: "tenant", CanReachRegistry: true, CanReachBlobs: true},
+	// the rest of issue 32 item 5's shapes (shapes_test.go), one node each
+	{Name: "mirror-1", Pool: "mirror", HostsToml: hostsTomlMirror}, // routes to the mirror only
+	{Name: "dockercfg-1", Pool: "dockercfg", CanReachRegistry: true, CanReachBlobs: true, KubeletDockerConfig: true},
+	{Name: "proxy-1", Pool: "proxy", CanReachRegistry: true, CanReachBlobs: true, RuntimeProxy: true},
+	{Name: "plainhttp-1", Pool: "plainhttp", CanReachRegistry: true, CanReachBlobs: true, PlainHTTP: true},
 }}
 
 // markerPort is where the hostile image's credential helper reports that it ran (testdata/credhelper.c).
@@ -62,8 +68,12 @@ func TestFieldCluster(t *testing.T) {
 
 	t.Run("SystemBundleVerify", func(t *testing.T) { testSystemBundleVerify(t, c, app) })
 	t.Run("BundleWithoutLabCA", func(t *testing.T) { testBundleWithoutLabCA(t, c, app) })
+	t.Run("ShapesVerify", func(t *testing.T) { testShapesVerify(t, c, app) })
 	t.Run("SystemBundleWatch", func(t *testing.T) { testSystemBundleWatch(t, c, app) })
 	t.Run("HostileTenantPause", func(t *testing.T) { testHostileTenantPause(t, c, app) })
+	// last: its watch round leaves the broken nodes' conditions True
+	t.Run("ShapesBroken", func(t *testing.T) { testShapesBroken(t, c, app) })
+	t.Logf("field cluster: cases done %s after bring-up began", time.Since(start).Round(time.Second))
 }
 
 // A node that trusts the registry only through its system bundle pulls (the node's own runtime
@@ -127,14 +137,20 @@ func testBundleWithoutLabCA(t *testing.T, c *cluster, app pushedImage) {
 
 // watch over the field cluster at its shortest interval (10s): every node trusting the registry
 // (by bundle or certs.d) stays False/OK from its first probe, with no transition and no event;
-// the node whose bundle lacks the lab CA is True/TLS. 7 rounds per node, about 2 min: a round is
-// the 10 s floor plus a probe (about 17 s here), so 20 would take almost 6 min.
+// the node whose bundle lacks the lab CA is True/TLS. 7 rounds per node over the 8 nodes, about
+// 2 min (1m57s measured on the 2-core machine under load). Issue 32 asks for 20: measured with
+// PULLPATH_FIELD_WATCH_ROUNDS=20, 5m35s and zero flips, which would take the field cluster past
+// its 5 min. Probing the nodes at once (--concurrency = nodes) does not shorten it: a node's
+// rounds follow one another, each the 10 s --interval floor plus its probe (about 17 s here).
 func testSystemBundleWatch(t *testing.T, c *cluster, app pushedImage) {
-	const rounds = 7
-	healthy := []string{"debian-1", "suse-1", "tenant-1"}
+	rounds := 7
+	if r, err := strconv.Atoi(os.Getenv("PULLPATH_FIELD_WATCH_ROUNDS")); err == nil && r > 0 {
+		rounds = r // to measure a longer soak
+	}
+	healthy := []string{"debian-1", "suse-1", "tenant-1", "mirror-1", "dockercfg-1", "proxy-1", "plainhttp-1"}
 	broken := "nolabca-1"
 	begin := time.Now()
-	w := c.startWatch(t, "--image", app.Ref, "--interval", "10s", "--concurrency", "4", "--run-namespace", runNS, "--probe-timeout", "90s")
+	w := c.startWatch(t, "--image", app.Ref, "--interval", "10s", "--concurrency", strconv.Itoa(len(c.nodes)), "--run-namespace", runNS, "--probe-timeout", "90s")
 	results := func() map[string][]string { // each node's probe results so far, "Status Reason"
 		w.mu().Lock()
 		defer w.mu().Unlock()
@@ -152,7 +168,7 @@ func testSystemBundleWatch(t *testing.T, c *cluster, app pushedImage) {
 	first := map[string]metav1.Time{} // each node's lastTransitionTime when first seen
 	moved := map[string]int{}
 	var got map[string][]string
-	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Duration(rounds) * 35 * time.Second); ; time.Sleep(500 * time.Millisecond) {
 		for _, n := range append(slices.Clone(healthy), broken) {
 			cond := c.pathCondition(t, n)
 			if cond == nil {
@@ -178,11 +194,12 @@ func testSystemBundleWatch(t *testing.T, c *cluster, app pushedImage) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("fewer than %d probe rounds per node in 4 min: %v\n%s", rounds, got, w.errOut.String())
+			t.Errorf("fewer than %d probe rounds per node in %s: %v\n%s", rounds, time.Duration(rounds)*35*time.Second, got, w.errOut.String())
 			break
 		}
 	}
 	c.figure("field: watch, %d rounds per node at --interval 10s over %d nodes in %s", rounds, len(c.nodes), time.Since(begin).Round(time.Second))
+	t.Logf("watch soak: %d rounds per node at --interval 10s over %d nodes in %s", rounds, len(c.nodes), time.Since(begin).Round(time.Second))
 	for _, n := range healthy {
 		for i, r := range got[n] {
 			if r != "False OK" {

@@ -2,12 +2,15 @@ package cluster
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
+	"testing"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
@@ -128,6 +131,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	case hostsTomlDocs:
 		c.write(filepath.Join(etc, "certs.d", registry, "hosts.toml"),
 			fmt.Appendf(nil, "server = \"https://%[1]s\"\n\n[host.\"https://%[1]s\"]\n  ca = \"/etc/containerd/ca.pem\"\n", registry), 0o644)
+	case hostsTomlMirror:
+		c.write(filepath.Join(etc, "certs.d", registry, "hosts.toml"), mirrorHostsToml(mirrorHost), 0o644)
 	case hostsTomlKubespray:
 		c.write(filepath.Join(etc, "certs.d", registry, "hosts.toml"), fmt.Appendf(nil, `server = "https://%[1]s"
 [host."https://%[1]s"]
@@ -139,6 +144,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 	}
 	if s.SystemBundle != "" {
 		c.systemBundle(n)
+	}
+	if s.PlainHTTP {
+		c.write(filepath.Join(etc, "certs.d", plainRegistry, "hosts.toml"), plainHostsToml(), 0o644)
+	}
+	if s.RuntimeProxy {
+		c.write(filepath.Join(n.dir, "containerd.env"), proxyEnv(true), 0o644)
+		c.write(filepath.Join(n.dir, "etc-systemd-system", "containerd.service.d", "http-proxy.conf"), proxyDropIn(true), 0o644)
+	}
+	if s.KubeletDockerConfig {
+		c.write(filepath.Join(n.dir, "var-lib", "kubelet", "config.json"), kubeletDockerConfig(true), 0o600)
 	}
 	// pods get a bridge inside the node's namespace, attached to nothing else
 	c.write(filepath.Join(n.dir, "cni", "10-pullpath.conflist"), fmt.Appendf(nil, `{"cniVersion": "0.4.0", "name": "pullpath", "plugins": [
@@ -281,21 +296,33 @@ func (c *cluster) startNode(n *node) {
 	for k, v := range s.Labels {
 		labels = append(labels, k+"="+v)
 	}
-	mounts := ""
+	mounts, env, kubeletEnv := "", "", ""
 	if s.CredentialProvider {
 		// the kubelet's flags come from the file pullpath probe --host-root reads: /etc/default/kubelet
 		// (an EnvironmentFile, as systemd reads it for AKS's kubelet.service: not shell syntax)
-		mounts = "mount --bind " + filepath.Join(n.dir, "etc-default") + " /etc/default\nKUBELET_FLAGS=$(sed -n 's/^KUBELET_FLAGS=//p' /etc/default/kubelet)"
+		mounts = "mount --bind " + filepath.Join(n.dir, "etc-default") + " /etc/default"
+		kubeletEnv = "KUBELET_FLAGS=$(sed -n 's/^KUBELET_FLAGS=//p' /etc/default/kubelet)"
 	}
 	if s.SystemBundle != "" {
 		// the node's bundle is the only trust: not the test's SSL_CERT_* (Go's containerd would read
 		// them first), nor a machine's /etc/pki (Fedora's path comes before SUSE's in Go's order)
-		mounts += "\nunset SSL_CERT_FILE SSL_CERT_DIR\nmount --bind " + filepath.Join(n.dir, "etc-ssl") + " /etc/ssl" +
+		env = "unset SSL_CERT_FILE SSL_CERT_DIR"
+		mounts += "\nmount --bind " + filepath.Join(n.dir, "etc-ssl") + " /etc/ssl" +
 			"\n[ ! -e /etc/pki ] || mount -t tmpfs -o mode=0755 pullpath-pki /etc/pki"
+	}
+	if s.RuntimeProxy {
+		// the drop-in pullpath --host-root reads; containerd.sh hands containerd.env to containerd,
+		// as systemd would hand it the drop-in's Environment=
+		mounts += "\nmount --bind " + filepath.Join(n.dir, "etc-systemd-system") + " /etc/systemd/system"
 	}
 	kubelet := strings.Join([]string{filepath.Join(c.bins, "kubelet"), "$KUBELET_FLAGS", "--config=" + filepath.Join(n.dir, "kubelet.yaml"),
 		"--kubeconfig=" + filepath.Join(n.dir, "kubelet.kubeconfig"), "--hostname-override=" + s.Name, "--node-ip=" + n.ip,
 		"--node-labels=" + strings.Join(labels, ","), "--v=2"}, " ")
+	// each daemon's start is a script of its own: restartDaemon runs it again in the node's
+	// namespaces, as systemctl restart would (a changed environment, a kubelet's fresh caches)
+	c.write(filepath.Join(n.dir, "containerd.sh"), fmt.Appendf(nil, "%s\n[ ! -e %[2]s/containerd.env ] || { set -a; . %[2]s/containerd.env; set +a; }\nexec containerd --config /etc/containerd/config.toml >>%[3]s-containerd.log 2>&1\n",
+		env, n.dir, c.path("logs", s.Name)), 0o755)
+	c.write(filepath.Join(n.dir, "kubelet.sh"), fmt.Appendf(nil, "%s\n%s\nexec %s >>%s-kubelet.log 2>&1\n", env, kubeletEnv, kubelet, c.path("logs", s.Name)), 0o755)
 	script := fmt.Sprintf(`set -e
 readlink /proc/self/ns/pid > %[1]s/pidns
 mount -t tmpfs -o mode=0755 pullpath-run /run
@@ -303,12 +330,12 @@ mount --bind %[1]s/var-lib /var/lib
 mount --bind %[1]s/var-log /var/log
 mount --bind %[1]s/etc-containerd /etc/containerd
 mount --bind %[1]s/resolv.conf /etc/resolv.conf
-%[4]s
-containerd --config /etc/containerd/config.toml >%[2]s-containerd.log 2>&1 &
+%[2]s
+sh %[1]s/containerd.sh &
 while [ ! -e %[1]s/kubelet.go ]; do sleep 0.05; done
-%[3]s >%[2]s-kubelet.log 2>&1 &
+sh %[1]s/kubelet.sh &
 wait
-`, n.dir, c.path("logs", s.Name), kubelet, mounts)
+`, n.dir, mounts)
 	n.proc = c.start(s.Name, nil, "nsenter", "--net=/run/netns/"+n.netns, "--", "unshare", "--mount", "--propagation", "slave",
 		"--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script)
 }
@@ -428,4 +455,126 @@ func nodeReady(no *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// mirrorHostsToml is the mirror node's certs.d/registry.cluster.test/hosts.toml: a mirror [host]
+// (its own name and port) with the lab CA, then the server, without one.
+func mirrorHostsToml(mirror string) []byte {
+	return fmt.Appendf(nil, `server = "https://%s"
+
+[host."https://%s"]
+  capabilities = ["pull", "resolve"]
+  ca = "/etc/containerd/ca.pem"
+`, registry, mirror)
+}
+
+// plainHostsToml allows plain HTTP to registry.cluster.test:5002, as containerd's docs do for an
+// insecure registry.
+func plainHostsToml() []byte {
+	return fmt.Appendf(nil, "server = \"http://%[1]s\"\n\n[host.\"http://%[1]s\"]\n  capabilities = [\"pull\", \"resolve\"]\n", plainRegistry)
+}
+
+// proxyNoProxy covers the registry, its blob host and the mirror: the runtime goes direct.
+const proxyNoProxy = "." + zone + ",10.81.0.0/16"
+
+// proxyEnv is containerd's environment on the RuntimeProxy node; proxyDropIn says the same as
+// systemd would read it. Without noProxy every pull goes to the proxy, where nothing listens.
+func proxyEnv(noProxy bool) []byte {
+	b := "HTTPS_PROXY=" + deadProxy + "\n"
+	if noProxy {
+		b += "NO_PROXY=" + proxyNoProxy + "\n"
+	}
+	return []byte(b)
+}
+
+func proxyDropIn(noProxy bool) []byte {
+	b := "[Service]\nEnvironment=\"HTTPS_PROXY=" + deadProxy + "\"\n"
+	if noProxy {
+		b += "Environment=\"NO_PROXY=" + proxyNoProxy + "\"\n"
+	}
+	return []byte(b)
+}
+
+// kubeletDockerConfig is the kubelet's own docker config: the credential of registry.cluster.test:5001,
+// or (without it) none.
+func kubeletDockerConfig(withCredential bool) []byte {
+	if !withCredential {
+		return []byte(`{"auths":{}}` + "\n")
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + registryPass))
+	return fmt.Appendf(nil, `{"auths":{%q:{"auth":%q}}}`+"\n", authRegistry, auth)
+}
+
+// daemonPID is the PID of the node's process named comm (containerd, kubelet), or "".
+func (c *cluster) daemonPID(n *node, comm string) string {
+	for _, p := range pids() {
+		name, _ := os.ReadFile("/proc/" + p + "/comm")
+		if ns, err := os.Readlink("/proc/" + p + "/ns/pid"); err == nil && ns == n.pidNS && strings.TrimSpace(string(name)) == comm {
+			return p
+		}
+	}
+	return ""
+}
+
+// restartDaemon stops the node's containerd or kubelet (SIGTERM, as systemctl restart does) and
+// starts it again from its script, in the node's network, mount and PID namespaces: it reads its
+// environment and files afresh. It returns once the new one answers (containerd) or the node is
+// Ready again (kubelet).
+func (c *cluster) restartDaemon(t *testing.T, nodeName, daemon string) {
+	t.Helper()
+	n := c.node(nodeName)
+	other := map[string]string{"containerd": "kubelet", "kubelet": "containerd"}[daemon]
+	pid, host := c.daemonPID(n, daemon), c.daemonPID(n, other)
+	if pid == "" || host == "" {
+		t.Fatalf("%s: no %s or %s in its namespaces", nodeName, daemon, other)
+	}
+	var p int
+	fmt.Sscan(pid, &p)
+	if err := syscall.Kill(p, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat("/proc/" + pid); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's %s (pid %s) did not stop within 30 s of SIGTERM", nodeName, daemon, pid)
+		}
+	}
+	stopped := time.Now()
+	var err error
+	c.restarts++
+	if perr := catch(func() {
+		c.start(fmt.Sprintf("%s-%s-%d", nodeName, daemon, c.restarts), nil,
+			"nsenter", "--target", host, "--net", "--mount", "--pid", "--", "sh", filepath.Join(n.dir, daemon+".sh"))
+	}); perr != nil {
+		t.Fatal(perr)
+	}
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if daemon == "containerd" {
+			err = exec.Command("ctr", "--address", n.sock, "--timeout", "2s", "version").Run()
+		} else if no, gerr := c.Client.CoreV1().Nodes().Get(context.Background(), nodeName, metav1.GetOptions{}); gerr != nil {
+			err = gerr
+		} else if cond := readyCondition(no); cond == nil || cond.Status != corev1.ConditionTrue || c.daemonPID(n, daemon) == "" ||
+			!cond.LastHeartbeatTime.Time.After(stopped) {
+			err = fmt.Errorf("not Ready with a heartbeat of the new kubelet: %+v", cond)
+		} else {
+			err = nil
+		}
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s's %s did not come back: %v\n%s", nodeName, daemon, err, c.logTail(nodeName+"-"+daemon))
+		}
+	}
+}
+
+func readyCondition(no *corev1.Node) *corev1.NodeCondition {
+	for i := range no.Status.Conditions {
+		if no.Status.Conditions[i].Type == corev1.NodeReady {
+			return &no.Status.Conditions[i]
+		}
+	}
+	return nil
 }
