@@ -26,18 +26,19 @@ import (
 )
 
 type watchOptions struct {
-	streams       Streams
-	kube          *kubeFlags
-	images        []string
-	sandboxImages []string
-	interval      time.Duration
-	concurrency   int
-	fullEvery     int
-	runNamespace  string
-	metricsAddr   string
-	probeTimeout  time.Duration
-	delivery      string
-	leaderElect   bool
+	streams         Streams
+	kube            *kubeFlags
+	images          []string
+	sandboxImages   []string
+	includeCordoned bool
+	interval        time.Duration
+	concurrency     int
+	fullEvery       int
+	runNamespace    string
+	metricsAddr     string
+	probeTimeout    time.Duration
+	delivery        string
+	leaderElect     bool
 }
 
 func newWatchCmd(s Streams) *cobra.Command {
@@ -76,7 +77,8 @@ Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 
 	f.StringVar(&o.delivery, "delivery", "auto", "attach, configmap or auto")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "probe only while holding the Lease")
 	f.StringArrayVar(&o.sandboxImages, "sandbox-image", nil, "a repository your nodes' sandbox image comes from, beside the known ones (repeatable)")
-	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect", "sandbox-image")
+	f.BoolVar(&o.includeCordoned, "include-cordoned", false, "also probe cordoned nodes (skipped by default, as verify skips them)")
+	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect", "sandbox-image", "include-cordoned")
 	cmd.AddCommand(newWatchStatusCmd(s), newWatchManifestsCmd(s))
 	return cmd
 }
@@ -158,7 +160,8 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 	var left []string
 	var leadErr error
 	lead := func(ctx context.Context) {
-		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf, API: api, Version: Version})
+		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf, API: api, Version: Version,
+			IncludeCordoned: o.includeCordoned})
 		if err != nil {
 			leadErr = err
 			return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/cluster/clustertest"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -241,5 +243,47 @@ func TestStatusStale(t *testing.T) {
 	old.Updated = now.Add(-3 * time.Minute)
 	if s := old.Stale(now, 0); !strings.Contains(s, "gone or stuck") {
 		t.Errorf("a status without heartbeat, 3m old at 1m: %q", s)
+	}
+}
+
+// watch probes the nodes verify would, and says why it skips the others (issue 34 item 4).
+func TestWatchSkipsWhatVerifySkips(t *testing.T) {
+	mk := func(name string, f func(n *corev1.Node)) *corev1.Node {
+		n := clustertest.Node(name, "p", clustertest.T0, "v", "registry.k8s.io/pause:3.10")
+		f(n)
+		return n
+	}
+	nodes := []*corev1.Node{
+		mk("linux", func(*corev1.Node) {}),
+		mk("win", func(n *corev1.Node) { n.Labels["kubernetes.io/os"] = "windows" }),
+		mk("aci", func(n *corev1.Node) { n.Labels["type"] = "virtual-kubelet" }),
+		mk("fargate", func(n *corev1.Node) { n.Labels["eks.amazonaws.com/compute-type"] = "fargate" }),
+		mk("cordoned", func(n *corev1.Node) { n.Spec.Unschedulable = true }),
+		mk("down", func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionFalse }),
+	}
+	for _, include := range []bool{false, true} {
+		w := &Watcher{o: Options{Interval: time.Minute, IncludeCordoned: include}, metrics: newMetrics(time.Minute, nil, "test"), nodes: map[string]*nodeState{}}
+		for _, n := range nodes {
+			w.upsert(n)
+		}
+		var due []string
+		for _, ns := range w.due(time.Now()) {
+			due = append(due, ns.node.Name)
+		}
+		slices.Sort(due)
+		want := []string{"linux"}
+		skipped := 5
+		if include {
+			want, skipped = []string{"cordoned", "linux"}, 4
+		}
+		st := w.Snapshot()
+		if !slices.Equal(due, want) || len(st.Skipped) != skipped || seriesCount(t, w.metrics, "pullpath_watch_node_skipped") != skipped {
+			t.Errorf("include cordoned %v: due %v, status skipped %+v, %d series; want %v and %d skipped", include, due, st.Skipped, seriesCount(t, w.metrics, "pullpath_watch_node_skipped"), want, skipped)
+		}
+		for _, s := range st.Skipped {
+			if s.Node == "aci" && s.Reason != "virtual" || s.Node == "win" && s.Reason != "not_linux" || s.Node == "down" && s.Reason != "not_ready" {
+				t.Errorf("skipped %+v: wrong reason", s)
+			}
+		}
 	}
 }

@@ -29,6 +29,7 @@ type metrics struct {
 	delivered   *prometheus.CounterVec
 	probeRan    *prometheus.GaugeVec
 	heartbeat   prometheus.Gauge
+	skipped     *prometheus.GaugeVec
 
 	mu    sync.Mutex
 	pools map[string]bool // the pools with per-pool series
@@ -77,13 +78,16 @@ func newMetrics(interval time.Duration, api *APICounter, version string) *metric
 		probeRan: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_probe_ran",
 			Help: "1 when the node's last probe of the image ran (reason: its class), 0 when it could not run (reason: why, as a class); present from the first probe on, so a watcher whose probes cannot run is seen."},
 			[]string{"node", "pool", "image", "reason"}),
+		skipped: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_node_skipped",
+			Help: "1 for a node watch probes no pod on, by reason: not_linux, virtual, not_ready, cordoned (--include-cordoned probes those)."},
+			[]string{"node", "pool", "reason"}),
 		heartbeat: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pullpath_watch_heartbeat_timestamp_seconds",
 			Help: "When the leading watcher's loop last turned (Unix time): it turns every second, probes or not."}),
 	}
 	if api != nil {
 		m.reg.MustRegister(api)
 	}
-	m.reg.MustRegister(m.registryReq, m.delivered, m.probeRan, m.heartbeat, buildInfo(version))
+	m.reg.MustRegister(m.registryReq, m.delivered, m.probeRan, m.heartbeat, m.skipped, buildInfo(version))
 	m.reg.MustRegister(m.pathOK, m.stepSeconds, m.probes, m.lastSuccess, m.lastResult, m.interval, m.condition,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	m.interval.Set(interval.Seconds())
@@ -140,6 +144,14 @@ func (m *metrics) observe(node, pool string, r ImageResult, res *report.PoolResu
 	}
 }
 
+// setSkipped says why a node gets no probe ("": it does again).
+func (m *metrics) setSkipped(node, pool, why string) {
+	m.skipped.DeletePartialMatch(prometheus.Labels{"node": node})
+	if why != "" {
+		m.skipped.WithLabelValues(node, pool, why).Set(1)
+	}
+}
+
 // setCondition mirrors a node's condition.
 func (m *metrics) setCondition(node, pool string, c Condition) {
 	m.condition.DeletePartialMatch(prometheus.Labels{"node": node})
@@ -160,6 +172,7 @@ func (m *metrics) forget(node string, live map[string]bool) {
 	m.lastResult.DeletePartialMatch(l)
 	m.condition.DeletePartialMatch(l)
 	m.probeRan.DeletePartialMatch(l)
+	m.skipped.DeletePartialMatch(l)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for p := range m.pools {

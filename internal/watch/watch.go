@@ -41,6 +41,8 @@ type Options struct {
 	// is served with the other metrics.
 	API     *APICounter
 	Version string // pullpath's, for pullpath_watch_build_info
+	// IncludeCordoned probes cordoned nodes too (default: skipped, as verify skips them)
+	IncludeCordoned bool
 }
 
 // Watcher is one running watch.
@@ -67,6 +69,7 @@ type nodeState struct {
 	cond     Condition
 	since    time.Time // the condition's lastTransitionTime
 	statuses map[string]*ImageStatus
+	skip     string // why it gets no probe now (cluster.Ineligible's words), "" when it does
 }
 
 // ImageStatus is one node × image in `watch status`.
@@ -252,8 +255,16 @@ func (w *Watcher) due(now time.Time) []*nodeState {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []*nodeState
-	for _, ns := range w.nodes {
-		if !ns.busy && ns.node != nil && cluster.NodeReady(ns.node) && !now.Before(ns.next) {
+	for name, ns := range w.nodes {
+		if ns.node == nil {
+			continue
+		}
+		if why := w.skipOf(ns.node); why != ns.skip {
+			ns.skip = why
+			w.metrics.setSkipped(name, ns.pool, why)
+			w.dirty = true
+		}
+		if !ns.busy && ns.skip == "" && !now.Before(ns.next) {
 			out = append(out, ns)
 		}
 	}
@@ -271,6 +282,21 @@ func (w *Watcher) due(now time.Time) []*nodeState {
 		ns.busy = true
 	}
 	return out
+}
+
+// skipOf is why watch probes no pod on n now, the rule verify applies: not Linux, a virtual
+// node, NotReady; cordoned too unless Options.IncludeCordoned.
+func (w *Watcher) skipOf(n *corev1.Node) string {
+	if why := cluster.Ineligible(n, true); why != "" {
+		return why
+	}
+	switch {
+	case !cluster.NodeReady(n):
+		return cluster.SkipNotReady
+	case n.Spec.Unschedulable && !w.o.IncludeCordoned:
+		return cluster.SkipCordoned
+	}
+	return ""
 }
 
 func (w *Watcher) release(ns *nodeState) {
@@ -435,6 +461,15 @@ type Status struct {
 	Heartbeat string       `json:"heartbeat,omitempty"`
 	Images    []string     `json:"images"`
 	Nodes     []NodeStatus `json:"nodes"`
+	// Skipped are the nodes watch probes no pod on, and why (not_linux, virtual, not_ready, cordoned)
+	Skipped []SkippedNode `json:"skipped,omitempty"`
+}
+
+// SkippedNode is a node watch does not probe, and why.
+type SkippedNode struct {
+	Node   string `json:"node"`
+	Pool   string `json:"pool"`
+	Reason string `json:"reason"`
 }
 
 // NodeStatus is one node in Status.
@@ -492,6 +527,9 @@ func (w *Watcher) Snapshot() *Status {
 	s := &Status{APIVersion: report.APIVersion, Kind: "WatchStatus", Updated: time.Now().UTC(), Interval: w.o.Interval.String(),
 		Heartbeat: Heartbeat(w.o.Interval).String(), Images: w.o.Images, Nodes: []NodeStatus{}}
 	for name, ns := range w.nodes {
+		if ns.skip != "" {
+			s.Skipped = append(s.Skipped, SkippedNode{Node: name, Pool: ns.pool, Reason: ns.skip})
+		}
 		if !ns.probed {
 			continue
 		}
