@@ -159,14 +159,20 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 	// standby never removes what the leader's probes use
 	var left []string
 	var leadErr error
+	ectx, stopLeading := context.WithCancel(ctx)
+	defer stopLeading()
 	lead := func(ctx context.Context) {
 		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf, API: api, Version: Version,
 			IncludeCordoned: o.includeCordoned})
 		if err != nil {
-			leadErr = err
+			if ctx.Err() == nil { // not a lost lease: the watcher cannot run
+				leadErr = err
+				stopLeading()
+			}
 			return
 		}
 		current.Store(w)
+		defer current.Store(nil) // a standby serves its build info only
 		fmt.Fprintf(o.streams.ErrOut, "watch: probing every Ready node for %s every %s (run namespace %s)\n", strings.Join(o.images, ", "), o.interval, o.runNamespace)
 		left = w.Run(ctx)
 	}
@@ -176,8 +182,9 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 		logf("waiting to lead (lease " + o.runNamespace + "/pullpath-watch, identity " + id + ")")
 		e := &watch.Election{Leases: cs.Leases.Leases(o.runNamespace), Name: "pullpath-watch", Identity: id,
 			Duration: 30 * time.Second, Deadline: 20 * time.Second, Retry: 5 * time.Second, Logf: logf}
-		// Run returns once lead, and so its cleanup, is over, with the lease released
-		e.Run(ctx, lead)
+		// a lost lease (an API outage past the deadline, a control-plane upgrade) makes this a
+		// standby, not an exit; it returns once ctx ends and lead's cleanup is over
+		e.RunForever(ectx, lead)
 	} else {
 		lead(ctx)
 	}

@@ -72,6 +72,15 @@ func (e *Election) Run(ctx context.Context, lead func(context.Context)) bool {
 	}
 }
 
+// RunForever runs Run again each time lead ends with ctx alive: a leader that lost the lease (an
+// API outage longer than the deadline, a control-plane upgrade, another took it) becomes a
+// standby and leads again when it can; only ctx's end stops it.
+func (e *Election) RunForever(ctx context.Context, lead func(context.Context)) {
+	for e.Run(ctx, lead) && ctx.Err() == nil {
+		e.logf("standing by: waiting for the lease " + e.Name + " again")
+	}
+}
+
 // try takes the lease if it is free, or renews it if it is ours.
 func (e *Election) try(ctx context.Context) bool {
 	now := time.Now()

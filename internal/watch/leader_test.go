@@ -122,3 +122,48 @@ func TestElectionLostLease(t *testing.T) {
 		t.Error("c's Run says it led")
 	}
 }
+
+// A leader that lost the lease stands by and leads again once the lease is free; it never exits
+// while its context lives (issue 34 item 3).
+func TestElectionStandsByAfterALostLease(t *testing.T) {
+	fc := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	var leads atomic.Int32
+	led := make(chan int32, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		election(fc, "a").RunForever(ctx, func(lctx context.Context) {
+			led <- leads.Add(1)
+			<-lctx.Done()
+		})
+	}()
+	if n := <-led; n != 1 {
+		t.Fatalf("lead %d", n)
+	}
+	// another takes the lease, and lets it lapse (it stops renewing)
+	leases := fc.CoordinationV1().Leases("run")
+	l, err := leases.Get(context.Background(), "pullpath-watch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, now := "x", metav1.NewMicroTime(time.Now())
+	l.Spec.HolderIdentity, l.Spec.RenewTime = &x, &now
+	if _, err := leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-led:
+		if n != 2 {
+			t.Errorf("lead %d, want the second", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a did not lead again after x's lease lapsed")
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("RunForever did not return after its context ended")
+	}
+}
