@@ -17,9 +17,10 @@ import (
 // objectsAPI is a loopback API server holding labelled pods, ConfigMaps and Secrets per
 // namespace: lists (label selectors on the managed-by and run labels) and deletes, as cleanup uses them.
 type objectsAPI struct {
-	mu      sync.Mutex
-	objects map[string]map[string]string // "ns/kind/name" → labels
-	deleted []string
+	mu          sync.Mutex
+	objects     map[string]map[string]string // "ns/kind/name" → labels
+	annotations map[string]map[string]string // "ns/kind/name" → annotations
+	deleted     []string
 }
 
 func (a *objectsAPI) serve(t *testing.T) string {
@@ -41,9 +42,11 @@ func (a *objectsAPI) serve(t *testing.T) string {
 			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
 			return
 		}
-		sel := map[string]string{}
+		sel, not := map[string]string{}, map[string]string{}
 		for _, kv := range strings.Split(r.URL.Query().Get("labelSelector"), ",") {
-			if k, v, ok := strings.Cut(kv, "="); ok {
+			if k, v, ok := strings.Cut(kv, "!="); ok {
+				not[k] = v
+			} else if k, v, ok := strings.Cut(kv, "="); ok {
 				sel[k] = v
 			}
 		}
@@ -58,7 +61,13 @@ func (a *objectsAPI) serve(t *testing.T) string {
 					continue next
 				}
 			}
-			items = append(items, map[string]any{"metadata": map[string]any{"name": strings.TrimPrefix(key, ns+"/"+kind+"/"), "namespace": ns, "labels": labels}})
+			for k, v := range not {
+				if labels[k] == v {
+					continue next
+				}
+			}
+			items = append(items, map[string]any{"metadata": map[string]any{"name": strings.TrimPrefix(key, ns+"/"+kind+"/"), "namespace": ns, "labels": labels,
+				"annotations": a.annotations[key]}})
 		}
 		listKind := map[string]string{"pods": "PodList", "configmaps": "ConfigMapList", "secrets": "SecretList"}[kind]
 		_ = json.NewEncoder(w).Encode(map[string]any{"kind": listKind, "apiVersion": "v1", "metadata": map[string]any{}, "items": items})
@@ -140,5 +149,44 @@ func TestCleanupRefusedAtOnce(t *testing.T) {
 		if strings.Contains(r.errOut, "walk-secret-token-4711") || strings.Contains(r.errOut, "left behind") {
 			t.Errorf("%d: stderr %q", tc.code, r.errOut)
 		}
+	}
+}
+
+// cleanup spares a running watcher's objects (its loader and owners are in use: deleting them
+// failed every later probe) and says so; --include-watch deletes them; a watcher whose heartbeat
+// stopped is not running, and its leftovers go by default.
+func TestCleanupSparesARunningWatcher(t *testing.T) {
+	byWatch := map[string]string{"app.kubernetes.io/managed-by": "pullpath", "pullpath.dev/run": "ww", "pullpath.dev/by": "watch"}
+	watchKeys := []string{"pullpath/pods/pullpath-ww-probe-n1", "pullpath/configmaps/pullpath-run-ww", "pullpath/configmaps/pullpath-ww-loader-amd64", "pullpath/configmaps/pullpath-watch-status"}
+	objects := func(hb time.Time) *objectsAPI {
+		a := &objectsAPI{objects: map[string]map[string]string{"pullpath/configmaps/pullpath-run-aa": managed("aa", time.Now().Add(time.Hour))},
+			annotations: map[string]map[string]string{"pullpath/configmaps/pullpath-watch-status": {"pullpath.dev/heartbeat": strconv.FormatInt(hb.Unix(), 10)}}}
+		for _, k := range watchKeys {
+			a.objects[k] = byWatch
+		}
+		return a
+	}
+	a := objects(time.Now().Add(-20 * time.Second))
+	server := a.serve(t)
+	r := run(t, "", "cleanup", "--server", server)
+	if r.code != ExitOK || !strings.Contains(r.errOut, "a watcher runs in namespace pullpath") || !strings.Contains(r.errOut, "--include-watch deletes them") {
+		t.Errorf("exit %d, stderr %q", r.code, r.errOut)
+	}
+	if a.objects["pullpath/configmaps/pullpath-run-aa"] != nil {
+		t.Error("the verify run's owner was spared")
+	}
+	for _, k := range watchKeys {
+		if a.objects[k] == nil {
+			t.Errorf("%s of a running watcher was deleted", k)
+		}
+	}
+	r = run(t, "", "cleanup", "--include-watch", "--server", server)
+	if r.code != ExitOK || len(a.objects) != 0 || strings.Contains(r.errOut, "spared") {
+		t.Errorf("--include-watch: exit %d, stderr %q, left %v", r.code, r.errOut, a.objects)
+	}
+	a = objects(time.Now().Add(-time.Hour))
+	r = run(t, "", "cleanup", "--server", a.serve(t))
+	if r.code != ExitOK || len(a.objects) != 0 || strings.Contains(r.errOut, "spared") {
+		t.Errorf("a watcher silent for an hour: exit %d, stderr %q, left %v", r.code, r.errOut, a.objects)
 	}
 }

@@ -137,10 +137,9 @@ var Commands = []Access{
 		{"get", "pods/log", "", ScopeRun, RoleWatchRunner, Required, "the probes' full reports"},
 		{"list", "events", "", ScopeRun, RoleWatchRunner, Required, "why a probe pod could not start"},
 		{"create", "configmaps", "", ScopeRun, RoleWatchRunner, Required, "the owners, the loader and the status"},
-		{"update", "configmaps", "", ScopeRun, RoleWatchRunner, Required, "the status, after a change"},
+		{"update", "configmaps", "", ScopeRun, RoleWatchRunner, Required, "the status, after a change and every minute (the heartbeat cleanup reads)"},
 		{"list", "configmaps", "", ScopeRun, RoleWatchRunner, Required, "cleanup; the loader, re-checked before each probe pod"},
 		{"delete", "configmaps", "", ScopeRun, RoleWatchRunner, Required, "cleanup"},
-		{"list", "secrets", "", ScopeRun, RoleWatchRunner, Required, "cleanup (a watcher copies no secret: the list is empty)"},
 	}},
 	{"watch --leader-elect", []Right{
 		{"get", "leases", coordinationV1, ScopeRun, RoleWatchRunner, Required, "who leads"},
@@ -153,7 +152,7 @@ var Commands = []Access{
 	{"cleanup", []Right{
 		{"list", "pods", "", ScopeRun, RoleRunner, Required, "what verify runs left"},
 		{"delete", "pods", "", ScopeRun, RoleRunner, Required, "delete it"},
-		{"list", "configmaps", "", ScopeRun, RoleRunner, Required, "what verify runs left"},
+		{"list", "configmaps", "", ScopeRun, RoleRunner, Required, "what verify runs left; whether a watcher runs (its status heartbeat)"},
 		{"delete", "configmaps", "", ScopeRun, RoleRunner, Required, "delete it"},
 		{"list", "secrets", "", ScopeRun, RoleRunner, Required, "what verify runs left"},
 		{"delete", "secrets", "", ScopeRun, RoleRunner, Required, "delete it"},

@@ -77,8 +77,8 @@ func (p *Prober) Close(ctx context.Context) []string {
 }
 
 // RemoveWatchLeftovers deletes what watchers made in namespace ns (a killed one's probe pods,
-// owners, loaders, status), before a new watcher starts.
+// owners, loaders, status), before a new watcher starts. Watchers copy no Secret, so none is listed.
 func RemoveWatchLeftovers(ctx context.Context, cs *Client, ns string) error {
-	_, err := Cleanup(ctx, cs, CleanupOptions{Namespace: ns, Selector: LabelBy + "=" + ByWatch})
+	_, err := Cleanup(ctx, cs, CleanupOptions{Namespace: ns, Selector: LabelBy + "=" + ByWatch, NoSecrets: true})
 	return err
 }

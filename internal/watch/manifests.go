@@ -115,9 +115,6 @@ rules:
     resources: [configmaps]
     verbs: [list, create, update, delete]
   - apiGroups: [""]
-    resources: [secrets]
-    verbs: [list]
-  - apiGroups: [""]
     resources: [pods/attach]
     verbs: [get, create]   # a WebSocket upgrade is a GET, which the API server also checks for create
   - apiGroups: [""]

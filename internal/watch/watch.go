@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -162,7 +163,8 @@ func (w *Watcher) Run(ctx context.Context) []string {
 			return left
 		case <-tick.C:
 		}
-		if w.dirty && time.Since(lastStatus) > 10*time.Second {
+		// after a transition, and as a heartbeat that tells cleanup this watcher runs
+		if w.dirty && time.Since(lastStatus) > 10*time.Second || time.Since(lastStatus) >= cluster.WatchHeartbeat {
 			lastStatus = time.Now()
 			w.writeStatus(ctx)
 		}
@@ -409,7 +411,7 @@ func condition(n *corev1.Node) *corev1.NodeCondition {
 }
 
 // StatusConfigMap is where the watcher keeps `watch status` (in the run namespace).
-const StatusConfigMap = "pullpath-watch-status"
+const StatusConfigMap = cluster.WatchStatusConfigMap
 
 // Status is the JSON contract of `pullpath watch status -o json`.
 type Status struct {
@@ -460,8 +462,8 @@ func (w *Watcher) Snapshot() *Status {
 	return s
 }
 
-// writeStatus stores the snapshot in the status ConfigMap, at most every 10 s and only after a
-// transition: the API writes stay bounded by the changes, not the nodes.
+// writeStatus stores the snapshot in the status ConfigMap, at most every 10 s after a transition
+// and once a WatchHeartbeat: the API writes stay bounded by the changes, not the nodes.
 func (w *Watcher) writeStatus(ctx context.Context) {
 	b, err := json.Marshal(w.Snapshot())
 	if err != nil {
@@ -469,7 +471,8 @@ func (w *Watcher) writeStatus(ctx context.Context) {
 	}
 	ns := w.o.Probe.Namespace
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: StatusConfigMap, Namespace: ns,
-		Labels: map[string]string{cluster.LabelManaged: "pullpath", cluster.LabelBy: cluster.ByWatch, cluster.LabelRole: "status"}},
+		Labels:      map[string]string{cluster.LabelManaged: "pullpath", cluster.LabelBy: cluster.ByWatch, cluster.LabelRole: "status"},
+		Annotations: map[string]string{cluster.AnnotationHeartbeat: strconv.FormatInt(time.Now().Unix(), 10)}},
 		Data: map[string]string{"status.json": string(b)}}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
