@@ -170,7 +170,7 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 		host, _ := os.Hostname()
 		id := fmt.Sprintf("%s-%d", host, os.Getpid())
 		logf("waiting to lead (lease " + o.runNamespace + "/pullpath-watch, identity " + id + ")")
-		e := &watch.Election{Leases: cs.Leases.Leases(o.runNamespace), Name: "pullpath-watch", Identity: id,
+		e := &watch.Election{Leases: cs.Leases.Leases(o.runNamespace), Name: cluster.WatchLease, Identity: id,
 			Duration: 30 * time.Second, Deadline: 20 * time.Second, Retry: 5 * time.Second, Logf: logf}
 		// Run returns once lead, and so its cleanup, is over, with the lease released
 		e.Run(ctx, lead)

@@ -73,25 +73,34 @@ func deployRoles(t *testing.T) []deployRole {
 	return out
 }
 
-// grant is one verb on one resource of one API group, as an RBAC rule grants it.
-type grant struct{ group, resource, verb string }
+// grant is one verb on one resource of one API group, as an RBAC rule grants it, limited to the
+// object name when the rule names one.
+type grant struct{ group, resource, verb, name string }
 
 func (g grant) String() string {
-	if g.group != "" {
-		return g.verb + " " + g.resource + " (" + g.group + ")"
+	s := g.verb + " " + g.resource
+	if g.name != "" {
+		s += " named " + g.name
 	}
-	return g.verb + " " + g.resource
+	if g.group != "" {
+		s += " (" + g.group + ")"
+	}
+	return s
 }
 
-func grantOf(r Right) grant { return grant{r.Group, r.Resource, r.Verb} }
+func grantOf(r Right) grant { return grant{r.Group, r.Resource, r.Verb, r.Name} }
 
-// grants expands a role's rules; a rule pullpath's table cannot express (a wildcard, resource names,
-// non-resource URLs) is an error.
+// grants expands a role's rules; a rule pullpath's table cannot express (a wildcard, more than one
+// resource name, non-resource URLs) is an error.
 func (d deployRole) grants(t *testing.T) map[grant]bool {
 	out := map[grant]bool{}
 	for _, r := range d.rules {
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
-			t.Errorf("%s %s: a rule with resourceNames or nonResourceURLs: %+v", d.kind, d.name, r)
+		if len(r.ResourceNames) > 1 || len(r.NonResourceURLs) > 0 {
+			t.Errorf("%s %s: a rule with resourceNames beyond one, or nonResourceURLs: %+v", d.kind, d.name, r)
+		}
+		name := ""
+		if len(r.ResourceNames) == 1 {
+			name = r.ResourceNames[0]
 		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
@@ -99,7 +108,7 @@ func (d deployRole) grants(t *testing.T) map[grant]bool {
 					if g == "*" || res == "*" || v == "*" || strings.HasSuffix(res, "/*") {
 						t.Errorf("%s %s grants a wildcard: %s %s %s", d.kind, d.name, v, res, g)
 					}
-					out[grant{g, res, v}] = true
+					out[grant{g, res, v, name}] = true
 				}
 			}
 		}
@@ -184,8 +193,8 @@ func TestDeployRolesGrantExactlyWhatCommandsUse(t *testing.T) {
 // namespace only. The default `pod` line never names the unsafe role.
 func TestNoDefaultRoleGrantsExecLikeRights(t *testing.T) {
 	dangerous := []string{"nodes/proxy", "pods/exec", "pods/attach", "pods/portforward", "nodes", "pods/proxy", "services/proxy"}
-	allowed := map[string][]grant{RoleNodesProxy: {{"", "nodes/proxy", "get"}}, RoleRunner: {{"", "pods/attach", "create"}, {"", "pods/attach", "get"}},
-		RoleWatch: {{"", "nodes", "watch"}}, RoleWatchRunner: {{"", "pods/attach", "create"}, {"", "pods/attach", "get"}}}
+	allowed := map[string][]grant{RoleNodesProxy: {{"", "nodes/proxy", "get", ""}}, RoleRunner: {{"", "pods/attach", "create", ""}, {"", "pods/attach", "get", ""}},
+		RoleWatch: {{"", "nodes", "watch", ""}}, RoleWatchRunner: {{"", "pods/attach", "create", ""}, {"", "pods/attach", "get", ""}}}
 	for _, d := range deployRoles(t) {
 		for g := range d.grants(t) {
 			if slices.Contains([]string{"escalate", "bind", "impersonate"}, g.verb) {
@@ -501,6 +510,9 @@ func rightsTable() string {
 			res := "`" + r.Resource + "`"
 			if r.Group != "" {
 				res = "`" + r.Group + "/" + r.Resource + "`"
+			}
+			if r.Name != "" {
+				res += " named `" + r.Name + "`"
 			}
 			role := "none"
 			if r.Role != "" {

@@ -113,7 +113,12 @@ rules:
     verbs: [list, watch, create, delete]
   - apiGroups: [""]
     resources: [configmaps]
-    verbs: [list, create, update, delete]
+    verbs: [list, create, delete]
+  # update only the status: never the loader, an owner or another run's object
+  - apiGroups: [""]
+    resources: [configmaps]
+    resourceNames: [pullpath-watch-status]
+    verbs: [update]
   - apiGroups: [""]
     resources: [pods/attach]
     verbs: [get, create]   # a WebSocket upgrade is a GET, which the API server also checks for create
@@ -123,9 +128,14 @@ rules:
   - apiGroups: [""]
     resources: [events]
     verbs: [list]
+  # RBAC cannot limit create by name (the object does not exist yet); get and update it can
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, create, update]
+    verbs: [create]
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    resourceNames: [pullpath-watch]
+    verbs: [get, update]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -145,6 +155,7 @@ metadata:
 rules:
   - apiGroups: [""]
     resources: [configmaps]
+    resourceNames: [pullpath-watch-status]
     verbs: [get]
 ---
 apiVersion: apps/v1
