@@ -7,11 +7,18 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pullpath/pullpath/internal/watch"
 )
 
 // objectsAPI is a loopback API server holding labelled pods, ConfigMaps and Secrets per
@@ -188,5 +195,67 @@ func TestCleanupSparesARunningWatcher(t *testing.T) {
 	r = run(t, "", "cleanup", "--server", a.serve(t))
 	if r.code != ExitOK || len(a.objects) != 0 || strings.Contains(r.errOut, "spared") {
 		t.Errorf("a watcher silent for an hour: exit %d, stderr %q, left %v", r.code, r.errOut, a.objects)
+	}
+}
+
+// The watch manifests' CronJob runs a cleanup command line this binary accepts, as the janitor's
+// ServiceAccount bound to the janitor's Role: it deletes a killed run's expired pull-secret copy
+// and leaves a run in flight and a watcher's objects alone.
+func TestJanitorCronJobRunsCleanupExpired(t *testing.T) {
+	manifests := watch.Manifests(watch.ManifestOptions{Images: []string{"registry.example/app:1"}, WatcherImage: "registry.example/tools/pullpath:v1",
+		Namespace: "ops", Interval: "15m", MetricsPort: 9464, Replicas: 2, ServiceAccount: "pullpath-watch"})
+	var cron *batchv1.CronJob
+	var binding *rbacv1.RoleBinding
+	for _, doc := range strings.Split(manifests, "\n---\n") {
+		var head struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatal(err)
+		}
+		switch head.Kind {
+		case "CronJob":
+			cron = &batchv1.CronJob{}
+			if err := yaml.UnmarshalStrict([]byte(doc), cron); err != nil {
+				t.Fatal(err)
+			}
+		case "RoleBinding":
+			var b rbacv1.RoleBinding
+			if err := yaml.UnmarshalStrict([]byte(doc), &b); err != nil {
+				t.Fatal(err)
+			}
+			if b.RoleRef.Name == "pullpath-janitor" {
+				binding = &b
+			}
+		}
+	}
+	if cron == nil || binding == nil {
+		t.Fatalf("manifests: CronJob %v, janitor RoleBinding %v", cron != nil, binding != nil)
+	}
+	pod := cron.Spec.JobTemplate.Spec.Template.Spec
+	if cron.Namespace != "ops" || cron.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || len(pod.Containers) != 1 || pod.Containers[0].Image != "registry.example/tools/pullpath:v1" {
+		t.Errorf("CronJob %s/%s, concurrency %s, containers %+v", cron.Namespace, cron.Name, cron.Spec.ConcurrencyPolicy, pod.Containers)
+	}
+	if len(binding.Subjects) != 1 || binding.Subjects[0].Name != pod.ServiceAccountName || binding.Namespace != "ops" {
+		t.Errorf("the janitor's Role is bound to %+v in %s; the CronJob runs as %s", binding.Subjects, binding.Namespace, pod.ServiceAccountName)
+	}
+	cmd := pod.Containers[0].Command
+	if len(cmd) < 2 || cmd[0] != "/pullpath" || cmd[1] != "cleanup" || !slices.Contains(cmd, "--expired") {
+		t.Fatalf("the CronJob runs %q, want /pullpath cleanup --expired", cmd)
+	}
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	a := &objectsAPI{objects: map[string]map[string]string{
+		"ops/secrets/pullpath-aa-pull-1":   managed("aa", past),
+		"ops/configmaps/pullpath-run-aa":   managed("aa", past),
+		"ops/secrets/pullpath-bb-pull-1":   managed("bb", future),
+		"ops/configmaps/pullpath-ww-owner": {"app.kubernetes.io/managed-by": "pullpath", "pullpath.dev/run": "ww", "pullpath.dev/by": "watch"},
+	}}
+	r := run(t, "", append(slices.Clone(cmd[1:]), "--server", a.serve(t))...)
+	if r.code != ExitOK {
+		t.Fatalf("%q: exit %d, stderr %s", cmd, r.code, r.errOut)
+	}
+	for k, want := range map[string]bool{"ops/secrets/pullpath-aa-pull-1": false, "ops/configmaps/pullpath-run-aa": false,
+		"ops/secrets/pullpath-bb-pull-1": true, "ops/configmaps/pullpath-ww-owner": true} {
+		if _, ok := a.objects[k]; ok != want {
+			t.Errorf("%s: still there %v, want %v", k, ok, want)
+		}
 	}
 }

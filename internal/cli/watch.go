@@ -319,12 +319,13 @@ func newWatchManifestsCmd(s Streams) *cobra.Command {
 	o := watch.ManifestOptions{}
 	cmd := &cobra.Command{
 		Use:   "manifests --image IMAGE --watcher-image REF",
-		Short: "Print the in-cluster install: namespace, RBAC, Deployment",
+		Short: "Print the in-cluster install: namespace, RBAC, Deployment, janitor, admission",
 		Long: `Print what runs watch in the cluster, for kubectl apply -f -: the run namespace (Pod
 Security privileged, for the probe pods), a ServiceAccount with exactly watch's rights
-(docs/rbac.md), and a Deployment whose replicas elect one leader (a Lease). --watcher-image
-is an image with the full pullpath binary at /pullpath. deploy/watch/watch.yaml is this
-output for a placeholder image.
+(docs/rbac.md), a Deployment whose replicas elect one leader (a Lease), a CronJob that runs
+cleanup --expired, and an admission policy that admits only the probe pod's shape there.
+--watcher-image is an image with the full pullpath binary at /pullpath.
+deploy/watch/watch.yaml is this output for a placeholder image.
 
 Exit codes: 0 printed, 2 a bad flag.
 ` + manual("watch.md"),

@@ -54,6 +54,7 @@ const (
 	RoleWatchEvents = "pullpath-watch-events"
 	RoleWatchRunner = "pullpath-watch-runner"
 	RoleWatchStatus = "pullpath-watch-status"
+	RoleJanitor     = "pullpath-janitor" // the manifests' CronJob: cleanup --expired
 	// WatchLease is the Lease the watchers elect their leader with (in the run namespace).
 	WatchLease = "pullpath-watch"
 )
@@ -160,6 +161,14 @@ var Commands = []Access{
 		{"list", "secrets", "", ScopeRun, RoleRunner, Required, "what verify runs left", ""},
 		{"delete", "secrets", "", ScopeRun, RoleRunner, Required, "delete it", ""},
 	}},
+	{"cleanup --expired (the watch manifests' CronJob)", []Right{
+		{"list", "pods", "", ScopeRun, RoleJanitor, Required, "what killed verify runs left", ""},
+		{"delete", "pods", "", ScopeRun, RoleJanitor, Required, "delete it, once expired", ""},
+		{"list", "configmaps", "", ScopeRun, RoleJanitor, Required, "what killed verify runs left; whether a watcher runs", ""},
+		{"delete", "configmaps", "", ScopeRun, RoleJanitor, Required, "delete it, once expired", ""},
+		{"list", "secrets", "", ScopeRun, RoleJanitor, Required, "the pull-secret copies killed runs left", ""},
+		{"delete", "secrets", "", ScopeRun, RoleJanitor, Required, "delete them, once expired", ""},
+	}},
 }
 
 // Bindings say how docs/rbac.md binds each role: cluster-wide (a ClusterRoleBinding), or with a
@@ -175,6 +184,7 @@ var Bindings = map[string][]Scope{
 	RoleWatchEvents: {ScopeEvents},
 	RoleWatchRunner: {ScopeRun},
 	RoleWatchStatus: {ScopeRun},
+	RoleJanitor:     {ScopeRun},
 }
 
 // Lines returns the rights of the command lines named ("verify", "verify --pod"), in order.

@@ -416,6 +416,20 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 		{"verify --from-pod", []string{"verify", "verify --from-pod"}, map[string]Scope{"pullpath": ScopeRun, "shop": ScopeFromPod},
 			verify(withOpts(func(o *VerifyOptions) { o.ProbeImage, o.ProbeFromPod, o.Binary = probeImg, "shop/web-new", nil }), withCorp(),
 				func(fc *fake.Clientset) { podReachesNodeDoesNot(fc, new([]corev1.EphemeralContainer)) })},
+		{"cleanup --expired", []string{"cleanup --expired (the watch manifests' CronJob)"}, map[string]Scope{"pullpath": ScopeRun}, func(t *testing.T) ([]observed, []observed) {
+			objs := leftovers()
+			for _, ob := range objs {
+				ob.(metav1.Object).GetLabels()[LabelExpires] = "1"
+			}
+			fc := fake.NewClientset(objs...)
+			if left, err := Cleanup(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, CleanupOptions{Namespace: "pullpath", Expired: true}); len(left) != 0 || err != nil {
+				t.Errorf("left %v (%v)", left, err)
+			}
+			if n := len(remainingIn(fc)); n != 0 {
+				t.Errorf("%d expired objects were not deleted", n)
+			}
+			return fromActions(fc.Actions()), nil
+		}},
 		{"cleanup", []string{"cleanup"}, map[string]Scope{"pullpath": ScopeRun}, func(t *testing.T) ([]observed, []observed) {
 			fc := fake.NewClientset(leftovers()...)
 			if left, err := Cleanup(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, CleanupOptions{Namespace: "pullpath"}); len(left) != 0 || err != nil {

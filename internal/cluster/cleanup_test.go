@@ -38,6 +38,11 @@ func watchAndRunObjects(hb time.Duration, none bool) []runtime.Object {
 
 func remaining(t *testing.T, fc *fake.Clientset) []string {
 	t.Helper()
+	return remainingIn(fc)
+}
+
+// remainingIn lists the pods, ConfigMaps and Secrets of namespace pullpath.
+func remainingIn(fc *fake.Clientset) []string {
 	var out []string
 	ctx := context.Background()
 	pods, _ := fc.CoreV1().Pods("pullpath").List(ctx, metav1.ListOptions{})
