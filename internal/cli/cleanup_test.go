@@ -7,19 +7,27 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/pullpath/pullpath/internal/watch"
 )
 
 // objectsAPI is a loopback API server holding labelled pods, ConfigMaps and Secrets per
 // namespace: lists (label selectors on the managed-by and run labels) and deletes, as cleanup uses them.
 type objectsAPI struct {
-	mu      sync.Mutex
-	objects map[string]map[string]string // "ns/kind/name" → labels
-	deleted []string
+	mu          sync.Mutex
+	objects     map[string]map[string]string // "ns/kind/name" → labels
+	annotations map[string]map[string]string // "ns/kind/name" → annotations
+	deleted     []string
 }
 
 func (a *objectsAPI) serve(t *testing.T) string {
@@ -41,9 +49,11 @@ func (a *objectsAPI) serve(t *testing.T) string {
 			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
 			return
 		}
-		sel := map[string]string{}
+		sel, not := map[string]string{}, map[string]string{}
 		for _, kv := range strings.Split(r.URL.Query().Get("labelSelector"), ",") {
-			if k, v, ok := strings.Cut(kv, "="); ok {
+			if k, v, ok := strings.Cut(kv, "!="); ok {
+				not[k] = v
+			} else if k, v, ok := strings.Cut(kv, "="); ok {
 				sel[k] = v
 			}
 		}
@@ -58,7 +68,13 @@ func (a *objectsAPI) serve(t *testing.T) string {
 					continue next
 				}
 			}
-			items = append(items, map[string]any{"metadata": map[string]any{"name": strings.TrimPrefix(key, ns+"/"+kind+"/"), "namespace": ns, "labels": labels}})
+			for k, v := range not {
+				if labels[k] == v {
+					continue next
+				}
+			}
+			items = append(items, map[string]any{"metadata": map[string]any{"name": strings.TrimPrefix(key, ns+"/"+kind+"/"), "namespace": ns, "labels": labels,
+				"annotations": a.annotations[key]}})
 		}
 		listKind := map[string]string{"pods": "PodList", "configmaps": "ConfigMapList", "secrets": "SecretList"}[kind]
 		_ = json.NewEncoder(w).Encode(map[string]any{"kind": listKind, "apiVersion": "v1", "metadata": map[string]any{}, "items": items})
@@ -139,6 +155,107 @@ func TestCleanupRefusedAtOnce(t *testing.T) {
 		}
 		if strings.Contains(r.errOut, "walk-secret-token-4711") || strings.Contains(r.errOut, "left behind") {
 			t.Errorf("%d: stderr %q", tc.code, r.errOut)
+		}
+	}
+}
+
+// cleanup spares a running watcher's objects (its loader and owners are in use: deleting them
+// failed every later probe) and says so; --include-watch deletes them; a watcher whose heartbeat
+// stopped is not running, and its leftovers go by default.
+func TestCleanupSparesARunningWatcher(t *testing.T) {
+	byWatch := map[string]string{"app.kubernetes.io/managed-by": "pullpath", "pullpath.dev/run": "ww", "pullpath.dev/by": "watch"}
+	watchKeys := []string{"pullpath/pods/pullpath-ww-probe-n1", "pullpath/configmaps/pullpath-run-ww", "pullpath/configmaps/pullpath-ww-loader-amd64", "pullpath/configmaps/pullpath-watch-status"}
+	objects := func(hb time.Time) *objectsAPI {
+		a := &objectsAPI{objects: map[string]map[string]string{"pullpath/configmaps/pullpath-run-aa": managed("aa", time.Now().Add(time.Hour))},
+			annotations: map[string]map[string]string{"pullpath/configmaps/pullpath-watch-status": {"pullpath.dev/heartbeat": strconv.FormatInt(hb.Unix(), 10)}}}
+		for _, k := range watchKeys {
+			a.objects[k] = byWatch
+		}
+		return a
+	}
+	a := objects(time.Now().Add(-20 * time.Second))
+	server := a.serve(t)
+	r := run(t, "", "cleanup", "--server", server)
+	if r.code != ExitOK || !strings.Contains(r.errOut, "a watcher runs in namespace pullpath") || !strings.Contains(r.errOut, "--include-watch deletes them") {
+		t.Errorf("exit %d, stderr %q", r.code, r.errOut)
+	}
+	if a.objects["pullpath/configmaps/pullpath-run-aa"] != nil {
+		t.Error("the verify run's owner was spared")
+	}
+	for _, k := range watchKeys {
+		if a.objects[k] == nil {
+			t.Errorf("%s of a running watcher was deleted", k)
+		}
+	}
+	r = run(t, "", "cleanup", "--include-watch", "--server", server)
+	if r.code != ExitOK || len(a.objects) != 0 || strings.Contains(r.errOut, "spared") {
+		t.Errorf("--include-watch: exit %d, stderr %q, left %v", r.code, r.errOut, a.objects)
+	}
+	a = objects(time.Now().Add(-time.Hour))
+	r = run(t, "", "cleanup", "--server", a.serve(t))
+	if r.code != ExitOK || len(a.objects) != 0 || strings.Contains(r.errOut, "spared") {
+		t.Errorf("a watcher silent for an hour: exit %d, stderr %q, left %v", r.code, r.errOut, a.objects)
+	}
+}
+
+// The watch manifests' CronJob runs a cleanup command line this binary accepts, as the janitor's
+// ServiceAccount bound to the janitor's Role: it deletes a killed run's expired pull-secret copy
+// and leaves a run in flight and a watcher's objects alone.
+func TestJanitorCronJobRunsCleanupExpired(t *testing.T) {
+	manifests := watch.Manifests(watch.ManifestOptions{Images: []string{"registry.example/app:1"}, WatcherImage: "registry.example/tools/pullpath:v1",
+		Namespace: "ops", Interval: "15m", MetricsPort: 9464, Replicas: 2, ServiceAccount: "pullpath-watch"})
+	var cron *batchv1.CronJob
+	var binding *rbacv1.RoleBinding
+	for _, doc := range strings.Split(manifests, "\n---\n") {
+		var head struct{ Kind string }
+		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+			t.Fatal(err)
+		}
+		switch head.Kind {
+		case "CronJob":
+			cron = &batchv1.CronJob{}
+			if err := yaml.UnmarshalStrict([]byte(doc), cron); err != nil {
+				t.Fatal(err)
+			}
+		case "RoleBinding":
+			var b rbacv1.RoleBinding
+			if err := yaml.UnmarshalStrict([]byte(doc), &b); err != nil {
+				t.Fatal(err)
+			}
+			if b.RoleRef.Name == "pullpath-janitor" {
+				binding = &b
+			}
+		}
+	}
+	if cron == nil || binding == nil {
+		t.Fatalf("manifests: CronJob %v, janitor RoleBinding %v", cron != nil, binding != nil)
+	}
+	pod := cron.Spec.JobTemplate.Spec.Template.Spec
+	if cron.Namespace != "ops" || cron.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || len(pod.Containers) != 1 || pod.Containers[0].Image != "registry.example/tools/pullpath:v1" {
+		t.Errorf("CronJob %s/%s, concurrency %s, containers %+v", cron.Namespace, cron.Name, cron.Spec.ConcurrencyPolicy, pod.Containers)
+	}
+	if len(binding.Subjects) != 1 || binding.Subjects[0].Name != pod.ServiceAccountName || binding.Namespace != "ops" {
+		t.Errorf("the janitor's Role is bound to %+v in %s; the CronJob runs as %s", binding.Subjects, binding.Namespace, pod.ServiceAccountName)
+	}
+	cmd := pod.Containers[0].Command
+	if len(cmd) < 2 || cmd[0] != "/pullpath" || cmd[1] != "cleanup" || !slices.Contains(cmd, "--expired") {
+		t.Fatalf("the CronJob runs %q, want /pullpath cleanup --expired", cmd)
+	}
+	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	a := &objectsAPI{objects: map[string]map[string]string{
+		"ops/secrets/pullpath-aa-pull-1":   managed("aa", past),
+		"ops/configmaps/pullpath-run-aa":   managed("aa", past),
+		"ops/secrets/pullpath-bb-pull-1":   managed("bb", future),
+		"ops/configmaps/pullpath-ww-owner": {"app.kubernetes.io/managed-by": "pullpath", "pullpath.dev/run": "ww", "pullpath.dev/by": "watch"},
+	}}
+	r := run(t, "", append(slices.Clone(cmd[1:]), "--server", a.serve(t))...)
+	if r.code != ExitOK {
+		t.Fatalf("%q: exit %d, stderr %s", cmd, r.code, r.errOut)
+	}
+	for k, want := range map[string]bool{"ops/secrets/pullpath-aa-pull-1": false, "ops/configmaps/pullpath-run-aa": false,
+		"ops/secrets/pullpath-bb-pull-1": true, "ops/configmaps/pullpath-ww-owner": true} {
+		if _, ok := a.objects[k]; ok != want {
+			t.Errorf("%s: still there %v, want %v", k, ok, want)
 		}
 	}
 }

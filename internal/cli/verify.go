@@ -270,6 +270,7 @@ type cleanupOptions struct {
 	run          string
 	runNamespace string
 	expired      bool
+	includeWatch bool
 	timeout      time.Duration
 	output       string
 }
@@ -281,7 +282,8 @@ func newCleanupCmd(s Streams) *cobra.Command {
 		Short: "Delete what verify runs left behind (pods, ConfigMaps, Secrets labelled app.kubernetes.io/managed-by=pullpath)",
 		Long: `Delete every object pullpath verify made in the run namespace, of one run (--run)
 or of all, and wait until they are gone: for a run that was killed. --expired
-deletes only objects whose run is surely over (label pullpath.dev/expires).
+deletes only objects whose run is surely over (label pullpath.dev/expires). A running
+watcher's objects are spared (its status heartbeat is recent); --include-watch takes them too.
 
 Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not
 run (no cluster, refused credentials, no rights, an API error, a bad flag).
@@ -325,7 +327,20 @@ run (no cluster, refused credentials, no rights, an API error, a bad flag).
 			if _, err := cs.Core.Pods(o.runNamespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
 				return cleanupRefusal(err, o.runNamespace)
 			}
-			left, err := cluster.Cleanup(ctx, cs, cluster.CleanupOptions{Namespace: o.runNamespace, Run: o.run, Expired: o.expired})
+			co := cluster.CleanupOptions{Namespace: o.runNamespace, Run: o.run, Expired: o.expired}
+			if !o.includeWatch {
+				// a running watcher's loader and owners are in use: deleting them fails its probes
+				live, since, err := cluster.LiveWatch(ctx, cs, o.runNamespace)
+				if err != nil {
+					return fmt.Errorf("cleanup: cannot tell whether a watcher runs in namespace %s (a list of its ConfigMaps: %v) — nothing was deleted", o.runNamespace, err)
+				}
+				if live {
+					co.Selector = cluster.NotByWatch
+					fmt.Fprintf(o.streams.ErrOut, "cleanup: a watcher runs in namespace %s (heartbeat %s ago): its objects are spared (--include-watch deletes them)\n",
+						o.runNamespace, time.Since(since).Round(time.Second))
+				}
+			}
+			left, err := cluster.Cleanup(ctx, cs, co)
 			if err != nil {
 				return cleanupRefusal(err, o.runNamespace)
 			}
@@ -349,6 +364,7 @@ run (no cluster, refused credentials, no rights, an API error, a bad flag).
 	cmd.Flags().StringVar(&o.run, "run", "", "only this run's objects (the id verify prints); default every run")
 	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", "pullpath", "the namespace verify ran in (-n alone means the same)")
 	cmd.Flags().BoolVar(&o.expired, "expired", false, "only objects whose run is surely over (label pullpath.dev/expires in the past)")
+	cmd.Flags().BoolVar(&o.includeWatch, "include-watch", false, "also a running watcher's objects (default: spared while its status heartbeat is recent)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", time.Minute, "bound on the whole cleanup, retries while the API server is away included")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	return cmd

@@ -180,7 +180,7 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 		host, _ := os.Hostname()
 		id := fmt.Sprintf("%s-%d", host, os.Getpid())
 		logf("waiting to lead (lease " + o.runNamespace + "/pullpath-watch, identity " + id + ")")
-		e := &watch.Election{Leases: cs.Leases.Leases(o.runNamespace), Name: "pullpath-watch", Identity: id,
+		e := &watch.Election{Leases: cs.Leases.Leases(o.runNamespace), Name: cluster.WatchLease, Identity: id,
 			Duration: 30 * time.Second, Deadline: 20 * time.Second, Retry: 5 * time.Second, Logf: logf}
 		// a lost lease (an API outage past the deadline, a control-plane upgrade) makes this a
 		// standby, not an exit; it returns once ctx ends and lead's cleanup is over
@@ -349,12 +349,13 @@ func newWatchManifestsCmd(s Streams) *cobra.Command {
 	o := watch.ManifestOptions{}
 	cmd := &cobra.Command{
 		Use:   "manifests --image IMAGE --watcher-image REF",
-		Short: "Print the in-cluster install: namespace, RBAC, Deployment",
+		Short: "Print the in-cluster install: namespace, RBAC, Deployment, janitor, admission",
 		Long: `Print what runs watch in the cluster, for kubectl apply -f -: the run namespace (Pod
 Security privileged, for the probe pods), a ServiceAccount with exactly watch's rights
-(docs/rbac.md), and a Deployment whose replicas elect one leader (a Lease). --watcher-image
-is an image with the full pullpath binary at /pullpath. deploy/watch/watch.yaml is this
-output for a placeholder image.
+(docs/rbac.md), a Deployment whose replicas elect one leader (a Lease), a CronJob that runs
+cleanup --expired, and an admission policy that admits only the probe pod's shape there.
+--watcher-image is an image with the full pullpath binary at /pullpath.
+deploy/watch/watch.yaml is this output for a placeholder image.
 
 Exit codes: 0 printed, 2 a bad flag.
 ` + manual("watch.md"),

@@ -73,25 +73,34 @@ func deployRoles(t *testing.T) []deployRole {
 	return out
 }
 
-// grant is one verb on one resource of one API group, as an RBAC rule grants it.
-type grant struct{ group, resource, verb string }
+// grant is one verb on one resource of one API group, as an RBAC rule grants it, limited to the
+// object name when the rule names one.
+type grant struct{ group, resource, verb, name string }
 
 func (g grant) String() string {
-	if g.group != "" {
-		return g.verb + " " + g.resource + " (" + g.group + ")"
+	s := g.verb + " " + g.resource
+	if g.name != "" {
+		s += " named " + g.name
 	}
-	return g.verb + " " + g.resource
+	if g.group != "" {
+		s += " (" + g.group + ")"
+	}
+	return s
 }
 
-func grantOf(r Right) grant { return grant{r.Group, r.Resource, r.Verb} }
+func grantOf(r Right) grant { return grant{r.Group, r.Resource, r.Verb, r.Name} }
 
-// grants expands a role's rules; a rule pullpath's table cannot express (a wildcard, resource names,
-// non-resource URLs) is an error.
+// grants expands a role's rules; a rule pullpath's table cannot express (a wildcard, more than one
+// resource name, non-resource URLs) is an error.
 func (d deployRole) grants(t *testing.T) map[grant]bool {
 	out := map[grant]bool{}
 	for _, r := range d.rules {
-		if len(r.ResourceNames) > 0 || len(r.NonResourceURLs) > 0 {
-			t.Errorf("%s %s: a rule with resourceNames or nonResourceURLs: %+v", d.kind, d.name, r)
+		if len(r.ResourceNames) > 1 || len(r.NonResourceURLs) > 0 {
+			t.Errorf("%s %s: a rule with resourceNames beyond one, or nonResourceURLs: %+v", d.kind, d.name, r)
+		}
+		name := ""
+		if len(r.ResourceNames) == 1 {
+			name = r.ResourceNames[0]
 		}
 		for _, g := range r.APIGroups {
 			for _, res := range r.Resources {
@@ -99,7 +108,7 @@ func (d deployRole) grants(t *testing.T) map[grant]bool {
 					if g == "*" || res == "*" || v == "*" || strings.HasSuffix(res, "/*") {
 						t.Errorf("%s %s grants a wildcard: %s %s %s", d.kind, d.name, v, res, g)
 					}
-					out[grant{g, res, v}] = true
+					out[grant{g, res, v, name}] = true
 				}
 			}
 		}
@@ -184,8 +193,8 @@ func TestDeployRolesGrantExactlyWhatCommandsUse(t *testing.T) {
 // namespace only. The default `pod` line never names the unsafe role.
 func TestNoDefaultRoleGrantsExecLikeRights(t *testing.T) {
 	dangerous := []string{"nodes/proxy", "pods/exec", "pods/attach", "pods/portforward", "nodes", "pods/proxy", "services/proxy"}
-	allowed := map[string][]grant{RoleNodesProxy: {{"", "nodes/proxy", "get"}}, RoleRunner: {{"", "pods/attach", "create"}, {"", "pods/attach", "get"}},
-		RoleWatch: {{"", "nodes", "watch"}}, RoleWatchRunner: {{"", "pods/attach", "create"}, {"", "pods/attach", "get"}}}
+	allowed := map[string][]grant{RoleNodesProxy: {{"", "nodes/proxy", "get", ""}}, RoleRunner: {{"", "pods/attach", "create", ""}, {"", "pods/attach", "get", ""}},
+		RoleWatch: {{"", "nodes", "watch", ""}}, RoleWatchRunner: {{"", "pods/attach", "create", ""}, {"", "pods/attach", "get", ""}}}
 	for _, d := range deployRoles(t) {
 		for g := range d.grants(t) {
 			if slices.Contains([]string{"escalate", "bind", "impersonate"}, g.verb) {
@@ -407,6 +416,20 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 		{"verify --from-pod", []string{"verify", "verify --from-pod"}, map[string]Scope{"pullpath": ScopeRun, "shop": ScopeFromPod},
 			verify(withOpts(func(o *VerifyOptions) { o.ProbeImage, o.ProbeFromPod, o.Binary = probeImg, "shop/web-new", nil }), withCorp(),
 				func(fc *fake.Clientset) { podReachesNodeDoesNot(fc, new([]corev1.EphemeralContainer)) })},
+		{"cleanup --expired", []string{"cleanup --expired (the watch manifests' CronJob)"}, map[string]Scope{"pullpath": ScopeRun}, func(t *testing.T) ([]observed, []observed) {
+			objs := leftovers()
+			for _, ob := range objs {
+				ob.(metav1.Object).GetLabels()[LabelExpires] = "1"
+			}
+			fc := fake.NewClientset(objs...)
+			if left, err := Cleanup(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, CleanupOptions{Namespace: "pullpath", Expired: true}); len(left) != 0 || err != nil {
+				t.Errorf("left %v (%v)", left, err)
+			}
+			if n := len(remainingIn(fc)); n != 0 {
+				t.Errorf("%d expired objects were not deleted", n)
+			}
+			return fromActions(fc.Actions()), nil
+		}},
 		{"cleanup", []string{"cleanup"}, map[string]Scope{"pullpath": ScopeRun}, func(t *testing.T) ([]observed, []observed) {
 			fc := fake.NewClientset(leftovers()...)
 			if left, err := Cleanup(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1())}, CleanupOptions{Namespace: "pullpath"}); len(left) != 0 || err != nil {
@@ -501,6 +524,9 @@ func rightsTable() string {
 			res := "`" + r.Resource + "`"
 			if r.Group != "" {
 				res = "`" + r.Group + "/" + r.Resource + "`"
+			}
+			if r.Name != "" {
+				res += " named `" + r.Name + "`"
 			}
 			role := "none"
 			if r.Role != "" {

@@ -25,9 +25,50 @@ const cleanupPass = 10 * time.Second
 // run on a schedule without touching a run in flight.
 const LabelExpires = "pullpath.dev/expires"
 
+// WatchStatusConfigMap is the watcher's status (in its run namespace). Its AnnotationHeartbeat
+// annotation says when the watcher last wrote it: at least every WatchHeartbeat.
+const WatchStatusConfigMap = "pullpath-watch-status"
+
+const (
+	// AnnotationHeartbeat annotates the watcher's status ConfigMap with the Unix time of its last write.
+	AnnotationHeartbeat = "pullpath.dev/heartbeat"
+	// WatchHeartbeat is how often a running watcher writes its status at least.
+	WatchHeartbeat = time.Minute
+	// watchAlive is how long after a heartbeat a watcher counts as running: three missed
+	// heartbeats, and clock skew between the watcher's machine and cleanup's.
+	watchAlive = 5 * WatchHeartbeat
+	// NotByWatch selects the objects no watcher made (a label selector).
+	NotByWatch = LabelBy + "!=" + ByWatch
+)
+
+// LiveWatch reports whether a watcher is running in namespace ns: its status ConfigMap's
+// heartbeat is recent. It needs only cleanup's own list on ConfigMaps; since is the heartbeat.
+func LiveWatch(ctx context.Context, cs *Client, ns string) (live bool, since time.Time, err error) {
+	cms, err := cs.Core.ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelManaged + "=pullpath," + LabelBy + "=" + ByWatch})
+	if err != nil {
+		return false, time.Time{}, err
+	}
+	for _, c := range cms.Items {
+		if c.Name != WatchStatusConfigMap {
+			continue
+		}
+		t, err := strconv.ParseInt(c.Annotations[AnnotationHeartbeat], 10, 64)
+		if err != nil {
+			continue
+		}
+		hb := time.Unix(t, 0)
+		if d := time.Since(hb); d < watchAlive && d > -watchAlive {
+			return true, hb, nil
+		}
+	}
+	return false, time.Time{}, nil
+}
+
 // cleanup deletes every object of the run, then lists what is left.
 func (r *run) cleanup(ctx context.Context) []string {
-	left, err := Cleanup(ctx, r.cs, CleanupOptions{Namespace: r.o.Namespace, Run: r.id, DropNamespace: r.madeNS})
+	// a watcher copies no secret: it neither lists nor holds the right to read them
+	noSecrets := r.by == ByWatch && len(r.secrets) == 0
+	left, err := Cleanup(ctx, r.cs, CleanupOptions{Namespace: r.o.Namespace, Run: r.id, DropNamespace: r.madeNS, NoSecrets: noSecrets})
 	if err != nil && len(left) == 0 {
 		left = []string{"objects of run " + r.id + " in namespace " + r.o.Namespace + " (" + shortErr(err) + ")"}
 	}
@@ -41,6 +82,7 @@ type CleanupOptions struct {
 	Expired       bool   // only objects whose LabelExpires is past
 	Selector      string // more label requirements (key=value,…)
 	DropNamespace bool   // delete the namespace too, and wait until it is gone
+	NoSecrets     bool   // the caller made no Secret (a watcher): none is listed
 	// Logf, when set, says what a retry retries (once per distinct error): a long-lived caller
 	// must not wait on an API server in silence
 	Logf func(string)
@@ -99,6 +141,9 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 					return nil, err
 				}
 			}
+		}
+		if o.NoSecrets {
+			return found, nil
 		}
 		secs, err := cs.Core.Secrets(ns).List(ctx, lo)
 		if err != nil {

@@ -89,6 +89,9 @@ func (r *run) prepare(ctx context.Context) error {
 	case err != nil:
 		return apiError(err, "get", "namespaces", "", ns)
 	}
+	if err := r.admitProbe(ctx); err != nil {
+		return err
+	}
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-" + r.id, Namespace: ns, Labels: r.labels("owner")},
 		Data: map[string]string{"image": r.o.Image, "started": time.Now().UTC().Format(time.RFC3339)}}
 	o, err := r.cs.Core.ConfigMaps(ns).Create(ctx, owner, metav1.CreateOptions{})
@@ -103,6 +106,42 @@ func (r *run) prepare(ctx context.Context) error {
 	}
 	r.owner = o
 	return r.copySecrets(ctx)
+}
+
+// admitProbe asks the API server, with a dry run, whether it admits the probe pod in the run
+// namespace, before the owner, loader and secret copies exist: a namespace that enforces Pod
+// Security baseline or restricted (or an admission policy) refuses every probe pod, and the run
+// stops here with the refusal, not after making its objects. The dry run is create pods, which
+// verify and watch hold; --from-pod makes no probe pod there.
+func (r *run) admitProbe(ctx context.Context) error {
+	if r.o.ProbeFromPod != "" {
+		return nil
+	}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "dry-run"}}
+	var p *corev1.Pod
+	if r.o.ProbeImage != "" {
+		p = r.probeSpec("pullpath-"+r.id+"-admit", n, nil, r.o.ProbeImage)
+	} else {
+		// the shape of the delivered probe: the loader on a sandbox image, the parts projected
+		d := &delivery{mode: r.mode, loader: "pullpath-" + r.id + "-loader", parts: []string{"pullpath-" + r.id + "-bin-000"}, size: 1 << 20, sha256: strings.Repeat("0", 64)}
+		p = r.probeSpec("pullpath-"+r.id+"-admit", n, d, SandboxRepos[0]+":3.10")
+	}
+	ns := r.o.Namespace
+	_, err := r.cs.Core.Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	var se apierrors.APIStatus
+	switch {
+	case err == nil:
+		return nil
+	case missingNamespace(err):
+		return fmt.Errorf("namespace %s does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", ns)
+	case apierrors.IsForbidden(err) && errors.As(err, &se) && strings.Contains(se.Status().Message, "violates PodSecurity"):
+		// the admission plugin's own words name the level and the fields
+		return fmt.Errorf("namespace %s refuses the probe pod: %s — nothing was created. The probe needs Pod Security privileged (hostNetwork and a read-only host mount): label the namespace pod-security.kubernetes.io/enforce=privileged (deploy/rbac.yaml does) or pass --run-namespace", ns, se.Status().Message)
+	case (apierrors.IsForbidden(err) || apierrors.IsInvalid(err)) && errors.As(err, &se) && !strings.Contains(se.Status().Message, "cannot create resource"):
+		// an admission webhook or policy, not RBAC
+		return fmt.Errorf("namespace %s refuses the probe pod: %s — nothing was created", ns, se.Status().Message)
+	}
+	return apiError(err, "create", "pods", ns, p.Name)
 }
 
 // missingNamespace reports whether a create failed because its namespace does not exist (the

@@ -79,10 +79,11 @@ func (p *Prober) Close(ctx context.Context) []string {
 }
 
 // RemoveWatchLeftovers deletes what watchers made in namespace ns (a killed one's probe pods,
-// owners, loaders, status), before a new watcher starts; logf says what it retries. What ctx's end
-// leaves (an API server that never answered) is an error naming it.
+// owners, loaders, status), before a new watcher starts; logf says what it retries. Watchers copy
+// no Secret, so none is listed. What ctx's end leaves (an API server that never answered) is an
+// error naming it.
 func RemoveWatchLeftovers(ctx context.Context, cs *Client, ns string, logf func(string)) error {
-	left, err := Cleanup(ctx, cs, CleanupOptions{Namespace: ns, Selector: LabelBy + "=" + ByWatch, Logf: logf})
+	left, err := Cleanup(ctx, cs, CleanupOptions{Namespace: ns, Selector: LabelBy + "=" + ByWatch, NoSecrets: true, Logf: logf})
 	if err == nil && len(left) > 0 {
 		err = fmt.Errorf("what earlier watchers left in namespace %s could not be removed: %s", ns, strings.Join(left, ", "))
 	}

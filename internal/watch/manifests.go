@@ -3,6 +3,8 @@ package watch
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pullpath/pullpath/internal/cluster"
 )
 
 // ManifestOptions fill the in-cluster install of watch.
@@ -18,7 +20,9 @@ type ManifestOptions struct {
 
 // Manifests is the in-cluster install of watch: the run namespace (Pod Security privileged, as
 // the probe pods need hostNetwork and a host mount), a ServiceAccount with exactly watch's rights,
-// and a Deployment of replicas that elect one leader. deploy/watch/watch.yaml is this output.
+// a Deployment of replicas that elect one leader, a CronJob that deletes what killed verify runs
+// left (their pull-secret copies first of all), and the admission policy that admits only the
+// probe pod's shape in the run namespace. deploy/watch/watch.yaml is this output.
 func Manifests(o ManifestOptions) string {
 	var images []string
 	for _, im := range o.Images {
@@ -26,7 +30,8 @@ func Manifests(o ManifestOptions) string {
 	}
 	r := strings.NewReplacer("{NS}", o.Namespace, "{SA}", o.ServiceAccount, "{WATCHER}", o.WatcherImage, "{INTERVAL}", o.Interval,
 		"{PORT}", fmt.Sprint(o.MetricsPort), "{REPLICAS}", fmt.Sprint(o.Replicas), "{IMAGES}", strings.Join(images, "\n"))
-	return r.Replace(manifestTemplate)
+	// the probe pods' admission: only their shape may be created in the run namespace
+	return r.Replace(manifestTemplate) + "---\n" + cluster.AdmissionPolicy(o.Namespace, nil)
 }
 
 const manifestTemplate = `# pullpath watch, in the cluster: every Ready node's pull path probed all the time.
@@ -113,10 +118,12 @@ rules:
     verbs: [list, watch, create, delete]
   - apiGroups: [""]
     resources: [configmaps]
-    verbs: [list, create, update, delete]
+    verbs: [list, create, delete]
+  # update only the status: never the loader, an owner or another run's object
   - apiGroups: [""]
-    resources: [secrets]
-    verbs: [list]
+    resources: [configmaps]
+    resourceNames: [pullpath-watch-status]
+    verbs: [update]
   - apiGroups: [""]
     resources: [pods/attach]
     verbs: [get, create]   # a WebSocket upgrade is a GET, which the API server also checks for create
@@ -126,9 +133,14 @@ rules:
   - apiGroups: [""]
     resources: [events]
     verbs: [list]
+  # RBAC cannot limit create by name (the object does not exist yet); get and update it can
   - apiGroups: [coordination.k8s.io]
     resources: [leases]
-    verbs: [get, create, update]
+    verbs: [create]
+  - apiGroups: [coordination.k8s.io]
+    resources: [leases]
+    resourceNames: [pullpath-watch]
+    verbs: [get, update]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -148,6 +160,7 @@ metadata:
 rules:
   - apiGroups: [""]
     resources: [configmaps]
+    resourceNames: [pullpath-watch-status]
     verbs: [get]
 ---
 apiVersion: apps/v1
@@ -192,6 +205,70 @@ spec:
           resources:
             requests: {cpu: 20m, memory: 64Mi}
             limits: {memory: 256Mi}
+---
+# pullpath cleanup --expired, every 10 minutes: what a verify run killed before its own cleanup
+# left in this namespace (its pull-secret copies, owner, loader, probe pods), once its
+# pullpath.dev/expires label is past. A watcher's objects carry no expiry: never touched.
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: pullpath-janitor
+  namespace: {NS}
+---
+# list returns whole objects: the janitor reads the pull-secret copies it deletes
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: pullpath-janitor
+  namespace: {NS}
+rules:
+  - apiGroups: [""]
+    resources: [pods, configmaps, secrets]
+    verbs: [list, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: pullpath-janitor
+  namespace: {NS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-janitor}
+subjects:
+  - {kind: ServiceAccount, name: pullpath-janitor, namespace: {NS}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata:
+  name: pullpath-janitor
+  namespace: {NS}
+spec:
+  schedule: "*/10 * * * *"
+  concurrencyPolicy: Forbid
+  successfulJobsHistoryLimit: 1
+  failedJobsHistoryLimit: 3
+  jobTemplate:
+    spec:
+      backoffLimit: 2
+      activeDeadlineSeconds: 300
+      ttlSecondsAfterFinished: 3600
+      template:
+        spec:
+          serviceAccountName: pullpath-janitor
+          restartPolicy: Never
+          securityContext:
+            runAsNonRoot: true
+            runAsUser: 65532
+            seccompProfile: {type: RuntimeDefault}
+          containers:
+            - name: cleanup
+              image: {WATCHER}
+              command: [/pullpath, cleanup, --expired, --run-namespace={NS}]
+              securityContext:
+                allowPrivilegeEscalation: false
+                readOnlyRootFilesystem: true
+                capabilities: {drop: [ALL]}
+              resources:
+                requests: {cpu: 10m, memory: 32Mi}
+                limits: {memory: 128Mi}
 ---
 # /metrics is plain HTTP: only the monitoring namespace may reach it (edit the selector to where
 # your Prometheus runs). The probe pods use the host network, which no NetworkPolicy governs.

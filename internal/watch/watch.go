@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -176,9 +177,10 @@ func (w *Watcher) Run(ctx context.Context) []string {
 		case <-tick.C:
 		}
 		w.metrics.heartbeat.Set(float64(time.Now().Unix()))
-		// on a change (at most every 10 s), and at least every Heartbeat(interval), so that the
-		// status ages: its updated and lastProbed times say whether a watcher is there and keeps up
-		if (w.dirty && time.Since(lastStatus) > 10*time.Second) || time.Since(lastStatus) > Heartbeat(w.o.Interval) {
+		// on a change (at most every 10 s), and at least every Heartbeat(interval): the status
+		// ages (its updated and lastProbed say whether a watcher is there and keeps up), and its
+		// heartbeat annotation tells cleanup this watcher runs
+		if (w.dirty && time.Since(lastStatus) > 10*time.Second) || time.Since(lastStatus) >= Heartbeat(w.o.Interval) {
 			lastStatus = time.Now()
 			w.writeStatus(ctx)
 		}
@@ -448,7 +450,7 @@ func condition(n *corev1.Node) *corev1.NodeCondition {
 }
 
 // StatusConfigMap is where the watcher keeps `watch status` (in the run namespace).
-const StatusConfigMap = "pullpath-watch-status"
+const StatusConfigMap = cluster.WatchStatusConfigMap
 
 // Status is the JSON contract of `pullpath watch status -o json`.
 type Status struct {
@@ -486,7 +488,7 @@ type NodeStatus struct {
 // Heartbeat is how often a watcher with interval writes its status when nothing changed: every
 // minute (every interval, when shorter); one object, whatever the number of nodes, so 60 writes
 // an hour, and a watcher that is gone shows within two minutes.
-func Heartbeat(interval time.Duration) time.Duration { return min(interval, time.Minute) }
+func Heartbeat(interval time.Duration) time.Duration { return min(interval, cluster.WatchHeartbeat) }
 
 // Stale says what is stale in a status read at now, "" when nothing: a status not written for two
 // heartbeats (no watcher, or a stuck one), or nodes whose last probe is older than two intervals
@@ -552,8 +554,8 @@ func (w *Watcher) Snapshot() *Status {
 	return s
 }
 
-// writeStatus stores the snapshot in the status ConfigMap, at most every 10 s and only after a
-// transition: the API writes stay bounded by the changes, not the nodes.
+// writeStatus stores the snapshot in the status ConfigMap, at most every 10 s after a transition
+// and once a WatchHeartbeat: the API writes stay bounded by the changes, not the nodes.
 func (w *Watcher) writeStatus(ctx context.Context) {
 	b, err := json.Marshal(w.Snapshot())
 	if err != nil {
@@ -561,7 +563,8 @@ func (w *Watcher) writeStatus(ctx context.Context) {
 	}
 	ns := w.o.Probe.Namespace
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: StatusConfigMap, Namespace: ns,
-		Labels: map[string]string{cluster.LabelManaged: "pullpath", cluster.LabelBy: cluster.ByWatch, cluster.LabelRole: "status"}},
+		Labels:      map[string]string{cluster.LabelManaged: "pullpath", cluster.LabelBy: cluster.ByWatch, cluster.LabelRole: "status"},
+		Annotations: map[string]string{cluster.AnnotationHeartbeat: strconv.FormatInt(time.Now().Unix(), 10)}},
 		Data: map[string]string{"status.json": string(b)}}
 	wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()

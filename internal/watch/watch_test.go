@@ -184,8 +184,12 @@ func TestWatchRequestsOnlyItsRights(t *testing.T) {
 	cancel()
 	<-done
 	declared := map[string]bool{}
+	named := map[string]string{} // a right the role limits to one object (resourceNames)
 	for _, r := range cluster.Lines("watch") {
 		declared[r.Verb+" "+r.Resource+" "+string(r.Scope)] = true
+		if r.Name != "" {
+			named[r.Verb+" "+r.Resource+" "+string(r.Scope)] = r.Name
+		}
 	}
 	seen := map[string]bool{}
 	for _, a := range fc.Actions() {
@@ -202,6 +206,18 @@ func TestWatchRequestsOnlyItsRights(t *testing.T) {
 		}
 		key := a.GetVerb() + " " + res + " " + string(scope)
 		seen[key] = true
+		if want := named[key]; want != "" {
+			var name string
+			switch a := a.(type) {
+			case k8stesting.GetAction:
+				name = a.GetName()
+			case k8stesting.UpdateAction:
+				name = a.GetObject().(metav1.Object).GetName()
+			}
+			if name != want {
+				t.Errorf("watch requested %s on %q; its role allows only %q (resourceNames)", key, name, want)
+			}
+		}
 		if !declared[key] {
 			t.Errorf("watch requested %s, which internal/cluster/access.go does not declare for it", key)
 		}

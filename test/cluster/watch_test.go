@@ -423,7 +423,8 @@ func TestWatchLeaderElection(t *testing.T) {
 
 // The in-cluster manifests (`pullpath watch manifests`, deploy/watch/watch.yaml) are accepted by a
 // real API server: every object is created with a server-side dry run (schema, defaulting,
-// admission, and RBAC's escalation check on the roles), in a namespace of the test.
+// admission, RBAC's escalation check on the roles, the CronJob's schedule, the admission policy's
+// CEL), in a namespace of the test.
 func TestWatchManifestsAccepted(t *testing.T) {
 	c := sharedCluster(t)
 	ns := c.Namespace(t, "watchmanifests")
@@ -438,12 +439,15 @@ func TestWatchManifestsAccepted(t *testing.T) {
 	}
 	resources := map[string]schema.GroupVersionResource{
 		"Namespace": {Version: "v1", Resource: "namespaces"}, "ServiceAccount": {Version: "v1", Resource: "serviceaccounts"},
-		"ClusterRole":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
-		"ClusterRoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
-		"Role":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
-		"RoleBinding":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
-		"Deployment":         {Group: "apps", Version: "v1", Resource: "deployments"},
-		"NetworkPolicy":      {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+		"ClusterRole":                      {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+		"ClusterRoleBinding":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+		"Role":                             {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+		"RoleBinding":                      {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+		"Deployment":                       {Group: "apps", Version: "v1", Resource: "deployments"},
+		"NetworkPolicy":                    {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+		"CronJob":                          {Group: "batch", Version: "v1", Resource: "cronjobs"},
+		"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+		"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
 	}
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
 	var kinds []string
@@ -475,7 +479,10 @@ func TestWatchManifestsAccepted(t *testing.T) {
 			t.Errorf("%s %s: the API server refused it: %v", kind, u.GetName(), err)
 		}
 	}
-	if !slices.Contains(kinds, "Deployment") || !slices.Contains(kinds, "ClusterRole") || !slices.Contains(kinds, "NetworkPolicy") {
-		t.Errorf("manifests hold %v, want a Deployment, its roles and the metrics NetworkPolicy", kinds)
+	for _, want := range []string{"Deployment", "ClusterRole", "NetworkPolicy", "CronJob", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("manifests hold %v, want a Deployment, its roles, the metrics NetworkPolicy, the janitor's CronJob and the probe pods' admission policy", kinds)
+			break
+		}
 	}
 }

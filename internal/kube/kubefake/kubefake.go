@@ -3,17 +3,35 @@
 package kubefake
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	authzv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	fakecorev1 "k8s.io/client-go/kubernetes/typed/core/v1/fake"
 	"k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/pullpath/pullpath/internal/kube"
 )
 
-// Core is the core group of a client-go typed client.
-func Core(c corev1client.CoreV1Interface) kube.Core { return core{c} }
+// Core is the core group of a client-go typed client. On a fake one, a dry-run create is
+// answered and not stored, as the API server does (the fake's tracker ignores DryRun); a
+// reactor prepended after this call still sees it first.
+func Core(c corev1client.CoreV1Interface) kube.Core {
+	if f, ok := c.(*fakecorev1.FakeCoreV1); ok {
+		f.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if ca, ok := a.(k8stesting.CreateActionImpl); ok && slices.Contains(ca.CreateOptions.DryRun, metav1.DryRunAll) {
+				return true, ca.GetObject(), nil
+			}
+			return false, nil, nil
+		})
+	}
+	return core{c}
+}
 
 // Authz is the access reviews of a client-go typed client.
 func Authz(c authzv1client.AuthorizationV1Interface) kube.Authorization { return authz{c} }

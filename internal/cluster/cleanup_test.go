@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/pullpath/pullpath/internal/kube/kubefake"
+)
+
+// watchAndRunObjects: a verify run's pod, owner and secret copy, and a watcher's pod, owner,
+// loader and status ConfigMap whose heartbeat is hb ago (ahead when negative), or none.
+func watchAndRunObjects(hb time.Duration, none bool) []runtime.Object {
+	run := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "pullpath", Name: name, Labels: map[string]string{LabelManaged: "pullpath", LabelRun: "aa"}}
+	}
+	byWatch := func(name, role string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: "pullpath", Name: name, Labels: map[string]string{LabelManaged: "pullpath", LabelRun: "ww", LabelBy: ByWatch, LabelRole: role}}
+	}
+	status := byWatch(WatchStatusConfigMap, "status")
+	delete(status.Labels, LabelRun)
+	if !none {
+		status.Annotations = map[string]string{AnnotationHeartbeat: strconv.FormatInt(time.Now().Add(-hb).Unix(), 10)}
+	}
+	return []runtime.Object{
+		&corev1.Pod{ObjectMeta: run("pullpath-aa-probe-n1")}, &corev1.ConfigMap{ObjectMeta: run("pullpath-run-aa")}, &corev1.Secret{ObjectMeta: run("pullpath-aa-pull-1")},
+		&corev1.Pod{ObjectMeta: byWatch("pullpath-ww-probe-n1", "probe")}, &corev1.ConfigMap{ObjectMeta: byWatch("pullpath-run-ww", "owner")},
+		&corev1.ConfigMap{ObjectMeta: byWatch("pullpath-ww-loader-amd64", "loader")}, &corev1.ConfigMap{ObjectMeta: status},
+	}
+}
+
+func remaining(t *testing.T, fc *fake.Clientset) []string {
+	t.Helper()
+	return remainingIn(fc)
+}
+
+// remainingIn lists the pods, ConfigMaps and Secrets of namespace pullpath.
+func remainingIn(fc *fake.Clientset) []string {
+	var out []string
+	ctx := context.Background()
+	pods, _ := fc.CoreV1().Pods("pullpath").List(ctx, metav1.ListOptions{})
+	for _, p := range pods.Items {
+		out = append(out, "pod/"+p.Name)
+	}
+	cms, _ := fc.CoreV1().ConfigMaps("pullpath").List(ctx, metav1.ListOptions{})
+	for _, c := range cms.Items {
+		out = append(out, "configmap/"+c.Name)
+	}
+	secs, _ := fc.CoreV1().Secrets("pullpath").List(ctx, metav1.ListOptions{})
+	for _, s := range secs.Items {
+		out = append(out, "secret/"+s.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cleanup's default (LiveWatch, then NotByWatch) spares a running watcher's objects and deletes a
+// verify run's; a watcher whose heartbeat stopped, or that never wrote one, is not running and its
+// leftovers go; without the selector (--include-watch) everything goes.
+func TestCleanupSparesALiveWatcher(t *testing.T) {
+	watchObjs := []string{"configmap/pullpath-run-ww", "configmap/pullpath-watch-status", "configmap/pullpath-ww-loader-amd64", "pod/pullpath-ww-probe-n1"}
+	for _, tc := range []struct {
+		name         string
+		hb           time.Duration
+		none         bool
+		includeWatch bool
+		live         bool
+		want         []string
+	}{
+		{"heartbeat 30s ago", 30 * time.Second, false, false, true, watchObjs},
+		{"heartbeat from a clock 2m ahead", -2 * time.Minute, false, false, true, watchObjs},
+		{"heartbeat 30s ago, --include-watch", 30 * time.Second, false, true, true, nil},
+		{"heartbeat 10m ago", 10 * time.Minute, false, false, false, nil},
+		{"no heartbeat", 0, true, false, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fc := fake.NewClientset(watchAndRunObjects(tc.hb, tc.none)...)
+			cs := &Client{Core: kubefake.Core(fc.CoreV1())}
+			live, _, err := LiveWatch(context.Background(), cs, "pullpath")
+			if err != nil || live != tc.live {
+				t.Fatalf("LiveWatch = %v, %v; want %v", live, err, tc.live)
+			}
+			o := CleanupOptions{Namespace: "pullpath"}
+			if live && !tc.includeWatch {
+				o.Selector = NotByWatch
+			}
+			if left, err := Cleanup(context.Background(), cs, o); len(left) != 0 || err != nil {
+				t.Fatalf("Cleanup: left %v, %v", left, err)
+			}
+			if got := remaining(t, fc); !slices.Equal(got, tc.want) {
+				t.Errorf("left in the namespace %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A watcher copies no Secret: its cleanup neither lists nor deletes Secrets (watch's role holds
+// no right on them), and a verify run's copy beside it stays.
+func TestWatchCleanupListsNoSecrets(t *testing.T) {
+	fc := fake.NewClientset(watchAndRunObjects(0, true)...)
+	cs := &Client{Core: kubefake.Core(fc.CoreV1())}
+	if err := RemoveWatchLeftovers(context.Background(), cs, "pullpath", nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range fc.Actions() {
+		if a.GetResource().Resource == "secrets" {
+			t.Errorf("a watcher's cleanup requested %s secrets", a.GetVerb())
+		}
+	}
+	want := []string{"configmap/pullpath-run-aa", "pod/pullpath-aa-probe-n1", "secret/pullpath-aa-pull-1"}
+	if got := remaining(t, fc); !slices.Equal(got, want) {
+		t.Errorf("left %v, want the verify run's %v", got, want)
+	}
+}
