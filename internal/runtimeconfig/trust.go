@@ -147,15 +147,16 @@ func (t *Trust) add(b []byte, seen map[[32]byte]bool) {
 		if block.Type != "CERTIFICATE" || len(block.Headers) != 0 {
 			continue
 		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			continue
-		}
-		sum := sha256.Sum256(c.Raw)
+		// the bundle and the directory hold the same certificates: each is parsed once
+		sum := sha256.Sum256(block.Bytes)
 		if seen[sum] {
 			continue
 		}
 		seen[sum] = true
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			continue
+		}
 		t.CAs++
 		t.pool.AddCert(c)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math/big"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -141,5 +142,20 @@ func TestReadTrustIsBounded(t *testing.T) {
 	tr := ReadTrust(Root{FS: fsys, Name: "/host"}, nil)
 	if len(tr.Problems) != 1 || !strings.Contains(tr.Problems[0], "the rest is not read") {
 		t.Errorf("Problems = %q, want the bound said", tr.Problems)
+	}
+}
+
+// BenchmarkReadTrust reads this machine's system bundle as a node probe reads a node's: the cost
+// every node probe pays once (the bundle file, then /etc/ssl/certs' files).
+func BenchmarkReadTrust(b *testing.B) {
+	root := Root{FS: os.DirFS("/"), Name: "/"}
+	if ReadTrust(root, nil).CAs == 0 {
+		b.Skip("no CA bundle on this machine")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if t := ReadTrust(root, nil); t.CAs == 0 {
+			b.Fatal("no CA read")
+		}
 	}
 }
