@@ -97,16 +97,7 @@ func TestElectionLostLease(t *testing.T) {
 		lost <- time.Now()
 	})
 	<-led
-	leases := fc.CoordinationV1().Leases("run")
-	l, err := leases.Get(context.Background(), "pullpath-watch", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, now := "x", metav1.NewMicroTime(time.Now())
-	l.Spec.HolderIdentity, l.Spec.RenewTime = &x, &now
-	if _, err := leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	takeLease(t, fc, "x")
 	taken := time.Now()
 	select {
 	case at := <-lost:
@@ -142,16 +133,7 @@ func TestElectionStandsByAfterALostLease(t *testing.T) {
 		t.Fatalf("lead %d", n)
 	}
 	// another takes the lease, and lets it lapse (it stops renewing)
-	leases := fc.CoordinationV1().Leases("run")
-	l, err := leases.Get(context.Background(), "pullpath-watch", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	x, now := "x", metav1.NewMicroTime(time.Now())
-	l.Spec.HolderIdentity, l.Spec.RenewTime = &x, &now
-	if _, err := leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	takeLease(t, fc, "x")
 	select {
 	case n := <-led:
 		if n != 2 {
@@ -165,5 +147,20 @@ func TestElectionStandsByAfterALostLease(t *testing.T) {
 	case <-done:
 	case <-time.After(5 * time.Second):
 		t.Fatal("RunForever did not return after its context ended")
+	}
+}
+
+// takeLease makes holder the lease's holder, renewed now, as another replica would.
+func takeLease(t *testing.T, fc *fake.Clientset, holder string) {
+	t.Helper()
+	leases := fc.CoordinationV1().Leases("run")
+	l, err := leases.Get(context.Background(), "pullpath-watch", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.NewMicroTime(time.Now())
+	l.Spec.HolderIdentity, l.Spec.RenewTime = &holder, &now
+	if _, err := leases.Update(context.Background(), l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
