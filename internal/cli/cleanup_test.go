@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -198,15 +200,21 @@ func TestCleanupSparesARunningWatcher(t *testing.T) {
 	}
 }
 
-// The watch manifests' CronJob runs a cleanup command line this binary accepts, as the janitor's
-// ServiceAccount bound to the janitor's Role: it deletes a killed run's expired pull-secret copy
-// and leaves a run in flight and a watcher's objects alone.
+// The watch manifests' CronJob runs a cleanup command line this binary accepts in verify's run
+// namespace, as the janitor's ServiceAccount that deploy/rbac.yaml binds to the janitor's Role
+// there: it deletes a killed run's expired pull-secret copy and leaves a run in flight and a
+// watcher's objects alone.
 func TestJanitorCronJobRunsCleanupExpired(t *testing.T) {
-	manifests := watch.Manifests(watch.ManifestOptions{Images: []string{"registry.example/app:1"}, WatcherImage: "registry.example/tools/pullpath:v1",
-		Namespace: "ops", Interval: "15m", MetricsPort: 9464, Replicas: 2, ServiceAccount: "pullpath-watch"})
+	o := watch.DefaultManifestOptions()
+	o.Images, o.WatcherImage, o.JanitorNamespace = []string{"registry.example/app:1"}, "registry.example/tools/pullpath:v1", "ops"
 	var cron *batchv1.CronJob
 	var binding *rbacv1.RoleBinding
-	for _, doc := range strings.Split(manifests, "\n---\n") {
+	rbac, err := os.ReadFile(filepath.Join("..", "..", "deploy", "rbac.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := append(strings.Split(watch.Manifests(o), "\n---\n"), strings.Split(string(rbac), "\n---\n")...)
+	for _, doc := range docs {
 		var head struct{ Kind string }
 		if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
 			t.Fatal(err)
@@ -228,18 +236,18 @@ func TestJanitorCronJobRunsCleanupExpired(t *testing.T) {
 		}
 	}
 	if cron == nil || binding == nil {
-		t.Fatalf("manifests: CronJob %v, janitor RoleBinding %v", cron != nil, binding != nil)
+		t.Fatalf("manifests: CronJob %v, janitor RoleBinding (deploy/rbac.yaml) %v", cron != nil, binding != nil)
 	}
 	pod := cron.Spec.JobTemplate.Spec.Template.Spec
-	if cron.Namespace != "ops" || cron.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || len(pod.Containers) != 1 || pod.Containers[0].Image != "registry.example/tools/pullpath:v1" {
+	if cron.Namespace != o.Namespace || cron.Spec.ConcurrencyPolicy != batchv1.ForbidConcurrent || len(pod.Containers) != 1 || pod.Containers[0].Image != "registry.example/tools/pullpath:v1" {
 		t.Errorf("CronJob %s/%s, concurrency %s, containers %+v", cron.Namespace, cron.Name, cron.Spec.ConcurrencyPolicy, pod.Containers)
 	}
-	if len(binding.Subjects) != 1 || binding.Subjects[0].Name != pod.ServiceAccountName || binding.Namespace != "ops" {
-		t.Errorf("the janitor's Role is bound to %+v in %s; the CronJob runs as %s", binding.Subjects, binding.Namespace, pod.ServiceAccountName)
+	if len(binding.Subjects) != 1 || binding.Subjects[0].Name != pod.ServiceAccountName || binding.Subjects[0].Namespace != cron.Namespace || binding.Namespace != "pullpath" {
+		t.Errorf("deploy/rbac.yaml binds the janitor's Role to %+v in %s; the CronJob runs as %s/%s", binding.Subjects, binding.Namespace, cron.Namespace, pod.ServiceAccountName)
 	}
 	cmd := pod.Containers[0].Command
-	if len(cmd) < 2 || cmd[0] != "/pullpath" || cmd[1] != "cleanup" || !slices.Contains(cmd, "--expired") {
-		t.Fatalf("the CronJob runs %q, want /pullpath cleanup --expired", cmd)
+	if len(cmd) < 2 || cmd[0] != "/pullpath" || cmd[1] != "cleanup" || !slices.Contains(cmd, "--expired") || !slices.Contains(cmd, "--run-namespace=ops") {
+		t.Fatalf("the CronJob runs %q, want /pullpath cleanup --expired --run-namespace=ops", cmd)
 	}
 	past, future := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
 	a := &objectsAPI{objects: map[string]map[string]string{

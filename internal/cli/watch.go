@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
@@ -39,6 +40,8 @@ type watchOptions struct {
 	probeTimeout    time.Duration
 	delivery        string
 	leaderElect     bool
+	secret          string // NAMESPACE/NAME
+	serviceAccount  string // NAMESPACE/NAME
 }
 
 func newWatchCmd(s Streams) *cobra.Command {
@@ -71,14 +74,16 @@ Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 
 	f.DurationVar(&o.interval, "interval", 15*time.Minute, "between two probes of a node")
 	f.IntVar(&o.concurrency, "concurrency", 5, "probe pods at once")
 	f.IntVar(&o.fullEvery, "full-every", 6, "every Nth probe downloads every layer")
-	f.StringVar(&o.runNamespace, "run-namespace", "pullpath", "where the probes and status live")
+	f.StringVar(&o.runNamespace, "run-namespace", cluster.WatchRunNamespace, "where the probes, lease and status live")
 	f.StringVar(&o.metricsAddr, "metrics-address", "", "serve /metrics on host:port, e.g. :9464")
 	f.DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "bound on each probe pod")
 	f.StringVar(&o.delivery, "delivery", "auto", "attach, configmap or auto")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "probe only while holding the Lease")
 	f.StringArrayVar(&o.sandboxImages, "sandbox-image", nil, "a repository your nodes' sandbox image comes from, beside the known ones (repeatable)")
 	f.BoolVar(&o.includeCordoned, "include-cordoned", false, "also probe cordoned nodes (skipped by default, as verify skips them)")
-	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect", "sandbox-image", "include-cordoned")
+	f.StringVar(&o.secret, "secret", "", "NAMESPACE/NAME: present this pull secret, as its pods do")
+	f.StringVar(&o.serviceAccount, "service-account", "", "NAMESPACE/NAME: present that ServiceAccount's pull secrets, as its pods do")
+	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect", "sandbox-image", "include-cordoned", "service-account", "secret")
 	cmd.AddCommand(newWatchStatusCmd(s), newWatchManifestsCmd(s))
 	return cmd
 }
@@ -112,6 +117,18 @@ func (o *watchOptions) validate() error {
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
 		return err
 	}
+	if o.secret != "" && o.serviceAccount != "" {
+		return errors.New("give --secret or --service-account, not both")
+	}
+	for _, r := range []struct{ flag, v string }{{"--secret", o.secret}, {"--service-account", o.serviceAccount}} {
+		if r.v == "" {
+			continue
+		}
+		ns, name, ok := strings.Cut(r.v, "/")
+		if !ok || checkNamespace(r.flag, ns) != nil || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("%s %q: want NAMESPACE/NAME, e.g. shop/regcred", r.flag, r.v)
+		}
+	}
 	if err := cluster.CheckSandboxRepos(o.sandboxImages); err != nil {
 		return err
 	}
@@ -135,7 +152,10 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 	}
 	ctx := cmd.Context()
 	vo := cluster.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""), SandboxImages: o.sandboxImages,
-		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
+		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}, FromServiceAccount: o.serviceAccount}
+	if o.secret != "" {
+		vo.SecretNamespace, vo.Secret, _ = strings.Cut(o.secret, "/")
+	}
 	var current atomic.Pointer[watch.Watcher]
 	standby := watch.StandbyMetrics(Version)
 	if ln != nil {
@@ -246,7 +266,7 @@ Exit codes: 0 every probed path holds, 1 a path is broken or unknown, or the sta
 2 could not run (no watcher status in the namespace, no cluster, no rights).
 ` + manual("watch.md"),
 		Example: `  pullpath watch status
-  pullpath watch status -o json --run-namespace pullpath`,
+  pullpath watch status -o json --run-namespace pullpath-watch`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkOutput(o.output); err != nil {
@@ -295,7 +315,7 @@ Exit codes: 0 every probed path holds, 1 a path is broken or unknown, or the sta
 		},
 	}
 	o.kube.addFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", "pullpath", "the namespace pullpath watch runs its probes in")
+	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", cluster.WatchRunNamespace, "the namespace pullpath watch runs its probes in")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	cmd.Flags().DurationVar(&o.probeTimeout, "probe-timeout", 3*time.Minute, "the watcher's --probe-timeout: a node is behind when its last probe is older than two intervals and this")
 	return cmd
@@ -346,21 +366,20 @@ func shortImage(s string) string {
 }
 
 func newWatchManifestsCmd(s Streams) *cobra.Command {
-	o := watch.ManifestOptions{}
+	o := watch.DefaultManifestOptions()
 	cmd := &cobra.Command{
 		Use:   "manifests --image IMAGE --watcher-image REF",
-		Short: "Print the in-cluster install: namespace, RBAC, Deployment, janitor, admission",
-		Long: `Print what runs watch in the cluster, for kubectl apply -f -: the run namespace (Pod
-Security privileged, for the probe pods), a ServiceAccount with exactly watch's rights
-(docs/rbac.md), a Deployment whose replicas elect one leader (a Lease), a CronJob that runs
-cleanup --expired, and an admission policy that admits only the probe pod's shape there.
---watcher-image is an image with the full pullpath binary at /pullpath.
-deploy/watch/watch.yaml is this output for a placeholder image.
+		Short: "Print the in-cluster install: namespaces, RBAC, Deployment, janitor, admission",
+		Long: `Print what runs watch in the cluster, for kubectl apply -f -: the watcher in a namespace
+of its own (restricted), its probes in the run namespace (privileged), exactly watch's rights,
+the janitor CronJob, and admission policies for the probe pods and the node condition.
+Deleting it never removes verify's install. deploy/watch/watch.yaml is this output.
 
 Exit codes: 0 printed, 2 a bad flag.
 ` + manual("watch.md"),
-		Example: `  pullpath watch manifests --image registry.corp.example/shop/web:1.4 --watcher-image registry.corp.example/tools/pullpath:v1 | kubectl apply -f -`,
-		Args:    cobra.NoArgs,
+		Example: `  pullpath watch manifests --image registry.corp.example/shop/web:1.4 --watcher-image registry.corp.example/tools/pullpath:v1 | kubectl apply -f -
+  pullpath watch manifests --image registry.corp.example/shop/web:1.4 --watcher-image registry.corp.example/tools/pullpath:v1 --secret shop/regcred`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(o.Images) == 0 {
 				return errors.New("give at least one --image: the image whose pull path every node must hold")
@@ -370,14 +389,8 @@ Exit codes: 0 printed, 2 a bad flag.
 					return fmt.Errorf("--image/--watcher-image: %w", err)
 				}
 			}
-			if err := checkNamespace("--run-namespace", o.Namespace); err != nil {
+			if err := o.Validate(); err != nil {
 				return err
-			}
-			if o.Replicas < 1 || o.MetricsPort < 1 || o.MetricsPort > 65535 {
-				return fmt.Errorf("--replicas %d, --metrics-port %d: want 1 or more, and a port", o.Replicas, o.MetricsPort)
-			}
-			if _, err := time.ParseDuration(o.Interval); err != nil {
-				return fmt.Errorf("--interval %q: want a duration such as 15m", o.Interval)
 			}
 			_, err := io.WriteString(s.Out, watch.Manifests(o))
 			return err
@@ -386,11 +399,16 @@ Exit codes: 0 printed, 2 a bad flag.
 	f := cmd.Flags()
 	f.StringArrayVar(&o.Images, "image", nil, "an image whose pull path every node must hold (repeatable)")
 	f.StringVar(&o.WatcherImage, "watcher-image", "", "the image the watcher runs: the full pullpath binary at /pullpath (required)")
-	f.StringVar(&o.Namespace, "run-namespace", "pullpath", "namespace of the watcher, its probes, lease and status")
-	f.StringVar(&o.Interval, "interval", "15m", "between two probes of a node")
-	f.IntVar(&o.MetricsPort, "metrics-port", 9464, "the port of the Prometheus metrics")
-	f.IntVar(&o.Replicas, "replicas", 2, "replicas; one leads, the others wait")
-	f.StringVar(&o.ServiceAccount, "service-account", "pullpath-watch", "the ServiceAccount to run as")
+	f.StringVar(&o.Namespace, "namespace", o.Namespace, "the watcher's own namespace: its Deployment and ServiceAccount")
+	f.StringVar(&o.RunNamespace, "run-namespace", o.RunNamespace, "namespace of the probe pods, the lease and the status")
+	f.StringVar(&o.Interval, "interval", o.Interval, "between two probes of a node")
+	f.IntVar(&o.MetricsPort, "metrics-port", o.MetricsPort, "the port of the Prometheus metrics")
+	f.IntVar(&o.Replicas, "replicas", o.Replicas, "replicas; one leads, the others wait")
+	f.StringVar(&o.ServiceAccount, "watcher-service-account", o.ServiceAccount, "the ServiceAccount the watcher runs as")
+	f.StringVar(&o.Secret, "secret", "", "NAMESPACE/NAME: the pull secret the probes present (watch --secret)")
+	f.StringVar(&o.PullServiceAccount, "service-account", "", "NAMESPACE/NAME: present that ServiceAccount's pull secrets (watch --service-account)")
+	f.StringVar(&o.JanitorNamespace, "janitor-namespace", o.JanitorNamespace, "verify's run namespace, whose expired leftovers the janitor deletes (\"\" leaves it out)")
+	groupFlags(f, "More", "namespace", "run-namespace", "metrics-port", "replicas", "watcher-service-account", "janitor-namespace", "service-account")
 	_ = cmd.MarkFlagRequired("watcher-image")
 	return cmd
 }

@@ -5,8 +5,8 @@ type Scope string
 
 const (
 	ScopeCluster Scope = "cluster"  // a cluster-scoped resource, or every namespace
-	ScopeRun     Scope = "run"      // verify's --run-namespace (deploy/rbac.yaml makes "pullpath")
-	ScopePod     Scope = "pod"      // the pod's namespace (pod NAME, pod --all -n, verify --pod), or --secret's (-n)
+	ScopeRun     Scope = "run"      // the --run-namespace (deploy/rbac.yaml makes "pullpath", watch's manifests "pullpath-watch")
+	ScopePod     Scope = "pod"      // the pod's namespace (pod NAME, pod --all -n, verify --pod), or --secret's (-n; watch: its NAMESPACE/), or --service-account's
 	ScopeFromPod Scope = "from-pod" // the namespace of verify --from-pod's pod
 	ScopeEvents  Scope = "default"  // namespace default, where a node's events live (watch)
 )
@@ -55,8 +55,15 @@ const (
 	RoleWatchRunner = "pullpath-watch-runner"
 	RoleWatchStatus = "pullpath-watch-status"
 	RoleJanitor     = "pullpath-janitor" // the manifests' CronJob: cleanup --expired
+	// watch --secret and --service-account's: rendered by watch manifests only with those flags
+	// (they name the secret or the account), so not in deploy/
+	RoleWatchSecret       = "pullpath-watch-secret"
+	RoleWatchSecretCopies = "pullpath-watch-secret-copies"
 	// WatchLease is the Lease the watchers elect their leader with (in the run namespace).
 	WatchLease = "pullpath-watch"
+	// WatchRunNamespace is watch's default run namespace: its own, never verify's "pullpath",
+	// so that neither install's delete removes the other's objects.
+	WatchRunNamespace = "pullpath-watch"
 )
 
 // Commands is every API request pullpath's cluster commands make, by command line: the source the
@@ -150,6 +157,17 @@ var Commands = []Access{
 		{"create", "leases", coordinationV1, ScopeRun, RoleWatchRunner, Required, "the lease, the first time", ""},
 		{"update", "leases", coordinationV1, ScopeRun, RoleWatchRunner, Required, "renew it", WatchLease},
 	}},
+	{"watch --secret", []Right{
+		{"get", "secrets", "", ScopePod, RoleWatchSecret, Required, "the pull secret to copy (the manifests' Role names it)", ""},
+		{"create", "secrets", "", ScopeRun, RoleWatchSecretCopies, Required, "the watcher's copies of the pull secret (garbage-collected with its owner)", ""},
+		{"delete", "secrets", "", ScopeRun, RoleWatchSecretCopies, Required, "cleanup", ""},
+	}},
+	{"watch --service-account", []Right{
+		{"get", "serviceaccounts", "", ScopePod, RoleWatchSecret, Required, "the account's imagePullSecrets (the manifests' Role names it)", ""},
+		{"get", "secrets", "", ScopePod, RoleWatchSecret, Optional, "each of its pull secrets to copy (one not read is named)", ""},
+		{"create", "secrets", "", ScopeRun, RoleWatchSecretCopies, Required, "the watcher's copies of the pull secrets (garbage-collected with their owner)", ""},
+		{"delete", "secrets", "", ScopeRun, RoleWatchSecretCopies, Required, "cleanup", ""},
+	}},
 	{"watch status", []Right{
 		{"get", "configmaps", "", ScopeRun, RoleWatchStatus, Required, "the status the watcher keeps", WatchStatusConfigMap},
 	}},
@@ -185,7 +203,15 @@ var Bindings = map[string][]Scope{
 	RoleWatchRunner: {ScopeRun},
 	RoleWatchStatus: {ScopeRun},
 	RoleJanitor:     {ScopeRun},
+	// watch --secret, --service-account: where the identity lives, and its copies
+	RoleWatchSecret:       {ScopePod},
+	RoleWatchSecretCopies: {ScopeRun},
 }
+
+// GeneratedRoles are roles only watch manifests renders, for the flags that name their objects:
+// internal/watch's tests hold them to the table, as TestDeployRolesGrantExactlyWhatCommandsUse
+// holds deploy/.
+var GeneratedRoles = []string{RoleWatchSecret, RoleWatchSecretCopies}
 
 // Lines returns the rights of the command lines named ("verify", "verify --pod"), in order.
 func Lines(names ...string) []Right {

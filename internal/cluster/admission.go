@@ -21,6 +21,12 @@ const AdmissionPolicyName = "pullpath-probe-pod"
 // delivered probe) or of probeRepos pinned by digest (--probe-image). deploy/admission.yaml is
 // AdmissionPolicy("pullpath", nil).
 func AdmissionPolicy(ns string, probeRepos []string) string {
+	return AdmissionPolicyNamed(AdmissionPolicyName, ns, probeRepos)
+}
+
+// AdmissionPolicyNamed is AdmissionPolicy under another name: each install (verify's, watch's)
+// owns its policy, so that deleting one never removes the other's.
+func AdmissionPolicyNamed(name, ns string, probeRepos []string) string {
 	quote := func(ss []string) string {
 		q := make([]string, len(ss))
 		for i, s := range ss {
@@ -29,7 +35,7 @@ func AdmissionPolicy(ns string, probeRepos []string) string {
 		return "[" + strings.Join(q, ", ") + "]"
 	}
 	paths := append([]string{"/"}, runtimeconfig.NarrowRoot...)
-	r := strings.NewReplacer("{NAME}", AdmissionPolicyName, "{NS}", ns, "{SANDBOX}", quote(SandboxRepos), "{PROBE}", quote(probeRepos),
+	r := strings.NewReplacer("{NAME}", name, "{NS}", ns, "{SANDBOX}", quote(SandboxRepos), "{PROBE}", quote(probeRepos),
 		"{PATHS}", quote(paths), "{LOADER}", "/pp/parts/loader")
 	return r.Replace(admissionTemplate)
 }

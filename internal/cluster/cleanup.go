@@ -66,9 +66,12 @@ func LiveWatch(ctx context.Context, cs *Client, ns string) (live bool, since tim
 
 // cleanup deletes every object of the run, then lists what is left.
 func (r *run) cleanup(ctx context.Context) []string {
-	// a watcher copies no secret: it neither lists nor holds the right to read them
-	noSecrets := r.by == ByWatch && len(r.secrets) == 0
-	left, err := Cleanup(ctx, r.cs, CleanupOptions{Namespace: r.o.Namespace, Run: r.id, DropNamespace: r.madeNS, NoSecrets: noSecrets})
+	// a watcher lists no secret and holds no right to: its copies (watch --secret) go by name
+	o := CleanupOptions{Namespace: r.o.Namespace, Run: r.id, DropNamespace: r.madeNS}
+	if r.by == ByWatch {
+		o.NoSecrets, o.Secrets = true, r.secrets
+	}
+	left, err := Cleanup(ctx, r.cs, o)
 	if err != nil && len(left) == 0 {
 		left = []string{"objects of run " + r.id + " in namespace " + r.o.Namespace + " (" + shortErr(err) + ")"}
 	}
@@ -78,11 +81,12 @@ func (r *run) cleanup(ctx context.Context) []string {
 // CleanupOptions choose what Cleanup deletes.
 type CleanupOptions struct {
 	Namespace     string
-	Run           string // one run's objects; "" every run's
-	Expired       bool   // only objects whose LabelExpires is past
-	Selector      string // more label requirements (key=value,…)
-	DropNamespace bool   // delete the namespace too, and wait until it is gone
-	NoSecrets     bool   // the caller made no Secret (a watcher): none is listed
+	Run           string   // one run's objects; "" every run's
+	Expired       bool     // only objects whose LabelExpires is past
+	Selector      string   // more label requirements (key=value,…)
+	DropNamespace bool     // delete the namespace too, and wait until it is gone
+	NoSecrets     bool     // no Secret is listed (a watcher may not): only Secrets, by name
+	Secrets       []string // with NoSecrets, the caller's own copies, deleted by name
 	// Logf, when set, says what a retry retries (once per distinct error): a long-lived caller
 	// must not wait on an API server in silence
 	Logf func(string)
@@ -143,6 +147,15 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 			}
 		}
 		if o.NoSecrets {
+			for _, name := range o.Secrets {
+				err := cs.Core.Secrets(ns).Delete(ctx, name, del)
+				switch {
+				case err == nil:
+					found = append(found, "secret/"+ns+"/"+name)
+				case !apierrors.IsNotFound(err):
+					return nil, err
+				}
+			}
 			return found, nil
 		}
 		secs, err := cs.Core.Secrets(ns).List(ctx, lo)

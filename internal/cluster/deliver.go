@@ -40,6 +40,17 @@ func (r *run) readSources(ctx context.Context) error {
 			return err
 		}
 		r.srcPod = p
+	} else if r.o.FromServiceAccount != "" {
+		// a pod of the account gets its imagePullSecrets at admission: read them as the pod's
+		ns, name, _ := strings.Cut(r.o.FromServiceAccount, "/")
+		sa, err := r.cs.Core.ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("--service-account %s: %w — nothing was created", r.o.FromServiceAccount, notFound(ctx, r.cs, "serviceaccount", ns, name))
+		case err != nil:
+			return fmt.Errorf("--service-account %s: %w — nothing was created", r.o.FromServiceAccount, apiError(err, "get", "serviceaccounts", ns, name))
+		}
+		r.srcPod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PodSpec{ServiceAccountName: name, ImagePullSecrets: sa.ImagePullSecrets}}
 	} else if r.o.Secret != "" {
 		ns, name := r.o.SecretNamespace, r.o.Secret
 		s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
@@ -176,11 +187,15 @@ func (r *run) copySecrets(ctx context.Context) error {
 		return nil
 	}
 	switch {
-	case r.o.FromPod != "":
+	case r.o.FromPod != "" || r.o.FromServiceAccount != "":
 		p := r.srcPod
+		flag, src, whose := "--pod", r.o.FromPod, "the pod"
+		if r.o.FromServiceAccount != "" {
+			flag, src, whose = "--service-account", r.o.FromServiceAccount, "the service account"
+		}
 		var handed []*corev1.Secret
 		var unreadErr error
-		r.pullSecrets, handed, unreadErr = r.podSecrets(ctx, p, "--pod", "the node probes")
+		r.pullSecrets, handed, unreadErr = r.podSecrets(ctx, p, flag, "the node probes")
 		for _, s := range handed {
 			if err := add(p.Namespace, s.Name, s); err != nil {
 				return err
@@ -191,15 +206,15 @@ func (r *run) copySecrets(ctx context.Context) error {
 		switch {
 		case len(refs) == 0 && unread:
 			// coverage unknown: not "no secret covers the image"
-			r.note("--pod %s: no pull secret of the pod that could be read covers the image; the probe pulls with the node's own configuration", r.o.FromPod)
+			r.note("%s %s: no pull secret of %s that could be read covers the image; the probe pulls with the node's own configuration", flag, src, whose)
 		case len(refs) == 0:
-			why := "no pull secret of the pod covers the image"
+			why := "no pull secret of " + whose + " covers the image"
 			if len(p.Spec.ImagePullSecrets) == 0 {
-				why = "the pod has no imagePullSecrets"
+				why = whose + " has no imagePullSecrets"
 			}
-			r.note("--pod %s: %s; the probe pulls with the node's own configuration, as the kubelet does: its docker config, then its credential providers", r.o.FromPod, why)
+			r.note("%s %s: %s; the probe pulls with the node's own configuration, as the kubelet does: its docker config, then its credential providers", flag, src, why)
 		default:
-			r.note("--pod %s: the node probes present the pod's %s (copied for the run into namespace %s)", r.o.FromPod, presented(handedNames(r.pullSecrets)), r.o.Namespace)
+			r.note("%s %s: the node probes present %s's %s (copied for the run into namespace %s)", flag, src, whose, presented(handedNames(r.pullSecrets)), r.o.Namespace)
 		}
 	case r.o.Secret != "":
 		ns, name := r.o.SecretNamespace, r.o.Secret

@@ -79,8 +79,9 @@ func (p *Prober) Close(ctx context.Context) []string {
 }
 
 // RemoveWatchLeftovers deletes what watchers made in namespace ns (a killed one's probe pods,
-// owners, loaders, status), before a new watcher starts; logf says what it retries. Watchers copy
-// no Secret, so none is listed. What ctx's end leaves (an API server that never answered) is an
+// owners, loaders, status), before a new watcher starts; logf says what it retries. No Secret is
+// listed: a watcher's copies (watch --secret) are owned by its owner ConfigMap, and the garbage
+// collector deletes them with it. What ctx's end leaves (an API server that never answered) is an
 // error naming it.
 func RemoveWatchLeftovers(ctx context.Context, cs *Client, ns string, logf func(string)) error {
 	left, err := Cleanup(ctx, cs, CleanupOptions{Namespace: ns, Selector: LabelBy + "=" + ByWatch, NoSecrets: true, Logf: logf})

@@ -79,8 +79,12 @@ func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string
 			if u.rbac() {
 				fix = "; grant get on secrets in namespace " + pod.Namespace + " to hand it over"
 			}
-			r.note("%s: pull secret %s/%s of pod %s/%s was not read (%s): the kubelet uses it if it covers the image, %s cannot present it%s",
-				flag, pod.Namespace, s.Name, pod.Namespace, pod.Name, shortErr(u.err), whom, fix)
+			of := "pod"
+			if flag == "--service-account" {
+				of = "service account"
+			}
+			r.note("%s: pull secret %s/%s of %s %s/%s was not read (%s): the kubelet uses it if it covers the image, %s cannot present it%s",
+				flag, pod.Namespace, s.Name, of, pod.Namespace, pod.Name, shortErr(u.err), whom, fix)
 		case ps.Key != "" && s.CoversRegistry != nil && *s.CoversRegistry:
 			ps.HandedOver, ps.Problem = true, ""
 			handed = append(handed, secret)

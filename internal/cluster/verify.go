@@ -46,8 +46,11 @@ type VerifyOptions struct {
 	// Namespace for the run and handed to the probe as ProbeFromPod's are.
 	SecretNamespace, Secret string
 	FromPod                 string // namespace/name
-	IncludeUnready          bool   // also NotReady and cordoned nodes
-	RuntimePull             bool   // a canary pod with the image beside each probe: the kubelet's real pull
+	// FromServiceAccount (namespace/name) takes that account's imagePullSecrets that cover the
+	// image, as the kubelet tries them for a pod of it (watch --service-account)
+	FromServiceAccount string
+	IncludeUnready     bool // also NotReady and cordoned nodes
+	RuntimePull        bool // a canary pod with the image beside each probe: the kubelet's real pull
 	// Binary gives the static linux probe for goarch and where it came from.
 	Binary func(goarch string) (bin []byte, source string, err error)
 	// Delivery is how the binary reaches the nodes: "attach" streams it into the probe pod's memory

@@ -51,8 +51,9 @@ func TestManifestsFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Manifests(ManifestOptions{Images: []string{"registry.example/app:1"}, WatcherImage: "registry.example/tools/pullpath:v1",
-		Namespace: "pullpath", Interval: "15m", MetricsPort: 9464, Replicas: 2, ServiceAccount: "pullpath-watch"})
+	o := DefaultManifestOptions()
+	o.Images, o.WatcherImage = []string{"registry.example/app:1"}, "registry.example/tools/pullpath:v1"
+	want := Manifests(o)
 	if string(b) != want {
 		t.Errorf("deploy/watch/watch.yaml differs from Manifests: regenerate it with pullpath watch manifests --image registry.example/app:1 --watcher-image registry.example/tools/pullpath:v1")
 	}

@@ -1,49 +1,184 @@
 package watch
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pullpath/pullpath/internal/cluster"
 )
 
 // ManifestOptions fill the in-cluster install of watch.
 type ManifestOptions struct {
-	Images         []string // what every node must pull
-	WatcherImage   string   // an image holding the full pullpath binary at /pullpath
-	Namespace      string   // the run namespace: the watcher, its probes, its lease and status
+	Images       []string // what every node must pull
+	WatcherImage string   // an image holding the full pullpath binary at /pullpath
+	// Namespace is the watcher's own (its Deployment, ServiceAccount and the janitor): Pod
+	// Security restricted. RunNamespace holds its probe pods, delivery objects, lease and status:
+	// privileged, and nothing in it can borrow the watcher's identity.
+	Namespace      string
+	RunNamespace   string
 	Interval       string
 	MetricsPort    int
 	Replicas       int
 	ServiceAccount string
+	// Secret (NAMESPACE/NAME) and PullServiceAccount (NAMESPACE/NAME) are watch --secret and
+	// --service-account: the pull identity the probes present, read where it lives.
+	Secret, PullServiceAccount string
+	// JanitorNamespace is verify's run namespace, whose expired leftovers the janitor CronJob
+	// deletes; "" leaves the janitor out.
+	JanitorNamespace string
 }
 
-// Manifests is the in-cluster install of watch: the run namespace (Pod Security privileged, as
-// the probe pods need hostNetwork and a host mount), a ServiceAccount with exactly watch's rights,
-// a Deployment of replicas that elect one leader, a CronJob that deletes what killed verify runs
-// left (their pull-secret copies first of all), and the admission policy that admits only the
-// probe pod's shape in the run namespace. deploy/watch/watch.yaml is this output.
+// DefaultManifestOptions are watch manifests' defaults.
+func DefaultManifestOptions() ManifestOptions {
+	return ManifestOptions{Namespace: "pullpath-watcher", RunNamespace: cluster.WatchRunNamespace, Interval: "15m", MetricsPort: 9464,
+		Replicas: 2, ServiceAccount: "pullpath-watch", JanitorNamespace: "pullpath"}
+}
+
+// systemNamespaces are never a run namespace: it is relabelled Pod Security privileged, and
+// kubectl delete -f would delete it.
+var systemNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
+
+// Validate checks every value as the API server and watch would, so that what prints applies and
+// runs: names, the interval watch accepts, the port, and namespaces that are pullpath's own.
+func (o ManifestOptions) Validate() error {
+	for _, n := range []struct{ flag, v string }{{"--namespace", o.Namespace}, {"--run-namespace", o.RunNamespace}} {
+		if errs := validation.IsDNS1123Label(n.v); len(errs) > 0 {
+			return fmt.Errorf("%s %q: not a namespace name (%s)", n.flag, n.v, strings.Join(errs, "; "))
+		}
+		if slices.Contains(systemNamespaces, n.v) || strings.HasPrefix(n.v, "kube-") || n.v == o.monitoring() {
+			return fmt.Errorf("%s %s: a namespace pullpath does not own; the install labels it and kubectl delete -f deletes it: choose a namespace of pullpath's own", n.flag, n.v)
+		}
+	}
+	if o.Namespace == o.RunNamespace {
+		return fmt.Errorf("--namespace and --run-namespace are both %s: the watcher's identity must not live where pods run privileged", o.Namespace)
+	}
+	if o.JanitorNamespace != "" {
+		if errs := validation.IsDNS1123Label(o.JanitorNamespace); len(errs) > 0 {
+			return fmt.Errorf("--janitor-namespace %q: not a namespace name (%s)", o.JanitorNamespace, strings.Join(errs, "; "))
+		}
+		if o.JanitorNamespace == o.Namespace || o.JanitorNamespace == o.RunNamespace {
+			return fmt.Errorf("--janitor-namespace %s: want verify's run namespace, not the watcher's own", o.JanitorNamespace)
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(o.ServiceAccount); len(errs) > 0 {
+		return fmt.Errorf("--watcher-service-account %q: not a ServiceAccount name (%s)", o.ServiceAccount, strings.Join(errs, "; "))
+	}
+	for _, r := range []struct{ flag, v string }{{"--secret", o.Secret}, {"--service-account", o.PullServiceAccount}} {
+		if r.v == "" {
+			continue
+		}
+		ns, name, ok := strings.Cut(r.v, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("%s %q: want NAMESPACE/NAME", r.flag, r.v)
+		}
+	}
+	if o.Secret != "" && o.PullServiceAccount != "" {
+		return errors.New("give --secret or --service-account, not both")
+	}
+	d, err := time.ParseDuration(o.Interval)
+	if err != nil {
+		return fmt.Errorf("--interval %q: want a duration such as 15m", o.Interval)
+	}
+	if d < MinInterval {
+		return fmt.Errorf("--interval %s: want %s or more (watch refuses less: the Deployment would crash-loop)", o.Interval, MinInterval)
+	}
+	if o.Replicas < 1 || o.Replicas > 10 {
+		return fmt.Errorf("--replicas %d: want 1 to 10 (one leads, the others wait)", o.Replicas)
+	}
+	if o.MetricsPort < 1 || o.MetricsPort > 65535 {
+		return fmt.Errorf("--metrics-port %d: want a port, 1 to 65535", o.MetricsPort)
+	}
+	return nil
+}
+
+// monitoring is the namespace the metrics NetworkPolicy admits.
+func (ManifestOptions) monitoring() string { return "monitoring" }
+
+// MinInterval is the shortest interval watch accepts.
+const MinInterval = 10 * time.Second
+
+// Manifests is the in-cluster install of watch: the watcher's own namespace (Pod Security
+// restricted: its Deployment, ServiceAccount and the janitor), the run namespace (privileged, as
+// the probe pods need hostNetwork and a host mount) with a Role for the watcher there, watch's
+// cluster rights, the janitor CronJob, and two admission policies: only the probe pod's shape in
+// the run namespace, and only the ImagePullPathBroken condition in the watcher's node status
+// writes. Every object is watch's own: deleting it never removes verify's (deploy/rbac.yaml).
+// deploy/watch/watch.yaml is this output for placeholder images.
 func Manifests(o ManifestOptions) string {
 	var images []string
 	for _, im := range o.Images {
 		images = append(images, fmt.Sprintf("            - --image=%s", im))
 	}
-	r := strings.NewReplacer("{NS}", o.Namespace, "{SA}", o.ServiceAccount, "{WATCHER}", o.WatcherImage, "{INTERVAL}", o.Interval,
-		"{PORT}", fmt.Sprint(o.MetricsPort), "{REPLICAS}", fmt.Sprint(o.Replicas), "{IMAGES}", strings.Join(images, "\n"))
-	// the probe pods' admission: only their shape may be created in the run namespace
-	return r.Replace(manifestTemplate) + "---\n" + cluster.AdmissionPolicy(o.Namespace, nil)
+	var identity []string
+	if o.Secret != "" {
+		identity = append(identity, "            - --secret="+o.Secret)
+	}
+	if o.PullServiceAccount != "" {
+		identity = append(identity, "            - --service-account="+o.PullServiceAccount)
+	}
+	r := strings.NewReplacer("{NS}", o.Namespace, "{RUNNS}", o.RunNamespace, "{SA}", o.ServiceAccount, "{WATCHER}", o.WatcherImage, "{INTERVAL}", o.Interval,
+		"{PORT}", fmt.Sprint(o.MetricsPort), "{REPLICAS}", fmt.Sprint(o.Replicas), "{IMAGES}", strings.Join(append(images, identity...), "\n"),
+		"{MONITORING}", o.monitoring(), "{JANITORNS}", o.JanitorNamespace)
+	out := r.Replace(manifestTemplate)
+	if o.Secret != "" || o.PullServiceAccount != "" {
+		out += "---\n" + r.Replace(identityRoles(o))
+	}
+	if o.JanitorNamespace != "" {
+		out += "---\n" + r.Replace(janitorTemplate)
+	}
+	// the probe pods' admission, under a name of watch's own: deleting this install never
+	// removes verify's policy (deploy/admission.yaml)
+	out += "---\n" + cluster.AdmissionPolicyNamed(WatchProbePolicy, o.RunNamespace, nil)
+	return out + "---\n" + NodeStatusPolicy(o.Namespace, o.ServiceAccount)
+}
+
+// WatchProbePolicy names the probe pods' admission policy of the watch install.
+const WatchProbePolicy = "pullpath-watch-probe-pod"
+
+// identityRoles are the rights of --secret or --service-account: read the pull identity by name
+// where it lives, and keep its copies in the run namespace (create; delete on cleanup).
+func identityRoles(o ManifestOptions) string {
+	ref := o.Secret
+	rule := "  - apiGroups: [\"\"]\n    resources: [secrets]\n    resourceNames: [{NAME}]\n    verbs: [get]\n"
+	if o.PullServiceAccount != "" {
+		ref = o.PullServiceAccount
+		// the account names its pull secrets, which may change: get on secrets of that namespace
+		rule = "  - apiGroups: [\"\"]\n    resources: [serviceaccounts]\n    resourceNames: [{NAME}]\n    verbs: [get]\n" +
+			"  - apiGroups: [\"\"]\n    resources: [secrets]\n    verbs: [get]\n"
+	}
+	ns, name, _ := strings.Cut(ref, "/")
+	return strings.NewReplacer("{SRCNS}", ns, "{RULE}", strings.ReplaceAll(rule, "{NAME}", name)).Replace(identityTemplate)
 }
 
 const manifestTemplate = `# pullpath watch, in the cluster: every Ready node's pull path probed all the time.
-# kubectl apply -f this file; kubectl delete -f it removes everything (the node conditions stay:
-# kubectl get nodes -o jsonpath='{.items[*].status.conditions[?(@.type=="ImagePullPathBroken")]}').
+# kubectl apply -f this file; kubectl delete -f it removes everything it made, and nothing of
+# verify's install (deploy/rbac.yaml, deploy/admission.yaml). The node conditions stay:
+# kubectl get nodes -o jsonpath='{.items[*].status.conditions[?(@.type=="ImagePullPathBroken")]}'
 # The rights below are watch's and no more; docs/rbac.md says what each allows.
+#
+# {NS}: the watcher's own namespace (Pod Security restricted): its Deployment and identity.
+# {RUNNS}: its run namespace (privileged): the probe pods, the lease and the status. Nobody who
+# may create pods there can borrow the watcher's identity: it does not live there.
 apiVersion: v1
 kind: Namespace
 metadata:
   name: {NS}
   labels:
     app.kubernetes.io/managed-by: pullpath-admin   # not "pullpath": cleanup must never select it
+    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/warn: restricted
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: {RUNNS}
+  labels:
+    app.kubernetes.io/managed-by: pullpath-admin
     pod-security.kubernetes.io/enforce: privileged  # the probe pods: hostNetwork and a read-only host mount
     pod-security.kubernetes.io/warn: privileged
 ---
@@ -62,7 +197,7 @@ rules:
   - apiGroups: [""]
     resources: [nodes]
     verbs: [get, list, watch]
-  # the ImagePullPathBroken condition, and nothing else of the node's status is written
+  # the ImagePullPathBroken condition; the policy pullpath-watch-node-status refuses any other change
   - apiGroups: [""]
     resources: [nodes/status]
     verbs: [patch]
@@ -111,7 +246,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
   name: pullpath-watch-runner
-  namespace: {NS}
+  namespace: {RUNNS}
 rules:
   - apiGroups: [""]
     resources: [pods]
@@ -146,17 +281,18 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata:
   name: pullpath-watch-runner
-  namespace: {NS}
+  namespace: {RUNNS}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-watch-runner}
 subjects:
   - {kind: ServiceAccount, name: {SA}, namespace: {NS}}
 ---
-# pullpath watch status: read the watcher's status. Bind it to the people who ask (not bound here).
+# pullpath watch status --run-namespace {RUNNS}: read the watcher's status. Bind it to the people
+# who ask (not bound here).
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata:
   name: pullpath-watch-status
-  namespace: {NS}
+  namespace: {RUNNS}
 rules:
   - apiGroups: [""]
     resources: [configmaps]
@@ -191,7 +327,7 @@ spec:
           args:
 {IMAGES}
             - --interval={INTERVAL}
-            - --run-namespace={NS}
+            - --run-namespace={RUNNS}
             - --metrics-address=:{PORT}
             - --leader-elect
           ports:
@@ -206,34 +342,77 @@ spec:
             requests: {cpu: 20m, memory: 64Mi}
             limits: {memory: 256Mi}
 ---
-# pullpath cleanup --expired, every 10 minutes: what a verify run killed before its own cleanup
-# left in this namespace (its pull-secret copies, owner, loader, probe pods), once its
-# pullpath.dev/expires label is past. A watcher's objects carry no expiry: never touched.
+# /metrics is plain HTTP: only the {MONITORING} namespace may reach it (edit the selector to where
+# your Prometheus runs). The probe pods use the host network, which no NetworkPolicy governs.
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata:
+  name: pullpath-watch-metrics
+  namespace: {NS}
+spec:
+  podSelector:
+    matchLabels: {app.kubernetes.io/name: pullpath-watch}
+  policyTypes: [Ingress]
+  ingress:
+    - from:
+        - namespaceSelector:
+            matchLabels: {kubernetes.io/metadata.name: {MONITORING}}
+      ports:
+        - {protocol: TCP, port: {PORT}}
+`
+
+// identityTemplate: watch --secret or --service-account reads its pull identity by name where it
+// lives, and copies it into the run namespace (a pod can only use a secret of its own namespace).
+const identityTemplate = `# the pull identity the probes present (watch --secret, --service-account), read where it lives
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: pullpath-watch-secret
+  namespace: {SRCNS}
+rules:
+{RULE}---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: pullpath-watch-secret
+  namespace: {SRCNS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-watch-secret}
+subjects:
+  - {kind: ServiceAccount, name: {SA}, namespace: {NS}}
+---
+# its copies in the run namespace, owned by the watcher's owner ConfigMap (garbage-collected with
+# it): create, and delete on the way out; no list, no get of any other secret
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: pullpath-watch-secret-copies
+  namespace: {RUNNS}
+rules:
+  - apiGroups: [""]
+    resources: [secrets]
+    verbs: [create, delete]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: pullpath-watch-secret-copies
+  namespace: {RUNNS}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-watch-secret-copies}
+subjects:
+  - {kind: ServiceAccount, name: {SA}, namespace: {NS}}
+`
+
+// janitorTemplate: pullpath cleanup --expired every 10 minutes in verify's run namespace, as a
+// ServiceAccount of the watcher's namespace. Its Role there is verify's install's (deploy/rbac.yaml,
+// pullpath-janitor), so neither install's delete removes the other's objects.
+const janitorTemplate = `# pullpath cleanup --expired, every 10 minutes: what a verify run killed before its own cleanup
+# left in {JANITORNS} (its pull-secret copies, owner, loader, probe pods), once its
+# pullpath.dev/expires label is past. Its rights there: Role pullpath-janitor of deploy/rbac.yaml.
 apiVersion: v1
 kind: ServiceAccount
 metadata:
   name: pullpath-janitor
   namespace: {NS}
----
-# list returns whole objects: the janitor reads the pull-secret copies it deletes
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata:
-  name: pullpath-janitor
-  namespace: {NS}
-rules:
-  - apiGroups: [""]
-    resources: [pods, configmaps, secrets]
-    verbs: [list, delete]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata:
-  name: pullpath-janitor
-  namespace: {NS}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pullpath-janitor}
-subjects:
-  - {kind: ServiceAccount, name: pullpath-janitor, namespace: {NS}}
 ---
 apiVersion: batch/v1
 kind: CronJob
@@ -261,7 +440,7 @@ spec:
           containers:
             - name: cleanup
               image: {WATCHER}
-              command: [/pullpath, cleanup, --expired, --run-namespace={NS}]
+              command: [/pullpath, cleanup, --expired, --run-namespace={JANITORNS}]
               securityContext:
                 allowPrivilegeEscalation: false
                 readOnlyRootFilesystem: true
@@ -269,22 +448,4 @@ spec:
               resources:
                 requests: {cpu: 10m, memory: 32Mi}
                 limits: {memory: 128Mi}
----
-# /metrics is plain HTTP: only the monitoring namespace may reach it (edit the selector to where
-# your Prometheus runs). The probe pods use the host network, which no NetworkPolicy governs.
-apiVersion: networking.k8s.io/v1
-kind: NetworkPolicy
-metadata:
-  name: pullpath-watch-metrics
-  namespace: {NS}
-spec:
-  podSelector:
-    matchLabels: {app.kubernetes.io/name: pullpath-watch}
-  policyTypes: [Ingress]
-  ingress:
-    - from:
-        - namespaceSelector:
-            matchLabels: {kubernetes.io/metadata.name: monitoring}
-      ports:
-        - {protocol: TCP, port: {PORT}}
 `

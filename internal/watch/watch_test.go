@@ -231,3 +231,110 @@ func TestWatchRequestsOnlyItsRights(t *testing.T) {
 		}
 	}
 }
+
+// watch --secret and --service-account: the probes present the pull identity as pods with it do,
+// from copies in the run namespace owned by the watcher's owner object (collected with it when a
+// watcher is killed), and the watcher makes only the requests its lines declare, the secret and
+// the account read by name.
+func TestWatchPresentsItsPullIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		set  func(*cluster.VerifyOptions)
+	}{
+		{"watch --secret", func(o *cluster.VerifyOptions) { o.SecretNamespace, o.Secret = "shop", "corp" }},
+		{"watch --service-account", func(o *cluster.VerifyOptions) { o.FromServiceAccount = "shop/puller" }},
+	} {
+		t.Run(tc.line, func(t *testing.T) {
+			fc, _ := fakeCluster(t)
+			cfg := `{"auths":{"registry.cluster.test":{"auth":"dXNlcjpzM2NyZXQtdmFsdWU="}}}`
+			for _, ob := range []runtime.Object{
+				&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
+				&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "corp"}, Type: corev1.SecretTypeDockerConfigJson,
+					Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(cfg)}},
+				&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "puller"}, ImagePullSecrets: []corev1.LocalObjectReference{{Name: "corp"}}},
+			} {
+				if err := fc.Tracker().Add(ob); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var envs [][]corev1.EnvVar
+			var mu sync.Mutex
+			fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				mu.Lock()
+				envs = append(envs, a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).Spec.Containers[0].Env)
+				mu.Unlock()
+				return false, nil, nil
+			})
+			cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1()), NoWatchList: true}
+			o := cluster.VerifyOptions{Namespace: "pullpath", Delivery: cluster.ModeConfigMap, Timeout: 5 * time.Second,
+				Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}
+			tc.set(&o)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w, err := New(ctx, cs, Options{Images: []string{"registry.cluster.test/shop/web:1"}, Interval: time.Hour, Concurrency: 3, FullEvery: 1, Probe: o})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// the tracker, not the client: the test's own read is no request of the watcher's
+			obj, err := fc.Tracker().List(corev1.SchemeGroupVersion.WithResource("secrets"), corev1.SchemeGroupVersion.WithKind("Secret"), "pullpath")
+			copies, _ := obj.(*corev1.SecretList)
+			if err != nil || copies == nil || len(copies.Items) != 1 {
+				t.Fatalf("copies in the run namespace: %v (%v), want one", copies, err)
+			}
+			cp := copies.Items[0]
+			if len(cp.OwnerReferences) != 1 || cp.OwnerReferences[0].Kind != "ConfigMap" {
+				t.Errorf("the copy %s is owned by %+v, want the watcher's owner ConfigMap (collected with it)", cp.Name, cp.OwnerReferences)
+			}
+			done := make(chan []string)
+			go func() { done <- w.Run(ctx) }()
+			for deadline := time.Now().Add(20 * time.Second); len(w.Snapshot().Nodes) < 3 && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+			}
+			cancel()
+			if left := <-done; len(left) > 0 {
+				t.Errorf("left behind: %v", left)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(envs) == 0 {
+				t.Fatal("no probe pod")
+			}
+			for _, env := range envs {
+				var ref string
+				for _, e := range env {
+					if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+						ref = e.ValueFrom.SecretKeyRef.Name
+					}
+				}
+				if ref != cp.Name {
+					t.Errorf("a probe pod's pull secret variable refers to %q, want the copy %s", ref, cp.Name)
+				}
+			}
+			declared := map[string]bool{}
+			for _, r := range cluster.Lines("watch", tc.line) {
+				declared[r.Verb+" "+r.Resource+" "+string(r.Scope)] = true
+			}
+			seen := map[string]bool{}
+			for _, a := range fc.Actions() {
+				res := a.GetResource().Resource
+				if sub := a.GetSubresource(); sub != "" {
+					res += "/" + sub
+				}
+				scope := map[string]cluster.Scope{"": cluster.ScopeCluster, "pullpath": cluster.ScopeRun, "default": cluster.ScopeEvents, "shop": cluster.ScopePod}[a.GetNamespace()]
+				key := a.GetVerb() + " " + res + " " + string(scope)
+				seen[key] = true
+				if !declared[key] {
+					t.Errorf("%s requested %s, which internal/cluster/access.go does not declare for it", tc.line, key)
+				}
+				if g, ok := a.(k8stesting.GetAction); ok && scope == cluster.ScopePod && g.GetName() != "corp" && g.GetName() != "puller" {
+					t.Errorf("%s read %s %s, not the named identity", tc.line, res, g.GetName())
+				}
+			}
+			for _, r := range cluster.Lines(tc.line) {
+				if key := r.Verb + " " + r.Resource + " " + string(r.Scope); !seen[key] {
+					t.Errorf("%s is declared for %s and was not requested", key, tc.line)
+				}
+			}
+		})
+	}
+}

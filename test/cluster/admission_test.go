@@ -3,20 +3,26 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	ppcluster "github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/watch"
 )
 
 // verify in a run namespace that enforces Pod Security baseline stops at the dry run of its probe
@@ -184,5 +190,112 @@ func TestAdmissionPolicyAdmitsOnlyTheProbePod(t *testing.T) {
 	// the run namespace the other tests use is not bound
 	if _, err := c.Client.CoreV1().Pods(runNS).Create(ctx, bad[0].pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil && strings.Contains(err.Error(), name) {
 		t.Errorf("the policy reached namespace %s: %v", runNS, err)
+	}
+}
+
+// watch manifests' node status policy: the watcher's identity (here a ServiceAccount of the test,
+// impersonated) may change its own condition of a node and nothing else of the node's status,
+// on kube-apiserver's own CEL admission. A condition type and policy name of the test's own keep
+// the watch tests' ImagePullPathBroken out of it.
+func TestNodeStatusPolicyLimitsTheWatcherToItsCondition(t *testing.T) {
+	c := sharedCluster(t)
+	ns := c.Namespace(t, "nodepolicy")
+	ctx := context.Background()
+	const sa, node, cond = "watcher", "poola-1", "PullPathPolicyTest"
+	name := watch.NodeStatusPolicyName + "-" + ns
+	doc := strings.NewReplacer(watch.NodeStatusPolicyName, name, watch.ConditionType, cond).Replace(watch.NodeStatusPolicy(ns, sa))
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := map[string]schema.GroupVersionResource{
+		"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+		"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(doc), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		r := gvr[u.GetKind()]
+		if _, err := dyn.Resource(r).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", u.GetKind(), err)
+		}
+		t.Cleanup(func() { _ = dyn.Resource(r).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
+	}
+	// watch's cluster right, for the test's account
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}}
+	if _, err := c.Client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Client.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	cfg := rest.CopyConfig(c.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + sa}
+	as, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := func(p string) error {
+		_, err := as.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, []byte(p), metav1.PatchOptions{}, "status")
+		return err
+	}
+	// remove what a write let through, as the admin (the kubelet owns the rest of the status)
+	t.Cleanup(func() {
+		_, _ = c.Client.CoreV1().Nodes().Patch(context.Background(), node, types.StrategicMergePatchType,
+			[]byte(`{"status":{"conditions":[{"type":"`+cond+`","$patch":"delete"}],"capacity":{"pullpath.test/probe":null}}}`), metav1.PatchOptions{}, "status")
+	})
+	// the policy is live once the API server refuses a capacity change (harmless, removed above)
+	deadline := time.Now().Add(30 * time.Second)
+	for i := 1; ; i++ {
+		// a new value each time: a write that changes nothing passes any policy
+		err := patch(fmt.Sprintf(`{"status":{"capacity":{"pullpath.test/probe":"%d"}}}`, i))
+		if err != nil && strings.Contains(err.Error(), "nothing else of its status") {
+			break
+		}
+		if err != nil {
+			t.Fatalf("a capacity patch: %v", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy did not refuse a capacity change within 30 s (last: %v)", err)
+		}
+		time.Sleep(time.Second)
+	}
+	now := metav1.Now().UTC().Format(time.RFC3339)
+	if err := patch(`{"status":{"conditions":[{"type":"` + cond + `","status":"False","reason":"OK","message":"pull path holds","lastTransitionTime":"` + now + `","lastHeartbeatTime":"` + now + `"}]}}`); err != nil {
+		t.Errorf("the watcher's own condition was refused: %v", err)
+	}
+	for _, bad := range []struct{ what, patch, want string }{
+		{"the Ready condition", `{"status":{"conditions":[{"type":"Ready","status":"False","reason":"Forged","message":"forged by the watcher"}]}}`, "no other condition"},
+		{"the node's addresses", `{"status":{"addresses":[{"type":"InternalIP","address":"192.0.2.1"}]}}`, "nothing else of its status"},
+	} {
+		err := patch(bad.patch)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: the watcher's write got %v, want a refusal saying %q", bad.what, err, bad.want)
+		}
+	}
+	n, err := c.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cnd := range n.Status.Conditions {
+		if cnd.Type == corev1.NodeReady && cnd.Reason == "Forged" {
+			t.Errorf("the forged Ready condition reached node %s", node)
+		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -422,14 +423,20 @@ func TestWatchLeaderElection(t *testing.T) {
 }
 
 // The in-cluster manifests (`pullpath watch manifests`, deploy/watch/watch.yaml) are accepted by a
-// real API server: every object is created with a server-side dry run (schema, defaulting,
-// admission, RBAC's escalation check on the roles, the CronJob's schedule, the admission policy's
-// CEL), in a namespace of the test.
+// real API server, then applied and deleted for real: every object is first created with a
+// server-side dry run (schema, defaulting, admission, RBAC's escalation check on the roles, the
+// CronJob's schedule, both admission policies' CEL), the watcher's pod is dry-run in its own
+// namespace (Pod Security restricted enforced), then everything but the workloads is created and
+// deleted, and verify's run namespace is still there. Namespaces and cluster-wide names are the
+// test's own; the --secret roles are in.
 func TestWatchManifestsAccepted(t *testing.T) {
 	c := sharedCluster(t)
-	ns := c.Namespace(t, "watchmanifests")
+	runNamespace(t, c) // verify's, which deleting watch's install must leave
+	own, run := "pullpath-watcher-"+fmt.Sprint(time.Now().UnixNano()%100000), "pullpath-watchrun-"+fmt.Sprint(time.Now().UnixNano()%100000)
+	src := c.Namespace(t, "watchsecret")
 	out, errOut, code := c.Run(t, "watch", "manifests", "--image", "registry.cluster.test/cached/app:v1",
-		"--watcher-image", "registry.cluster.test/tools/pullpath:v1", "--run-namespace", ns)
+		"--watcher-image", "registry.cluster.test/tools/pullpath:v1", "--namespace", own, "--run-namespace", run, "--secret", src+"/regcred",
+		"--janitor-namespace", runNS)
 	if code != 0 {
 		t.Fatalf("watch manifests: exit %d\n%s", code, errOut)
 	}
@@ -449,10 +456,10 @@ func TestWatchManifestsAccepted(t *testing.T) {
 		"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
 		"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
 	}
+	var objs []*unstructured.Unstructured
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
-	var kinds []string
 	for {
-		var u unstructured.Unstructured
+		u := &unstructured.Unstructured{}
 		if err := dec.Decode(&u.Object); err == io.EOF {
 			break
 		} else if err != nil {
@@ -461,27 +468,98 @@ func TestWatchManifestsAccepted(t *testing.T) {
 		if len(u.Object) == 0 {
 			continue
 		}
-		kind := u.GetKind()
-		kinds = append(kinds, kind)
-		if kind == "Namespace" {
-			continue // the test's namespace exists already
+		// cluster-wide names of the test's own, and what refers to them: the tier's other
+		// tests never meet them
+		suffix := "-" + run
+		if u.GetNamespace() == "" && u.GetKind() != "Namespace" {
+			u.SetName(u.GetName() + suffix)
 		}
-		gvr, ok := resources[kind]
+		if kind, _, _ := unstructured.NestedString(u.Object, "roleRef", "kind"); kind == "ClusterRole" {
+			name, _, _ := unstructured.NestedString(u.Object, "roleRef", "name")
+			_ = unstructured.SetNestedField(u.Object, name+suffix, "roleRef", "name")
+		}
+		if p, ok, _ := unstructured.NestedString(u.Object, "spec", "policyName"); ok {
+			_ = unstructured.SetNestedField(u.Object, p+suffix, "spec", "policyName")
+		}
+		objs = append(objs, u)
+	}
+	ri := func(u *unstructured.Unstructured) dynamic.ResourceInterface {
+		gvr, ok := resources[u.GetKind()]
 		if !ok {
-			t.Errorf("a %s in the manifests, which this test does not know", kind)
+			t.Fatalf("a %s in the manifests, which this test does not know", u.GetKind())
+		}
+		if u.GetNamespace() != "" {
+			return dyn.Resource(gvr).Namespace(u.GetNamespace())
+		}
+		return dyn.Resource(gvr)
+	}
+	ctx := context.Background()
+	var kinds []string
+	var made []*unstructured.Unstructured
+	t.Cleanup(func() {
+		for i := len(made) - 1; i >= 0; i-- {
+			_ = ri(made[i]).Delete(context.Background(), made[i].GetName(), metav1.DeleteOptions{})
+		}
+	})
+	// the namespaces for real (a dry run in a namespace that does not exist is refused), then a
+	// dry run of everything else
+	for _, u := range objs {
+		kinds = append(kinds, u.GetKind())
+		if u.GetKind() == "Namespace" {
+			if _, err := ri(u).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+				t.Fatalf("namespace %s: %v", u.GetName(), err)
+			}
+			made = append(made, u)
+		}
+	}
+	for _, u := range objs {
+		if u.GetKind() == "Namespace" {
 			continue
 		}
-		var ri dynamic.ResourceInterface = dyn.Resource(gvr)
-		if u.GetNamespace() != "" {
-			ri = dyn.Resource(gvr).Namespace(u.GetNamespace())
+		if _, err := ri(u).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("%s %s: the API server refused it: %v", u.GetKind(), u.GetName(), err)
 		}
-		if _, err := ri.Create(context.Background(), &u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
-			t.Errorf("%s %s: the API server refused it: %v", kind, u.GetName(), err)
+	}
+	if t.Failed() {
+		return
+	}
+	// applied for real (no workloads: their image is a placeholder), then deleted as kubectl
+	// delete -f would
+	for _, u := range objs {
+		if k := u.GetKind(); k == "Namespace" || k == "Deployment" || k == "CronJob" {
+			continue
 		}
+		if _, err := ri(u).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		made = append(made, u)
+	}
+	// the watcher's and the janitor's pods, as their controllers would make them (their
+	// ServiceAccounts exist now), in the watcher's namespace: Pod Security restricted admits them
+	for _, u := range objs {
+		path := map[string][]string{"Deployment": {"spec", "template"}, "CronJob": {"spec", "jobTemplate", "spec", "template"}}[u.GetKind()]
+		if path == nil {
+			continue
+		}
+		tmpl, _, _ := unstructured.NestedMap(u.Object, path...)
+		pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "dry-" + strings.ToLower(u.GetKind()), "namespace": u.GetNamespace()}, "spec": tmpl["spec"]}}
+		if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(u.GetNamespace()).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("the %s's pod in namespace %s: %v", u.GetKind(), u.GetNamespace(), err)
+		}
+	}
+	for i := len(made) - 1; i >= 0; i-- {
+		if err := ri(made[i]).Delete(ctx, made[i].GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete %s %s: %v", made[i].GetKind(), made[i].GetName(), err)
+		}
+	}
+	made = nil
+	if n, err := c.Client.CoreV1().Namespaces().Get(ctx, runNS, metav1.GetOptions{}); err != nil || n.DeletionTimestamp != nil {
+		t.Errorf("verify's run namespace %s after deleting watch's install: %v", runNS, err)
 	}
 	for _, want := range []string{"Deployment", "ClusterRole", "NetworkPolicy", "CronJob", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		if !slices.Contains(kinds, want) {
-			t.Errorf("manifests hold %v, want a Deployment, its roles, the metrics NetworkPolicy, the janitor's CronJob and the probe pods' admission policy", kinds)
+			t.Errorf("manifests hold %v, want a Deployment, its roles, the metrics NetworkPolicy, the janitor's CronJob and the admission policies", kinds)
 			break
 		}
 	}
