@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,9 @@ type imagePushOptions struct {
 	addCAs    []string
 	noSysCAs  bool
 	timeout   time.Duration
+	watcher   bool
+	fullDir   string                 // --binary-dir: the full builds, for --watcher
+	self      func() (string, error) // this program, the watcher's binary for its own platform
 
 	platformsChanged bool // --platform given: a missing binary is not the defaults' fault
 }
@@ -55,7 +59,7 @@ var systemBundles = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls
 func newImageCmd(s Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
-		Short: "Build and push the probe image, for verify --probe-image and --from-pod",
+		Short: "Build and push the probe image (verify --probe-image) or the watcher image (--watcher)",
 	}
 	onlySubcommands(cmd, "subcommand", "push")
 	cmd.AddCommand(newImagePushCmd(s))
@@ -63,19 +67,21 @@ func newImageCmd(s Streams) *cobra.Command {
 }
 
 func newImagePushCmd(s Streams) *cobra.Command {
-	o := &imagePushOptions{streams: s}
+	o := &imagePushOptions{streams: s, self: os.Executable}
 	cmd := &cobra.Command{
 		Use:   "push REF",
-		Short: "Build the probe image (the static probe binary, one layer per platform, an OCI index) and push it",
+		Short: "Build the probe or watcher image (a static binary, one layer per platform, an OCI index) and push it",
 		Long: `Build the probe image in-process and push it to REF: per platform, one layer with
 the static probe-only pullpath at /pullpath (the entrypoint) and a CA bundle,
 under an OCI index; the same contents give the same digest. Prints the digest
 reference, for 'pullpath verify IMAGE --probe-image <digest reference>'.
+--watcher: the full pullpath instead, run as 65532, for 'watch manifests'.
 
 Exit codes: 0 pushed, 2 could not build or push.
 ` + manual("image.md"),
 		Example: `  pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1
-  pullpath image push registry.corp.example/pullpath-probe:v1 --platform linux/amd64 --probe-binary-dir dist`,
+  pullpath image push registry.corp.example/pullpath-probe:v1 --platform linux/amd64 --probe-binary-dir dist
+  pullpath image push --watcher myreg.azurecr.io/tools/pullpath:v1 --binary-dir dist`,
 		Args: oneImage("pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.ref = args[0]
@@ -89,11 +95,14 @@ Exit codes: 0 pushed, 2 could not build or push.
 	f := cmd.Flags()
 	f.StringSliceVar(&o.platforms, "platform", []string{"linux/amd64", "linux/arm64"}, "platforms of the index (comma-separated linux/<arch>)")
 	f.StringVar(&o.binDir, "probe-binary-dir", "", "directory holding pullpath-probe-linux-<arch> (default: next to this program)")
+	f.BoolVar(&o.watcher, "watcher", false, "build the watcher image: the full pullpath, for the Deployment of 'watch manifests'")
+	f.StringVar(&o.fullDir, "binary-dir", "", "with --watcher: directory holding pullpath-linux-<arch> or scripts/build.sh's output (default: this program, for its platform)")
 	f.BoolVar(&o.insecure, "insecure", false, "allow plain HTTP and unverified TLS (test registries only)")
 	f.StringVar(&o.caFile, "ca-file", "", "also trust the CA certificates in this PEM file")
 	f.StringArrayVar(&o.addCAs, "add-ca", nil, "add the CA certificates of this PEM file to the image's bundle (repeatable)")
 	f.BoolVar(&o.noSysCAs, "no-system-cas", false, "leave this machine's CA bundle out of the image")
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the push")
+	groupFlags(f, "Trust", "ca-file", "insecure", "add-ca", "no-system-cas")
 	return cmd
 }
 
@@ -123,6 +132,12 @@ func (o *imagePushOptions) Validate() error {
 	if o.timeout <= 0 {
 		return fmt.Errorf("--timeout %s: want a positive duration, e.g. 5m", o.timeout)
 	}
+	switch {
+	case o.watcher && o.binDir != "":
+		return errors.New("--probe-binary-dir: the watcher image holds the full pullpath, not the probe-only build: give --binary-dir")
+	case !o.watcher && o.fullDir != "":
+		return errors.New("--binary-dir: only with --watcher (the probe image's binaries: --probe-binary-dir)")
+	}
 	return nil
 }
 
@@ -149,12 +164,29 @@ func (o *imagePushOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	idx, err := probeIndex(o.platforms, cas, func(arch string) ([]byte, error) {
-		b, _, err := probeBinary("", o.binDir, arch)
+	idx, err := imageIndex(o.platforms, func(arch string) (v1.Image, error) {
+		var b []byte
+		var err error
+		if o.watcher {
+			b, _, err = watcherBinary(o.fullDir, arch, o.self)
+		} else {
+			b, _, err = probeBinary("", o.binDir, arch)
+		}
 		if err != nil && !o.platformsChanged {
 			err = fmt.Errorf("%w; or push only the platforms you have binaries for, e.g. --platform linux/amd64", err)
 		}
-		return b, err
+		if err != nil {
+			return nil, err
+		}
+		build, what := probeImage, "probe"
+		if o.watcher {
+			build, what = watcherImage, "watcher"
+		}
+		img, err := build(arch, b, cas)
+		if err != nil {
+			return nil, fmt.Errorf("%s image for linux/%s: %w", what, arch, err)
+		}
+		return img, nil
 	})
 	if err != nil {
 		return err
@@ -230,42 +262,61 @@ func (o *imagePushOptions) transport() (http.RoundTripper, error) {
 	return tr, nil
 }
 
-// probeIndex builds the OCI index of the probe image, one image per linux/<arch> platform.
-func probeIndex(platforms []string, cas []byte, binary func(arch string) ([]byte, error)) (v1.ImageIndex, error) {
+// imageIndex builds an OCI index of one image per linux/<arch> platform.
+func imageIndex(platforms []string, image func(arch string) (v1.Image, error)) (v1.ImageIndex, error) {
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	for _, p := range platforms {
 		_, arch, _ := strings.Cut(p, "/")
-		bin, err := binary(arch)
+		img, err := image(arch)
 		if err != nil {
 			return nil, err
-		}
-		img, err := probeImage(arch, bin, cas)
-		if err != nil {
-			return nil, fmt.Errorf("probe image for %s: %w", p, err)
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
 	}
 	return idx, nil
 }
 
+// tarEntry is one entry of an image's single layer; a path ending in / is a directory.
+type tarEntry struct {
+	path string
+	mode int64
+	data []byte
+}
+
+// caFiles are the CA bundle's entries, its parents first (an unpacker need not invent them);
+// none without a bundle.
+func caFiles(cas []byte) []tarEntry {
+	if len(cas) == 0 {
+		return nil
+	}
+	return []tarEntry{{"/etc/", 0o755, nil}, {"/etc/ssl/", 0o755, nil}, {"/etc/ssl/certs/", 0o755, nil}, {caBundlePath, 0o644, cas}}
+}
+
 // probeImage is one layer with bin at ProbePath, its entrypoint, and the CA bundle cas (when
-// any). Fixed times keep the digest a function of the contents alone.
+// any), run as root (the probe reads the node's files).
 func probeImage(arch string, bin, cas []byte) (v1.Image, error) {
+	files := append([]tarEntry{{ProbePath, 0o755, bin}}, caFiles(cas)...)
+	return singleLayerImage(arch, files, "pullpath probe", "")
+}
+
+// watcherImage is the full pullpath at ProbePath (the manifests run /pullpath watch and
+// /pullpath cleanup) and the CA bundle, entries in name order, run as watcherUser. The files
+// belong to root and are not writable by the user: the binary is the image's, not the watcher's.
+func watcherImage(arch string, bin, cas []byte) (v1.Image, error) {
+	files := append(caFiles(cas), tarEntry{ProbePath, 0o755, bin})
+	slices.SortFunc(files, func(a, b tarEntry) int { return strings.Compare(a.path, b.path) })
+	return singleLayerImage(arch, files, "pullpath watch", watcherUser)
+}
+
+// singleLayerImage is an OCI image of one layer holding files (in this order), with ProbePath
+// as the entrypoint. Fixed times, owners and modes keep the digest a function of the contents
+// alone.
+func singleLayerImage(arch string, files []tarEntry, title, user string) (v1.Image, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	epoch := time.Unix(0, 0).UTC()
-	type file struct {
-		path string
-		mode int64
-		data []byte
-	}
-	files := []file{{ProbePath, 0o755, bin}}
-	if len(cas) > 0 {
-		// the parents first: an unpacker need not invent them
-		files = append(files, file{"/etc/", 0o755, nil}, file{"/etc/ssl/", 0o755, nil}, file{"/etc/ssl/certs/", 0o755, nil}, file{caBundlePath, 0o644, cas})
-	}
 	for _, f := range files {
-		h := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch, Format: tar.FormatPAX}
+		h := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.path, "/"), Mode: f.mode, Size: int64(len(f.data)), ModTime: epoch, Uid: 0, Gid: 0, Format: tar.FormatPAX}
 		if strings.HasSuffix(f.path, "/") {
 			h.Typeflag = tar.TypeDir
 		}
@@ -280,7 +331,8 @@ func probeImage(arch string, bin, cas []byte) (v1.Image, error) {
 		return nil, err
 	}
 	data := buf.Bytes()
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }, tarball.WithMediaType(types.OCILayer))
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil },
+		tarball.WithMediaType(types.OCILayer), tarball.WithCompressedCaching)
 	if err != nil {
 		return nil, err
 	}
@@ -298,6 +350,7 @@ func probeImage(arch string, bin, cas []byte) (v1.Image, error) {
 	cf.OS, cf.Architecture = "linux", arch
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config.Entrypoint = []string{ProbePath}
-	cf.Config.Labels = map[string]string{"org.opencontainers.image.title": "pullpath probe"}
+	cf.Config.User = user
+	cf.Config.Labels = map[string]string{"org.opencontainers.image.title": title}
 	return mutate.ConfigFile(img, cf)
 }

@@ -27,7 +27,7 @@ func probeBinary(file, dir, goarch string) ([]byte, string, error) {
 		if err != nil {
 			return nil, "", err
 		}
-		if err := staticELF(b, goarch); err != nil {
+		if err := staticELF(b, goarch, "build it with CGO_ENABLED=0 -tags probeonly, as scripts/build.sh does: dist/probe/"+name); err != nil {
 			return nil, "", fmt.Errorf("%s: %w", path, err)
 		}
 		return b, path, nil
@@ -55,12 +55,16 @@ func probeBinary(file, dir, goarch string) ([]byte, string, error) {
 	return b, "the probe-only build embedded in pullpath", nil
 }
 
+// errDynamic is a dynamically linked program: its interpreter is missing from most images, and
+// from the watcher's, so execve says ENOENT.
+var errDynamic = errors.New("dynamically linked: the image it runs in has no dynamic loader, so it must be static")
+
 // staticELF refuses what a node could not run on an arbitrary image: another architecture, or a
-// dynamically linked program (its interpreter is missing from most images: execve says ENOENT).
-func staticELF(b []byte, goarch string) error {
+// dynamically linked program. build says how to get the right one.
+func staticELF(b []byte, goarch, build string) error {
 	f, err := elf.NewFile(bytes.NewReader(b))
 	if err != nil {
-		return fmt.Errorf("not a linux executable (scripts/build.sh writes dist/probe/pullpath-probe-linux-<arch>)")
+		return fmt.Errorf("not a linux executable (%s)", build)
 	}
 	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[goarch]
 	if want != 0 && f.Machine != want {
@@ -68,7 +72,7 @@ func staticELF(b []byte, goarch string) error {
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("dynamically linked: the probe runs on whatever image the node has, so it must be static (build it with CGO_ENABLED=0 -tags probeonly, as scripts/build.sh does)")
+			return fmt.Errorf("%w (%s)", errDynamic, build)
 		}
 	}
 	return nil

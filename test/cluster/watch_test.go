@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -316,7 +317,8 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 
 // A real Prometheus (Debian's) scrapes the watcher in the hub's network namespace and evaluates
 // deploy/watch/alerts.yaml (its "for" cut to 0s, the expressions as shipped): the pool alert fires
-// for pool B, whose nodes have no route, and not for pool A.
+// for pool B, whose nodes have no route, and not for pool A; every expression of the Grafana
+// dashboard (deploy/watch/dashboard.json) returns series.
 func TestWatchMetricsInPrometheus(t *testing.T) {
 	c := sharedCluster(t)
 	prom, err := exec.LookPath("prometheus")
@@ -371,7 +373,82 @@ func TestWatchMetricsInPrometheus(t *testing.T) {
 		t.Errorf("firing %v; want PullPathBrokenInPool for poolb, not poola\nprometheus: %s\nwatch: %s", firing, c.logTail("prometheus"), w.errOut.String())
 	}
 	c.figure("watch: a real Prometheus scraped pullpath_watch_* and fired %v", firing)
+
+	// every expression of the Grafana dashboard returns series from the same Prometheus
+	exprs := dashboardExprs(t)
+	start := time.Now()
+	empty := map[string]bool{}
+	for _, e := range exprs {
+		empty[e] = true
+	}
+	for deadline := time.Now().Add(90 * time.Second); len(empty) > 0 && time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		for e := range empty {
+			resp, err := hc.Get("http://127.0.0.1:9465/api/v1/query?query=" + url.QueryEscape(e))
+			if err != nil {
+				continue
+			}
+			var q struct {
+				Status string `json:"status"`
+				Error  string `json:"error"`
+				Data   struct {
+					Result []json.RawMessage `json:"result"`
+				} `json:"data"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&q)
+			resp.Body.Close()
+			if q.Status == "error" {
+				t.Errorf("dashboard expression %q: %s", e, q.Error)
+				delete(empty, e)
+			} else if len(q.Data.Result) > 0 {
+				delete(empty, e)
+			}
+		}
+	}
+	for e := range empty {
+		t.Errorf("dashboard expression %q: no series from a Prometheus that scrapes a watcher", e)
+	}
+	c.figure("watch: the %d expressions of the Grafana dashboard returned series within %s (%d did not)", len(exprs), time.Since(start).Round(time.Second), len(empty))
 	w.stopClean(t, c)
+}
+
+// dashboardExprs are the PromQL expressions of deploy/watch/dashboard.json's panels, Grafana's
+// variables replaced by what "All" gives (internal/watch's test checks the file itself).
+func dashboardExprs(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "watch", "dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type panel struct {
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+		Panels []json.RawMessage `json:"panels"`
+	}
+	var d panel
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.NewReplacer("$__rate_interval", "1m", "$pool", ".*", "$image", ".*")
+	var exprs []string
+	var walk func([]json.RawMessage)
+	walk = func(raw []json.RawMessage) {
+		for _, r := range raw {
+			var p panel
+			if err := json.Unmarshal(r, &p); err != nil {
+				t.Fatal(err)
+			}
+			for _, tg := range p.Targets {
+				exprs = append(exprs, all.Replace(tg.Expr))
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(d.Panels)
+	if len(exprs) == 0 {
+		t.Fatal("no expression in dashboard.json")
+	}
+	return exprs
 }
 
 // Two watchers with --leader-elect, as the Deployment runs them: only the holder of the Lease
@@ -444,18 +521,6 @@ func TestWatchManifestsAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resources := map[string]schema.GroupVersionResource{
-		"Namespace": {Version: "v1", Resource: "namespaces"}, "ServiceAccount": {Version: "v1", Resource: "serviceaccounts"},
-		"ClusterRole":                      {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
-		"ClusterRoleBinding":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
-		"Role":                             {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
-		"RoleBinding":                      {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
-		"Deployment":                       {Group: "apps", Version: "v1", Resource: "deployments"},
-		"NetworkPolicy":                    {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
-		"CronJob":                          {Group: "batch", Version: "v1", Resource: "cronjobs"},
-		"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
-		"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
-	}
 	var objs []*unstructured.Unstructured
 	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
 	for {
@@ -484,7 +549,7 @@ func TestWatchManifestsAccepted(t *testing.T) {
 		objs = append(objs, u)
 	}
 	ri := func(u *unstructured.Unstructured) dynamic.ResourceInterface {
-		gvr, ok := resources[u.GetKind()]
+		gvr, ok := manifestResources[u.GetKind()]
 		if !ok {
 			t.Fatalf("a %s in the manifests, which this test does not know", u.GetKind())
 		}
@@ -563,4 +628,18 @@ func TestWatchManifestsAccepted(t *testing.T) {
 			break
 		}
 	}
+}
+
+// manifestResources are the resources of the kinds `watch manifests` prints.
+var manifestResources = map[string]schema.GroupVersionResource{
+	"Namespace": {Version: "v1", Resource: "namespaces"}, "ServiceAccount": {Version: "v1", Resource: "serviceaccounts"},
+	"ClusterRole":                      {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+	"ClusterRoleBinding":               {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+	"Role":                             {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles"},
+	"RoleBinding":                      {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"},
+	"Deployment":                       {Group: "apps", Version: "v1", Resource: "deployments"},
+	"NetworkPolicy":                    {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+	"CronJob":                          {Group: "batch", Version: "v1", Resource: "cronjobs"},
+	"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+	"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
 }
