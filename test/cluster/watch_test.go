@@ -171,7 +171,8 @@ func TestWatch(t *testing.T) {
 	runNamespace(t, c)
 	im := c.Images[cachedImage]
 	args := []string{"--image", im.Ref, "--interval", "10s", "--concurrency", "3", "--run-namespace", runNS, "--probe-timeout", "90s"}
-	w := c.startWatch(t, args...)
+	// as the Deployment runs it: the outage below must leave it a standby, never an exit
+	w := c.startWatch(t, append(slices.Clone(args), "--leader-elect")...)
 	start := time.Now() // the watcher is up: its first probes start now
 	before := c.pathEvents(t, "poolb-2")
 	for _, n := range []struct{ node, status, reason string }{
@@ -209,7 +210,9 @@ func TestWatch(t *testing.T) {
 		t.Errorf("poolb-2: %d healthy events for one fix, want 1 (%v)", got, ev)
 	}
 
-	// the API server away for 30 s: the watcher stays, and poolb-2 does not turn healthy
+	// the API server away for 30 s, past the lease's 20 s renew deadline: the leader stands by,
+	// never exits, leads again once the API server answers, and poolb-2 does not turn healthy
+	led := bytes.Count(w.output(), []byte("watch: probing every Ready node"))
 	api := c.proc("kube-apiserver")
 	if err := api.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -220,6 +223,17 @@ func TestWatch(t *testing.T) {
 	case <-w.done:
 		t.Fatalf("the watcher ended during the API server outage\n%s", w.errOut.String())
 	default:
+	}
+	back := time.Now()
+	for bytes.Count(w.output(), []byte("watch: probing every Ready node")) == led {
+		if time.Since(back) > 60*time.Second {
+			t.Fatalf("the leader did not lead again within 60 s of the API server's return\n%s", w.output())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.figure("watch --leader-elect: led again %s after a 30 s API server outage, no exit", time.Since(back).Round(100*time.Millisecond))
+	if !bytes.Contains(w.output(), []byte("no longer the leader")) {
+		t.Errorf("a 30 s outage past the 20 s renew deadline, and the watcher never said it stood by:\n%s", w.output())
 	}
 	time.Sleep(15 * time.Second) // a probe round after the outage
 	if cond := c.pathCondition(t, "poolb-2"); cond == nil || cond.Status != "True" {
@@ -289,6 +303,13 @@ func TestWatch(t *testing.T) {
 }
 
 func (c *cluster) hasWatchPods(t *testing.T) bool { return len(c.watchPods(t)) > 0 }
+
+// output is a copy of what the watcher wrote to stderr so far.
+func (w *watcher) output() []byte {
+	w.mu().Lock()
+	defer w.mu().Unlock()
+	return bytes.Clone(w.errOut.Bytes())
+}
 
 // watchPods are the names of the watchers' probe pods.
 func (c *cluster) watchPods(t *testing.T) []string {
