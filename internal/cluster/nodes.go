@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sort"
 	"strings"
 
@@ -137,4 +138,36 @@ func virtualNode(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// SlimNode is the part of n that eligibility, Pool and the probe pods read: the labels, the two
+// pool annotations, cordon and taints, the conditions, the OS and architecture, and of
+// status.images only the sandbox images a probe may borrow (SandboxRepos and extra). A watcher
+// keeps this per node: the whole object, managedFields and an image list of up to 50 entries,
+// is most of a node's 10–40 KiB.
+func SlimNode(n *corev1.Node, extra []string) *corev1.Node {
+	s := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, CreationTimestamp: n.CreationTimestamp,
+			DeletionTimestamp: n.DeletionTimestamp, Labels: n.Labels},
+		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
+		Status: corev1.NodeStatus{Conditions: n.Status.Conditions,
+			NodeInfo: corev1.NodeSystemInfo{OperatingSystem: n.Status.NodeInfo.OperatingSystem, Architecture: n.Status.NodeInfo.Architecture}},
+	}
+	for _, a := range poolAnnotations {
+		if v, ok := n.Annotations[a]; ok {
+			if s.Annotations == nil {
+				s.Annotations = map[string]string{}
+			}
+			s.Annotations[a] = v
+		}
+	}
+	for _, im := range n.Status.Images {
+		for _, name := range im.Names {
+			if repo, _ := splitImageName(name); isSandboxRepo(repo, extra) {
+				s.Status.Images = append(s.Status.Images, im)
+				break
+			}
+		}
+	}
+	return s
 }

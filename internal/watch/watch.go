@@ -141,6 +141,14 @@ func (w *Watcher) Run(ctx context.Context) []string {
 		},
 	}
 	inf := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(lw, w.cs), &corev1.Node{}, 0, cache.Indexers{})
+	// the cache keeps what a probe reads of each node, not the whole object: at 5,000 nodes the
+	// image lists and managedFields would be most of the watcher's memory
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if n, ok := obj.(*corev1.Node); ok {
+			return cluster.SlimNode(n, w.o.Probe.SandboxImages), nil
+		}
+		return obj, nil
+	})
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { w.upsert(obj) },
 		UpdateFunc: func(_, obj any) { w.upsert(obj) },
@@ -225,7 +233,7 @@ func (w *Watcher) upsert(obj any) {
 		// good as new, so probed first
 		ns.next, ns.probed = time.Now(), false
 	}
-	ns.node = n.DeepCopy()
+	ns.node = n // the informer's slim copy, never changed in place: no DeepCopy
 }
 
 // stagger spreads the nodes a watcher finds already probed over the interval, the same way on
