@@ -285,8 +285,9 @@ or of all, and wait until they are gone: for a run that was killed. --expired
 deletes only objects whose run is surely over (label pullpath.dev/expires). A running
 watcher's objects are spared (its status heartbeat is recent); --include-watch takes them too.
 
-Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not
-run (no cluster, refused credentials, no rights, an API error, a bad flag).
+Exit codes: 0 nothing left, 1 something could not be deleted or still terminating
+(listed), 2 could not run (no cluster, refused credentials, no rights, an API error,
+a bad flag).
 ` + manual("cleanup.md"),
 		Example: `  pullpath cleanup
   pullpath cleanup --expired -n pullpath
@@ -341,6 +342,11 @@ run (no cluster, refused credentials, no rights, an API error, a bad flag).
 				}
 			}
 			left, err := cluster.Cleanup(ctx, cs, co)
+			var re *cluster.RBACError
+			if errors.As(err, &re) {
+				// the right that was refused, not the one asked first: a delete may be refused after every list passed
+				return fmt.Errorf("cleanup: %v — cleanup stopped there", re)
+			}
 			if err != nil {
 				return cleanupRefusal(err, o.runNamespace)
 			}
