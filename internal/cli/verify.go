@@ -240,7 +240,7 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	if o.output == "json" {
 		err = report.WriteJSON(o.streams.Out, v)
 	} else {
-		err = report.WriteVerifyText(o.streams.Out, v)
+		err = writeFitted(cmd, o.streams.Out, func(w io.Writer) error { return report.WriteVerifyText(w, v) })
 	}
 	if err != nil {
 		return err
