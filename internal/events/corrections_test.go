@@ -266,3 +266,22 @@ func TestClassAndCodeAgree(t *testing.T) {
 		t.Errorf("only %d denials in the corpus: the check checks little", n)
 	}
 }
+
+// DIGEST_MISMATCH has one class in explain and the probe (issue 34: other in explain, endpoint
+// in the probe on a blob host): the bytes broke, not a host's reachability.
+func TestDigestMismatchOneClass(t *testing.T) {
+	for _, role := range []report.Role{"", report.RoleRegistry, report.RoleBlob, report.RoleMirror} {
+		if c := report.ClassFor(role, report.StepBlob, report.CodeDigestMismatch); c != report.ClassOther {
+			t.Errorf("ClassFor(%q, blob, DIGEST_MISMATCH) = %s, want other", role, c)
+		}
+	}
+	for _, msg := range []string{
+		`Failed to pull image "registry.example.com/team/app:1": rpc error: code = Unknown desc = failed to pull and unpack image "registry.example.com/team/app:1": failed to copy: httpReadSeeker: failed open: unexpected commit digest sha256:aaaa, expected sha256:bbbb: failed precondition`,
+		`filesystem layer verification failed for digest sha256:4f4fb700ef54461cfa02571ae0db9a0dc1e0cdb5577484a6d75e68dc38e8acc1`,
+		`Error: writing blob: storing blob to file "/var/tmp/storage1/1": happened during read: Digest did not match, expected sha256:4f4fb700ef54461cfa02571ae0db9a0dc1e0cdb5577484a6d75e68dc38e8acc1, got sha256:5f4fb700ef54461cfa02571ae0db9a0dc1e0cdb5577484a6d75e68dc38e8acc1`,
+	} {
+		if fd := Classify(msg); fd.Code != report.CodeDigestMismatch || fd.Class != report.ClassOther {
+			t.Errorf("Classify(%.60q…) = %s %s (role %q), want other DIGEST_MISMATCH", msg, fd.Class, fd.Code, fd.Role)
+		}
+	}
+}
