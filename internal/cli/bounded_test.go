@@ -81,6 +81,9 @@ func TestFileInputsBounded(t *testing.T) {
 			if kind == "directory" && strings.HasSuffix(name, "--kubeconfig") || kind == "100MB" && name == "verify --probe-binary" {
 				continue // client-go's own message for a directory; a binary's first 4 bytes are read
 			}
+			if (kind == "fifo" || kind == "dev-zero") && name == "explain FILE" {
+				continue // explain reads a stream named as a file: TestExplainReadsStreams
+			}
 			t.Run(name+"/"+kind, func(t *testing.T) {
 				r := runWithin(t, args(f.path)...)
 				if r.code != ExitUsage || !strings.Contains(r.errOut, f.says) || strings.Count(strings.TrimSpace(r.errOut), "\n") != 0 {
@@ -153,5 +156,48 @@ func TestStdinReadEndsOnSignal(t *testing.T) {
 				t.Fatal("still reading stdin 5s after SIGTERM")
 			}
 		})
+	}
+}
+
+// explain reads a stream named as a file as it reads stdin (issue 34: <(kubectl describe …) and
+// /dev/stdin were refused): a FIFO with a writer, bounded (/dev/zero stops at the cap), and a
+// FIFO nobody writes to ends on a signal instead of blocking in its open.
+func TestExplainReadsStreams(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "describe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		io.WriteString(f, "Failed to pull image \"registry.example/app:1\": rpc error: code = NotFound desc = failed to pull and unpack image \"registry.example/app:1\": failed to resolve reference \"registry.example/app:1\": registry.example/app:1: not found\n")
+	}()
+	if r := runWithin(t, "explain", fifo); r.code != ExitBroken || !strings.Contains(r.out, "class not_found") {
+		t.Errorf("explain FIFO: exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+	}
+	if r := runWithin(t, "explain", "/dev/zero"); r.code != ExitUsage || !strings.Contains(r.errOut, "more than 32 MiB") {
+		t.Errorf("explain /dev/zero: exit %d, stderr %q; want 2, more than 32 MiB", r.code, r.errOut)
+	}
+	silent := filepath.Join(t.TempDir(), "silent")
+	if err := syscall.Mkfifo(silent, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	time.AfterFunc(200*time.Millisecond, func() { cancel(&SignalError{Signal: syscall.SIGINT}) })
+	var out, errOut bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- Code(Run(ctx, Streams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, []string{"explain", silent}), &errOut)
+	}()
+	select {
+	case code := <-done:
+		if code != 130 {
+			t.Errorf("explain of a FIFO nobody writes, SIGINT: exit %d, stderr %q; want 130", code, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("explain of a FIFO nobody writes still blocks 10s after SIGINT")
 	}
 }

@@ -30,6 +30,9 @@ type objectsAPI struct {
 	objects     map[string]map[string]string // "ns/kind/name" → labels
 	annotations map[string]map[string]string // "ns/kind/name" → annotations
 	deleted     []string
+	stuck       map[string]bool // "ns/kind/name" held by a finalizer: a delete leaves it, terminating
+	terminating map[string]bool
+	forbid      string // "VERB KIND" answered 403, as RBAC does: "delete configmaps"
 }
 
 func (a *objectsAPI) serve(t *testing.T) string {
@@ -44,9 +47,23 @@ func (a *objectsAPI) serve(t *testing.T) string {
 			return
 		}
 		ns, kind := p[3], p[4]
+		verb := map[string]string{http.MethodDelete: "delete", http.MethodGet: "list"}[r.Method]
+		if a.forbid == verb+" "+kind {
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,`+
+				`"message":"%s is forbidden: User \"dev\" cannot %s resource \"%s\" in API group \"\" in the namespace \"%s\""}`, kind, verb, kind, ns)
+			return
+		}
 		if r.Method == http.MethodDelete && len(p) == 6 {
 			key := ns + "/" + kind + "/" + p[5]
-			delete(a.objects, key)
+			if a.stuck[key] {
+				if a.terminating == nil {
+					a.terminating = map[string]bool{}
+				}
+				a.terminating[key] = true
+			} else {
+				delete(a.objects, key)
+			}
 			a.deleted = append(a.deleted, key)
 			fmt.Fprint(w, `{"kind":"Status","apiVersion":"v1","status":"Success"}`)
 			return
@@ -75,8 +92,12 @@ func (a *objectsAPI) serve(t *testing.T) string {
 					continue next
 				}
 			}
-			items = append(items, map[string]any{"metadata": map[string]any{"name": strings.TrimPrefix(key, ns+"/"+kind+"/"), "namespace": ns, "labels": labels,
-				"annotations": a.annotations[key]}})
+			meta := map[string]any{"name": strings.TrimPrefix(key, ns+"/"+kind+"/"), "namespace": ns, "labels": labels,
+				"annotations": a.annotations[key]}
+			if a.terminating[key] {
+				meta["deletionTimestamp"], meta["finalizers"] = time.Now().UTC().Format(time.RFC3339), []string{"example.com/hold"}
+			}
+			items = append(items, map[string]any{"metadata": meta})
 		}
 		listKind := map[string]string{"pods": "PodList", "configmaps": "ConfigMapList", "secrets": "SecretList"}[kind]
 		_ = json.NewEncoder(w).Encode(map[string]any{"kind": listKind, "apiVersion": "v1", "metadata": map[string]any{}, "items": items})
@@ -266,4 +287,30 @@ func TestJanitorCronJobRunsCleanupExpired(t *testing.T) {
 			t.Errorf("%s: still there %v, want %v", k, ok, want)
 		}
 	}
+}
+
+// Objects a finalizer holds are "left behind", exit 1, listed as terminating, whatever --timeout
+// is: with a short one, client-go's rate limiter used to refuse the last wait in words of its own
+// and cleanup exited 2, "cannot reach the cluster".
+func TestCleanupFinalizersExitOne(t *testing.T) {
+	for _, timeout := range []string{"1s", "3s"} {
+		a := &objectsAPI{objects: map[string]map[string]string{}, stuck: map[string]bool{}}
+		for i := range 12 {
+			k := fmt.Sprintf("pullpath/pods/pullpath-aa-probe-n%d", i)
+			a.objects[k], a.stuck[k] = managed("aa", time.Now()), true
+		}
+		r := run(t, "", "cleanup", "--timeout", timeout, "--server", a.serve(t))
+		// at 5 requests a second, 1s is too short to list them all: what is left is then unknown, still 1
+		listed := timeout == "1s" || strings.Count(r.out, "(terminating: finalizer example.com/hold)") == 12
+		if r.code != ExitBroken || !strings.HasPrefix(r.out, "left behind: ") || !listed {
+			t.Errorf("--timeout %s: exit %d, stdout %q, stderr %q; want 1 and 12 terminating pods", timeout, r.code, r.out, r.errOut)
+		}
+	}
+}
+
+// A refused delete is named as the delete it is, not as the list cleanup asks first.
+func TestCleanupNamesRefusedDelete(t *testing.T) {
+	a := &objectsAPI{objects: map[string]map[string]string{"pullpath/configmaps/pullpath-run-aa": managed("aa", time.Now())}, forbid: "delete configmaps"}
+	args := []string{"cleanup", "--server", a.serve(t)}
+	oneLineUsage(t, run(t, "", args...), args, `not allowed to delete configmaps in namespace pullpath: the identity needs RBAC verb "delete" on "configmaps"`)
 }

@@ -270,3 +270,27 @@ func TestDocsInlineCommandFlagsExist(t *testing.T) {
 	}
 	t.Logf("%d flags in inline commands", n)
 }
+
+// Signal exit codes are one story (issue 34): 128+signal for every command, except watch, a
+// service whose normal stop is a signal, which exits 0 after a clean stop and 1 when something is
+// left; its --help, its manual, the README and the contract say the same.
+func TestSignalExitCodesAgree(t *testing.T) {
+	help := run(t, "", "watch", "--help").out
+	if !strings.Contains(help, "Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind") {
+		t.Errorf("watch --help does not state its signal exit codes:\n%s", help)
+	}
+	if doc := readDoc(t, "docs/commands/watch.md"); !strings.Contains(doc, "SIGINT or SIGTERM deletes every probe pod and object it made") || !strings.Contains(doc, "and exits 0") {
+		t.Error("docs/commands/watch.md does not say watch exits 0 on a signal")
+	}
+	for _, page := range []string{"README.md", "docs/contract.md"} {
+		row := ""
+		for _, l := range strings.Split(readDoc(t, page), "\n") {
+			if strings.HasPrefix(l, "| `130`, `143` |") {
+				row = l
+			}
+		}
+		if !strings.Contains(row, "xcept `watch`") || !strings.Contains(readDoc(t, page), "`0` once it has deleted") {
+			t.Errorf("%s: the 130/143 row does not state watch's exception: %q", page, row)
+		}
+	}
+}

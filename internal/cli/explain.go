@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -80,8 +82,7 @@ func (o *explainOptions) Run() error {
 		}
 		in = o.streams.In
 	default:
-		// a FIFO, a device or a directory is refused before it is read
-		b, err := capped.ReadFile(o.file, events.MaxInput)
+		b, err := o.readFile()
 		if err != nil {
 			return err
 		}
@@ -122,6 +123,43 @@ func (o *explainOptions) Run() error {
 		return &ExitError{Code: ExitBroken}
 	}
 	return nil
+}
+
+// readFile reads FILE: a regular file, or a stream named as one — a pipe (bash's
+// <(kubectl describe …), a FIFO) or a character device (/dev/stdin) — read as stdin is, bounded
+// by events.MaxInput and ended by a signal, even while the open waits for a FIFO's writer. A
+// directory, a socket or a block device is refused before it is opened.
+func (o *explainOptions) readFile() ([]byte, error) {
+	fi, err := os.Stat(o.file)
+	if err != nil || fi.Mode()&(fs.ModeNamedPipe|fs.ModeCharDevice) == 0 {
+		return capped.ReadFile(o.file, events.MaxInput)
+	}
+	ctx := o.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	opened := make(chan *os.File, 1)
+	var openErr error
+	go func() {
+		f, err := os.Open(o.file)
+		openErr = err
+		opened <- f
+	}()
+	var f *os.File
+	select {
+	case f = <-opened:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	if openErr != nil {
+		return nil, openErr
+	}
+	defer f.Close()
+	b, err := capped.ReadAll(ctx, f, events.MaxInput)
+	if errors.Is(err, capped.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: %w", o.file, err)
+	}
+	return b, err
 }
 
 // read parses and classifies the input; a signal ends it at once (exit 128+signal), however

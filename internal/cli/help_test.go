@@ -5,6 +5,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -77,5 +78,30 @@ func TestManualDescribesEveryFlag(t *testing.T) {
 				t.Errorf("docs/commands/%s does not describe %s --%s", page, c.CommandPath(), f.Name)
 			}
 		})
+	})
+}
+
+// reFlagLine is a manual's flag list entry: "- `--name` type: usage" (or "- `-n`, `--name` …").
+var reFlagLine = regexp.MustCompile("(?m)^- (?:`-\\w`, )?`--([\\w-]+)`( [\\w.\\[\\]]+)?:")
+
+// A flag the manual lists as usable is one its command takes: kubectl's --username and
+// --password were listed with "basic authentication" yet refused (issue 34); a refused flag's
+// entry says it is refused.
+func TestManualListsNoRefusedFlag(t *testing.T) {
+	eachCommand(NewRootCmd(Streams{}), func(c *cobra.Command) {
+		page := manualPage(c)
+		if page == "" {
+			return
+		}
+		doc := readDoc(t, "docs/commands/"+page)
+		for _, m := range reFlagLine.FindAllStringSubmatch(doc, -1) {
+			f := c.Flags().Lookup(m[1])
+			if f == nil {
+				continue // another command of the same page (watch's subcommands)
+			}
+			if _, refused := f.Value.(*refusedFlag); refused {
+				t.Errorf("docs/commands/%s lists %s --%s as a flag it takes; the command refuses it", page, c.CommandPath(), m[1])
+			}
+		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -143,7 +144,7 @@ func (o *podOptions) Run(cmd *cobra.Command) error {
 		if o.output == "json" {
 			err = report.WriteJSON(o.streams.Out, l)
 		} else {
-			err = report.WritePullFailuresText(o.streams.Out, l)
+			err = writeFitted(cmd, o.streams.Out, func(w io.Writer) error { return report.WritePullFailuresText(w, l) })
 		}
 		if err != nil {
 			return err
@@ -163,7 +164,7 @@ func (o *podOptions) Run(cmd *cobra.Command) error {
 	if o.output == "json" {
 		err = report.WriteJSON(o.streams.Out, d)
 	} else {
-		err = report.WritePodText(o.streams.Out, d)
+		err = writeFitted(cmd, o.streams.Out, func(w io.Writer) error { return report.WritePodText(w, d) })
 	}
 	if err != nil {
 		return err

@@ -222,9 +222,16 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	if isTerminal(o.streams.ErrOut) && o.output == "text" {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }
 	}
+	stopNotice := noticeInterrupt(cmd.Context(), o.streams.ErrOut, o.runNamespace)
 	v, err := cluster.Verify(ctx, cs, vo)
+	stopNotice()
 	if v == nil {
 		return err
+	}
+	var se *SignalError
+	if errors.As(context.Cause(cmd.Context()), &se) {
+		v.Interrupted = signalName(se.Signal)
+		fmt.Fprintf(o.streams.ErrOut, "verify: cleanup of run %s done: %s\n", v.Run, leftLine(v.LeftBehind))
 	}
 	runErr := err
 	if runErr != nil {
@@ -240,19 +247,47 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	if o.output == "json" {
 		err = report.WriteJSON(o.streams.Out, v)
 	} else {
-		err = report.WriteVerifyText(o.streams.Out, v)
+		err = writeFitted(cmd, o.streams.Out, func(w io.Writer) error { return report.WriteVerifyText(w, v) })
 	}
 	if err != nil {
 		return err
 	}
-	var se *SignalError
-	if errors.As(context.Cause(cmd.Context()), &se) {
+	if se != nil {
 		return &ExitError{Code: se.ExitCode()}
 	}
 	if runErr != nil {
 		return runErr
 	}
 	return verifyExit(v)
+}
+
+// noticeInterrupt says on errOut, when a signal cancels ctx, that the run stops and deletes what
+// it made (which takes up to cluster.CleanupTimeout): a run silent after Ctrl-C reads as hung.
+// stop ends the watch.
+func noticeInterrupt(ctx context.Context, errOut io.Writer, ns string) (stop func()) {
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		select {
+		case <-ctx.Done():
+			var se *SignalError
+			if errors.As(context.Cause(ctx), &se) {
+				fmt.Fprintf(errOut, "verify: interrupted by %s: stopping the probes, then deleting the pods, ConfigMaps and Secrets this run made in namespace %s (a second %s kills at once and leaves them for pullpath cleanup)\n",
+					signalName(se.Signal), ns, signalName(se.Signal))
+			}
+		case <-done:
+		}
+	}()
+	return func() { close(done); <-ended }
+}
+
+// leftLine says what a run's cleanup left.
+func leftLine(left []string) string {
+	if len(left) == 0 {
+		return "nothing left"
+	}
+	return "left behind " + strings.Join(left, ", ") + " (pullpath cleanup deletes them)"
 }
 
 // verifyExit is 1 when a pool is not ok — a broken path, or a pool not verified (report.PoolResult.PodCause's
@@ -285,8 +320,9 @@ or of all, and wait until they are gone: for a run that was killed. --expired
 deletes only objects whose run is surely over (label pullpath.dev/expires). A running
 watcher's objects are spared (its status heartbeat is recent); --include-watch takes them too.
 
-Exit codes: 0 nothing left, 1 something could not be deleted (listed), 2 could not
-run (no cluster, refused credentials, no rights, an API error, a bad flag).
+Exit codes: 0 nothing left, 1 something could not be deleted or still terminating
+(listed), 2 could not run (no cluster, refused credentials, no rights, an API error,
+a bad flag).
 ` + manual("cleanup.md"),
 		Example: `  pullpath cleanup
   pullpath cleanup --expired -n pullpath
@@ -341,6 +377,11 @@ run (no cluster, refused credentials, no rights, an API error, a bad flag).
 				}
 			}
 			left, err := cluster.Cleanup(ctx, cs, co)
+			var re *cluster.RBACError
+			if errors.As(err, &re) {
+				// the right that was refused, not the one asked first: a delete may be refused after every list passed
+				return fmt.Errorf("cleanup: %v — cleanup stopped there", re)
+			}
 			if err != nil {
 				return cleanupRefusal(err, o.runNamespace)
 			}

@@ -4,13 +4,17 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -102,4 +106,39 @@ type junitDoc struct {
 			} `xml:"error"`
 		} `xml:"testcase"`
 	} `xml:"testsuite"`
+}
+
+// A verify ended by a signal says so while it cleans up and in its report (issue 34: it said
+// "BROKEN 2 of 2 pools fail" over pools it never finished, and nothing while it deleted).
+func TestVerifyInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	var errOut bytes.Buffer
+	stop := noticeInterrupt(ctx, &errOut, "pullpath")
+	cancel(&SignalError{Signal: syscall.SIGINT})
+	time.Sleep(50 * time.Millisecond)
+	stop()
+	if got := errOut.String(); !strings.HasPrefix(got, "verify: interrupted by SIGINT: stopping the probes, then deleting") || !strings.Contains(got, "namespace pullpath") {
+		t.Errorf("stderr %q", got)
+	}
+	errOut.Reset()
+	noticeInterrupt(context.Background(), &errOut, "pullpath")()
+	if errOut.Len() != 0 {
+		t.Errorf("a run that ended by itself said %q", errOut.String())
+	}
+	v := &report.Verification{APIVersion: report.APIVersion, Kind: "Verification", Image: "registry.corp.example/app:1", Class: report.ClassOther,
+		Run: "r1", Namespace: "pullpath", LeftBehind: []string{}, Interrupted: "SIGINT", Pools: []report.PoolResult{
+			{Pool: "poola", Node: "a-1", Class: report.ClassOK, Probe: &report.Probe{Class: report.ClassOK, Summary: "pulled"}},
+			{Pool: "poolb", Node: "b-1", Class: report.ClassOther, Probe: &report.Probe{Class: report.ClassOther, Code: report.CodeCanceled, Summary: "cut",
+				Interrupted: &report.Interruption{Reason: "canceled", Signal: "SIGINT"}}},
+		}}
+	var b bytes.Buffer
+	if err := report.WriteVerifyText(&b, v); err != nil {
+		t.Fatal(err)
+	}
+	if first, _, _ := strings.Cut(b.String(), "\n"); first != "INTERRUPTED  registry.corp.example/app:1: verify ended by SIGINT after 1 of 2 pools finished; the others are not verified" {
+		t.Errorf("first line %q", first)
+	}
+	if strings.Contains(b.String(), "BROKEN  registry") {
+		t.Errorf("an interrupted run gives a verdict:\n%s", b.String())
+	}
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -95,7 +97,8 @@ type CleanupOptions struct {
 // Cleanup deletes what pullpath made in a namespace and waits until it is gone. A failure that
 // passes (the API server restarting, a timeout, a 5xx) is retried with backoff until ctx ends; a
 // refusal that will not pass (401, 403, a 404 for the resource itself) stops it at once and is
-// returned. left lists what remains (kind/namespace/name).
+// returned. left lists what remains (kind/namespace/name), an object that a finalizer holds
+// with " (terminating: finalizer …)"; that is not an error.
 func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, err error) {
 	sel := LabelManaged + "=pullpath"
 	if o.Run != "" {
@@ -122,53 +125,71 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 		ctx, cancel := context.WithTimeout(ctx, cleanupPass)
 		defer cancel()
 		var found []string
-		pods, err := cs.Core.Pods(ns).List(ctx, lo)
+		// each kind: list, then delete what is due; an object already terminating (a finalizer
+		// holds it) is listed as left and not deleted again: a second delete changes nothing and
+		// costs a request each pass
+		sweep := func(resource, kind string, list func() ([]metav1.ObjectMeta, error), del func(name string) error) error {
+			items, err := list()
+			if err != nil {
+				return refusal(err, "list", resource, ns)
+			}
+			for _, m := range items {
+				if !due(m.Labels) {
+					continue
+				}
+				name := kind + "/" + ns + "/" + m.Name
+				if m.DeletionTimestamp != nil {
+					found = append(found, name+terminating(m.Finalizers))
+					continue
+				}
+				found = append(found, name)
+				if err := del(m.Name); err != nil && !apierrors.IsNotFound(err) {
+					return refusal(err, "delete", resource, ns)
+				}
+			}
+			return nil
+		}
+		err := sweep("pods", "pod", func() ([]metav1.ObjectMeta, error) {
+			l, err := cs.Core.Pods(ns).List(ctx, lo)
+			if err != nil {
+				return nil, err
+			}
+			return metas(l.Items, func(p corev1.Pod) metav1.ObjectMeta { return p.ObjectMeta }), nil
+		}, func(name string) error { return cs.Core.Pods(ns).Delete(ctx, name, del) })
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range pods.Items {
-			if due(p.Labels) {
-				found = append(found, "pod/"+ns+"/"+p.Name)
-				if err := cs.Core.Pods(ns).Delete(ctx, p.Name, del); err != nil && !apierrors.IsNotFound(err) {
-					return nil, err
-				}
+		err = sweep("configmaps", "configmap", func() ([]metav1.ObjectMeta, error) {
+			l, err := cs.Core.ConfigMaps(ns).List(ctx, lo)
+			if err != nil {
+				return nil, err
 			}
-		}
-		cms, err := cs.Core.ConfigMaps(ns).List(ctx, lo)
+			return metas(l.Items, func(c corev1.ConfigMap) metav1.ObjectMeta { return c.ObjectMeta }), nil
+		}, func(name string) error { return cs.Core.ConfigMaps(ns).Delete(ctx, name, del) })
 		if err != nil {
-			return nil, err
-		}
-		for _, c := range cms.Items {
-			if due(c.Labels) {
-				found = append(found, "configmap/"+ns+"/"+c.Name)
-				if err := cs.Core.ConfigMaps(ns).Delete(ctx, c.Name, del); err != nil && !apierrors.IsNotFound(err) {
-					return nil, err
-				}
-			}
+			return found, err
 		}
 		if o.NoSecrets {
+			// a watcher lists no secret: its own copies (watch --secret) go by name
 			for _, name := range o.Secrets {
-				err := cs.Core.Secrets(ns).Delete(ctx, name, del)
-				switch {
+				switch err := cs.Core.Secrets(ns).Delete(ctx, name, del); {
 				case err == nil:
 					found = append(found, "secret/"+ns+"/"+name)
 				case !apierrors.IsNotFound(err):
-					return nil, err
+					return nil, refusal(err, "delete", "secrets", ns)
 				}
 			}
 			return found, nil
 		}
-		secs, err := cs.Core.Secrets(ns).List(ctx, lo)
+		err = sweep("secrets", "secret", func() ([]metav1.ObjectMeta, error) {
+			l, err := cs.Core.Secrets(ns).List(ctx, lo)
+			if err != nil {
+				return nil, err
+			}
+			return metas(l.Items, func(s corev1.Secret) metav1.ObjectMeta { return s.ObjectMeta }), nil
+		}, func(name string) error { return cs.Core.Secrets(ns).Delete(ctx, name, del) })
 		if err != nil {
 			return nil, err
-		}
-		for _, s := range secs.Items {
-			if due(s.Labels) {
-				found = append(found, "secret/"+ns+"/"+s.Name)
-				if err := cs.Core.Secrets(ns).Delete(ctx, s.Name, del); err != nil && !apierrors.IsNotFound(err) {
-					return nil, err
-				}
-			}
 		}
 		return found, nil
 	}
@@ -181,7 +202,11 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 			o.Logf(fmt.Sprintf("cleanup of namespace %s: %s; retrying until it answers", ns, said))
 		}
 		switch {
-		case err != nil && !Transient(err):
+		case err != nil && !Transient(err) && refused(err) && ctx.Err() == nil:
+			// the server refused, and will again. A failure on this side (client-go's rate limiter
+			// refuses, in words of its own, a wait that would outlast ctx's deadline) is retried
+			// until ctx ends like a transient one: what is left is then the answer, so the exit
+			// code does not depend on the bound
 			return left, err
 		case err == nil && len(found) == 0:
 			left = nil
@@ -205,6 +230,38 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 		}
 		backoff = min(2*backoff, 4*time.Second)
 	}
+}
+
+// metas is the metadata of each item.
+func metas[T any](items []T, meta func(T) metav1.ObjectMeta) []metav1.ObjectMeta {
+	out := make([]metav1.ObjectMeta, len(items))
+	for i, it := range items {
+		out[i] = meta(it)
+	}
+	return out
+}
+
+// terminating is what a left object that is being deleted carries: the finalizers that hold it.
+func terminating(finalizers []string) string {
+	if len(finalizers) == 0 {
+		return " (terminating)"
+	}
+	return " (terminating: finalizer " + strings.Join(finalizers, ", ") + ")"
+}
+
+// refusal names the request a refusal answered (RBACError: which verb on which resource), so
+// the caller does not guess it; other errors are returned as they are.
+func refusal(err error, verb, resource, ns string) error {
+	if apierrors.IsForbidden(err) {
+		return &RBACError{Verb: verb, Resource: resource, Namespace: ns, Err: err}
+	}
+	return err
+}
+
+// refused reports whether err is the API server's answer (a Status), not a failure on this side.
+func refused(err error) bool {
+	var se apierrors.APIStatus
+	return errors.As(err, &se)
 }
 
 // withUnknown adds, when nothing could be listed, that the namespace's objects are unknown.

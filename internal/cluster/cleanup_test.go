@@ -2,15 +2,20 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
 )
@@ -117,5 +122,50 @@ func TestWatchCleanupListsNoSecrets(t *testing.T) {
 	want := []string{"configmap/pullpath-run-aa", "pod/pullpath-aa-probe-n1", "secret/pullpath-aa-pull-1"}
 	if got := remaining(t, fc); !slices.Equal(got, want) {
 		t.Errorf("left %v, want the verify run's %v", got, want)
+	}
+}
+
+// A refused delete of ConfigMaps is named as such: every list passed, so "may not list pods"
+// (what cleanup used to say) sends the reader to the wrong right.
+func TestCleanupNamesTheRefusedRight(t *testing.T) {
+	fc := fake.NewClientset(watchAndRunObjects(0, true)...)
+	fc.PrependReactor("delete", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, a.(k8stesting.DeleteAction).GetName(),
+			errors.New(`User "dev" cannot delete resource "configmaps" in API group "" in the namespace "pullpath"`))
+	})
+	cs := &Client{Core: kubefake.Core(fc.CoreV1())}
+	_, err := Cleanup(context.Background(), cs, CleanupOptions{Namespace: "pullpath"})
+	var re *RBACError
+	if !errors.As(err, &re) || re.Verb != "delete" || re.Resource != "configmaps" || re.Namespace != "pullpath" {
+		t.Fatalf("Cleanup = %v; want an RBACError for delete configmaps in pullpath", err)
+	}
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("the RBACError hides the 403: %v", err)
+	}
+	if got := err.Error(); !strings.Contains(got, `verb "delete" on "configmaps"`) || strings.Contains(got, "list") {
+		t.Errorf("error %q", got)
+	}
+}
+
+// An object a finalizer holds is left, said to be terminating, and deleted once: a second delete
+// changes nothing, and each request costs a token of client-go's rate limiter.
+func TestCleanupLeavesTerminatingObjects(t *testing.T) {
+	now := metav1.Now()
+	objs := watchAndRunObjects(0, true)
+	pod := objs[0].(*corev1.Pod)
+	pod.DeletionTimestamp, pod.Finalizers = &now, []string{"example.com/hold"}
+	fc := fake.NewClientset(objs...)
+	cs := &Client{Core: kubefake.Core(fc.CoreV1())}
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	left, err := Cleanup(ctx, cs, CleanupOptions{Namespace: "pullpath", Selector: NotByWatch})
+	want := []string{"pod/pullpath/pullpath-aa-probe-n1 (terminating: finalizer example.com/hold)"}
+	if err != nil || !slices.Equal(left, want) {
+		t.Fatalf("Cleanup = %q, %v; want %q", left, err, want)
+	}
+	for _, a := range fc.Actions() {
+		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
+			t.Errorf("deleted the terminating pod %s", a.(k8stesting.DeleteAction).GetName())
+		}
 	}
 }

@@ -3,14 +3,18 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -271,5 +275,36 @@ func TestTimelineCut(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), fmt.Sprintf("(%d entries left out)", d.TimelineOmitted)) {
 		t.Errorf("text does not say what the timeline left out:\n%s", b.String())
+	}
+}
+
+// An identity that may not list events at cluster scope gets a timeline without scale-ups and a
+// note naming the missing right (issue 34: they were dropped without a word).
+func TestTimelineNotesUnreadableScaleUps(t *testing.T) {
+	fc := fake.NewClientset(scenario()...)
+	fc.PrependReactor("list", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "events"}, "",
+				errors.New(`User "dev" cannot list resource "events" in API group "" at the cluster scope`))
+		}
+		return false, nil, nil
+	})
+	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
+	d, err := DiagnosePod(context.Background(), cs, "shop", "web-new", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "scale-ups are not on the timeline: the autoscalers' events could not be read (no RBAC list on events at cluster scope); node creations still are"
+	if !slices.Contains(d.Notes, want) {
+		t.Errorf("notes %q, want %q", d.Notes, want)
+	}
+	if len(d.Findings) == 0 {
+		t.Error("the pod's own events (namespaced) were not read")
+	}
+	// with the right, no such note
+	fc = fake.NewClientset(scenario()...)
+	d, err = DiagnosePod(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, "shop", "web-new", Options{})
+	if err != nil || slices.ContainsFunc(d.Notes, func(n string) bool { return strings.HasPrefix(n, "scale-ups") }) {
+		t.Errorf("with the right: %v, notes %q", err, d.Notes)
 	}
 }

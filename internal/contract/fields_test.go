@@ -161,6 +161,7 @@ func fullDocuments() map[string]any {
 			d.Scenarios[0].Expect.Step, d.Scenarios[0].Failing.Step = report.StepTCP, report.StepTCP
 		}),
 		"Verification": filled(func(v *report.Verification) {
+			v.Interrupted = "SIGINT"
 			v.Pools[0].Probe.Class, v.Pools[0].Probe.Code = report.ClassOther, report.CodeTimeout
 			v.FromPod.Probe.Class, v.FromPod.Probe.Code = report.ClassOther, report.CodeTimeout
 			v.FromPod.PullSecrets[0].Key = ".dockercfg"

@@ -207,7 +207,7 @@ func Scenarios() []Scenario {
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{BlobStall: true}) }},
 		{Name: "blob host refuses the signed URL (403)", Expect: report.ClassEndpoint, Role: report.RoleBlob, Step: report.StepBlob, Code: report.CodeBlobForbidden,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{BlobForbidden: true}) }},
-		{Name: "blob bytes altered (digest mismatch)", Expect: report.ClassEndpoint, Role: report.RoleBlob, Step: report.StepBlob, Code: report.CodeDigestMismatch,
+		{Name: "blob bytes altered (digest mismatch)", Expect: report.ClassOther, Role: report.RoleBlob, Step: report.StepBlob, Code: report.CodeDigestMismatch,
 			Stage: func(e *Env) probe.Options { return e.withFaults(registrytest.Faults{BlobCorrupt: true}) }},
 	}
 }

@@ -304,6 +304,7 @@ func classifyOne(msg string, learn bool) (report.Finding, phraseKey, evidenceKey
 	r.tokenFetch()
 	r.byPhase()
 	r.blockedRegistry()
+	r.shortName()
 	r.onTheNode()
 	r.start(msg)
 	switch r.code {
@@ -359,6 +360,7 @@ func classifyOne(msg string, learn bool) (report.Finding, phraseKey, evidenceKey
 		addBaseRate(&r.fd)
 	}
 	keepDocumented(&r.fd, documented)
+	r.codeAgrees()
 	fd := r.fd
 	fd.Owner, fd.OwnerText = fd.Class.Owner(), ownerText(fd)
 	fd.Decided, fd.DecidedBecause = decided(fd, r.matched)

@@ -98,6 +98,15 @@ func (r *reading) blockedRegistry() {
 	}
 }
 
+// shortName: containers/image refused a short name ("nginx") it could not resolve to one
+// registry: no registry was asked, and the docker.io a reference parser would fill in is not the
+// host the runtime would have picked (its unqualified-search registries decide that).
+func (r *reading) shortName() {
+	if r.code == report.CodeInvalidReference && reShortName.MatchString(r.f.text) && r.host == r.f.registry {
+		r.host, r.role = "", ""
+	}
+}
+
 // onTheNode: the node's own disk and the kubelet's own throttle fail on the node, whatever registry
 // the text names: no host of the pull is to blame.
 func (r *reading) onTheNode() {
@@ -417,6 +426,47 @@ func (r *reading) pullThroughCache() bool {
 	}
 	fd.Reason += "; " + cache + ", which also answers so when its own fetch from the upstream registry failed (upstream unreachable, rate-limited, or the cache's endpoint or credentials misconfigured)"
 	return true
+}
+
+// statusCodes are the codes of a registry's refusal (401, 403, insufficient_scope), and classCode
+// the code of each class a refusal can mean.
+var (
+	statusCodes = map[report.Code]bool{report.CodeAuth401: true, report.CodeAuth403: true, report.CodeAuthInsufficientScope: true}
+	classCode   = map[report.Class]report.Code{report.ClassAuth: report.CodeAuth401, report.ClassForbidden: report.CodeAuth403,
+		report.ClassNotFound: report.CodeNameUnknown}
+)
+
+// codeAgrees: class and code agree (docs/taxonomy.md: class follows what broke). A status the text
+// states (a 401) is what broke: quay.io answers a repository that does not exist with 401, which
+// makes not_found likely, yet the class is auth, with the registry's likelier cause first among the
+// alternatives. A code pullpath inferred from a denial's wording ("pull access denied") names no
+// status: it follows the cause the registry's documented answer puts first, as Docker Hub's
+// NAME_UNKNOWN does.
+func (r *reading) codeAgrees() {
+	fd := &r.fd
+	if !statusCodes[fd.Code] {
+		return
+	}
+	want := report.ClassFor(fd.Role, r.layer, fd.Code)
+	if fd.Class == want {
+		return
+	}
+	if r.code == codeAmbiguousDenied || r.code == codeHubDenied || !statusCodes[r.code] {
+		if c, ok := classCode[fd.Class]; ok {
+			fd.Code = c
+		}
+		return
+	}
+	if r.code != report.CodeAuth401 {
+		return // a stated 403 a registry documents as another cause stays with it (ghcr's expired token): issue 34 asked for the 401
+	}
+	alts := []report.Class{fd.Class}
+	for _, c := range fd.Alternatives {
+		if c != want && c != fd.Class {
+			alts = append(alts, c)
+		}
+	}
+	fd.Class, fd.Alternatives = want, alts[:min(len(alts), maxAlternatives)]
 }
 
 // keepDocumented puts back, as alternatives, the causes a registry documents for its answer that

@@ -212,3 +212,76 @@ func TestPhraseKeyOfReading(t *testing.T) {
 		t.Errorf("a refusal has no ambiguous phrase: %v", k)
 	}
 }
+
+// A short name refused by containers/image's short-name policy names no host: the runtime asked
+// none, and docker.io is only what a reference parser fills in (issue 34: explain named
+// registry-1.docker.io).
+func TestShortNameNamesNoHost(t *testing.T) {
+	for _, msg := range []string{
+		`Failed to pull image "nginx": rpc error: code = Unknown desc = short-name resolution enforced but cannot prompt without a TTY`,
+		`Failed to pull image "alpine": short name mode is enforcing, but image name alpine:latest returns ambiguous list`,
+		`Error: short-name "nginx" did not resolve to an alias and no unqualified-search registries are defined in "/etc/containers/registries.conf"`,
+	} {
+		fd := Classify(msg)
+		if fd.Code != report.CodeInvalidReference || fd.Host != "" || fd.Role != "" {
+			t.Errorf("Classify(%q) = %s host %q role %q; want INVALID_REFERENCE and no host", msg, fd.Code, fd.Host, fd.Role)
+		}
+	}
+	// a qualified reference still names its registry
+	if fd := Classify(`Failed to pull image "quay.io/team/app:1": rpc error: code = NotFound desc = manifest unknown`); fd.Host != "quay.io:443" {
+		t.Errorf("a qualified image: host %q, want quay.io:443", fd.Host)
+	}
+}
+
+// Class and code agree (issue 34): a 401 the text states is auth, whatever a registry's
+// ambiguity makes likelier (quay.io answers a repository that does not exist with 401: not_found
+// leads the alternatives); a code pullpath inferred from a denial's wording follows the class.
+func TestClassAndCodeAgree(t *testing.T) {
+	quay := Classify(`Failed to pull image "quay.io/team/app:1": rpc error: code = Unknown desc = unauthorized: access to the requested resource is not authorized`)
+	if quay.Code != report.CodeAuth401 || quay.Class != report.ClassAuth || len(quay.Alternatives) == 0 || quay.Alternatives[0] != report.ClassNotFound {
+		t.Errorf("quay's 401: %s %s alt %v; want AUTH_401 auth, not_found first among the alternatives", quay.Class, quay.Code, quay.Alternatives)
+	}
+	// a stated 403 that a registry documents as a missing repository or a stale token (ghcr.io,
+	// GitLab) still leads with that cause: issue 34 asked for the 401; see codeAgrees
+	byCode := map[report.Code]report.Class{report.CodeAuth401: report.ClassAuth, report.CodeNameUnknown: report.ClassNotFound}
+	denials := []report.Class{report.ClassAuth, report.ClassForbidden, report.ClassNotFound}
+	n := 0
+	for _, file := range corpusFiles {
+		for _, s := range loadCorpus(t, file) {
+			fd := Classify(s.message)
+			want, ok := byCode[fd.Code]
+			if !ok || !slices.Contains(denials, fd.Class) {
+				continue // a denial read as another kind of failure (a token host's endpoint, a learned other)
+			}
+			n++
+			if fd.Class != want && report.ClassFor(fd.Role, report.StepAuth, fd.Code) == fd.Class {
+				continue // ClassFor's own exceptions (a 403 from object storage)
+			}
+			if fd.Class != want {
+				t.Errorf("%s: class %s with code %s", s.source, fd.Class, fd.Code)
+			}
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d denials in the corpus: the check checks little", n)
+	}
+}
+
+// DIGEST_MISMATCH has one class in explain and the probe (issue 34: other in explain, endpoint
+// in the probe on a blob host): the bytes broke, not a host's reachability.
+func TestDigestMismatchOneClass(t *testing.T) {
+	for _, role := range []report.Role{"", report.RoleRegistry, report.RoleBlob, report.RoleMirror} {
+		if c := report.ClassFor(role, report.StepBlob, report.CodeDigestMismatch); c != report.ClassOther {
+			t.Errorf("ClassFor(%q, blob, DIGEST_MISMATCH) = %s, want other", role, c)
+		}
+	}
+	for _, msg := range []string{
+		`Failed to pull image "registry.example.com/team/app:1": rpc error: code = Unknown desc = failed to pull and unpack image "registry.example.com/team/app:1": failed to copy: httpReadSeeker: failed open: unexpected commit digest sha256:aaaa, expected sha256:bbbb: failed precondition`,
+		`filesystem layer verification failed for digest sha256:4f4fb700ef54461cfa02571ae0db9a0dc1e0cdb5577484a6d75e68dc38e8acc1`,
+		`Error: writing blob: storing blob to file "/var/tmp/storage1/1": happened during read: Digest did not match, expected sha256:4f4fb700ef54461cfa02571ae0db9a0dc1e0cdb5577484a6d75e68dc38e8acc1, got sha256:5f4fb700ef54461cfa02571ae0db9a0dc1e0cdb5577484a6d75e68dc38e8acc1`,
+	} {
+		if fd := Classify(msg); fd.Code != report.CodeDigestMismatch || fd.Class != report.ClassOther {
+			t.Errorf("Classify(%.60q…) = %s %s (role %q), want other DIGEST_MISMATCH", msg, fd.Class, fd.Code, fd.Role)
+		}
+	}
+}

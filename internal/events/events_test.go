@@ -291,6 +291,22 @@ func TestNotTextRefused(t *testing.T) {
 	if fs := Explain(msgs); len(fs) != 1 || fs[0].Class != report.ClassTLS {
 		t.Errorf("UTF-16 findings = %+v", fs)
 	}
+	// issue 34: an odd length (a newline appended by "echo >>" or an editor) and big-endian are
+	// UTF-16 too; random bytes behind a byte order mark are still binary
+	be := []byte{0xfe, 0xff}
+	for _, r := range utf16.Encode([]rune("Failed to pull image \"a.example/b:1\": x509: certificate signed by unknown authority\r\n")) {
+		be = append(be, byte(r>>8), byte(r))
+	}
+	for name, in := range map[string][]byte{"LE, odd length": append(slices.Clone(u16), '\n'), "BE": be, "BE, odd length": append(slices.Clone(be), '\n')} {
+		if msgs, _, err := Parse(bytes.NewReader(in)); err != nil || len(msgs) != 1 || Explain(msgs)[0].Class != report.ClassTLS {
+			t.Errorf("UTF-16 %s: %v %+v", name, err, msgs)
+		}
+	}
+	for name, in := range map[string][]byte{"LE BOM, random": append([]byte{0xff, 0xfe}, random...), "BE BOM, random, odd": append([]byte{0xfe, 0xff}, random[:4095]...)} {
+		if _, _, err := Parse(bytes.NewReader(in)); !errors.Is(err, ErrNotText) {
+			t.Errorf("%s: Parse error = %v, want input is not text", name, err)
+		}
+	}
 }
 
 // Terminal escapes and other control characters in the input are never written back out.

@@ -18,7 +18,7 @@ func asText(b []byte) ([]byte, error) {
 	switch {
 	case bytes.HasPrefix(b, []byte{0xef, 0xbb, 0xbf}):
 		b = b[3:]
-	case len(b) >= 2 && (b[0] == 0xff && b[1] == 0xfe || b[0] == 0xfe && b[1] == 0xff) && len(b)%2 == 0:
+	case len(b) >= 2 && (b[0] == 0xff && b[1] == 0xfe || b[0] == 0xfe && b[1] == 0xff):
 		u := make([]uint16, 0, len(b)/2-1)
 		for i := 2; i+1 < len(b); i += 2 {
 			if b[0] == 0xff {
@@ -27,7 +27,24 @@ func asText(b []byte) ([]byte, error) {
 				u = append(u, uint16(b[i])<<8|uint16(b[i+1]))
 			}
 		}
-		b = []byte(string(utf16.Decode(u)))
+		ascii := 0
+		for _, c := range u {
+			if c < utf8.RuneSelf {
+				ascii++
+			}
+		}
+		if ascii*2 < len(u) {
+			// pull errors, events and describe output are mostly ASCII whatever the language
+			// around them: random bytes that start like a byte order mark are not
+			return nil, fmt.Errorf("%w: a UTF-16 byte order mark, then %d of %d characters outside ASCII (binary data?)", ErrNotText, len(u)-ascii, len(u))
+		}
+		text := []byte(string(utf16.Decode(u)))
+		if len(b)%2 == 1 && b[len(b)-1] != 0 && b[len(b)-1] < utf8.RuneSelf {
+			// an odd length: a UTF-16 file with one byte appended in another encoding (a newline
+			// an editor or "echo >>" added); a UTF-16 file cut in the middle of a unit loses it
+			text = append(text, b[len(b)-1])
+		}
+		b = text
 	}
 	if n := bytes.Count(b, []byte{0}); n > 0 {
 		return nil, fmt.Errorf("%w: %d NUL byte(s), as in binary data (give the text of the events or the log)", ErrNotText, n)

@@ -354,6 +354,10 @@ func ClassFor(role Role, step StepName, code Code) Class {
 		return ClassRateLimit
 	case CodeProxyFailed:
 		return ClassProxy
+	case CodeDigestMismatch:
+		// the bytes, not a host's reachability: altered on the way, corrupt in storage, or a
+		// client's bug; the same class on the registry and on a blob host, in the probe and explain
+		return ClassOther
 	}
 	// class follows what broke, role says where (docs/taxonomy.md): a certificate failure is tls on any
 	// host — a TLS-inspecting firewall in front of the blob storage is tls, role blob

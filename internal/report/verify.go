@@ -5,16 +5,19 @@ import "time"
 // Verification is the JSON contract of `pullpath verify -o json`: a fresh, complete probe on a node
 // of every pool, run through Kubernetes, with the runtime's own pull beside it when asked.
 type Verification struct {
-	APIVersion string       `json:"apiVersion"`
-	Kind       string       `json:"kind"` // "Verification"
-	Image      string       `json:"image"`
-	Class      Class        `json:"class"` // ok when every pool passes, else the first failing pool's class
-	Run        string       `json:"run"`   // the run's id: every object it made carries the label pullpath.dev/run=<run>
-	Namespace  string       `json:"namespace"`
-	Pools      []PoolResult `json:"pools"`
-	LeftBehind []string     `json:"leftBehind"` // objects not cleaned up (kind/namespace/name)
-	Notes      []string     `json:"notes,omitempty"`
-	FromPod    *PodProbe    `json:"fromPod,omitempty"` // verify --from-pod: the probe from the pod's own network namespace
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"` // "Verification"
+	Image      string `json:"image"`
+	Class      Class  `json:"class"` // ok when every pool passes, else the first failing pool's class
+	Run        string `json:"run"`   // the run's id: every object it made carries the label pullpath.dev/run=<run>
+	Namespace  string `json:"namespace"`
+	// Interrupted is the signal that ended the run early ("SIGINT", "SIGTERM"): the pools it did
+	// not finish are not verified, and the verdict is no verdict on them.
+	Interrupted string       `json:"interrupted,omitempty"`
+	Pools       []PoolResult `json:"pools"`
+	LeftBehind  []string     `json:"leftBehind"` // objects not cleaned up (kind/namespace/name)
+	Notes       []string     `json:"notes,omitempty"`
+	FromPod     *PodProbe    `json:"fromPod,omitempty"` // verify --from-pod: the probe from the pod's own network namespace
 	// PullSecrets are the pull secrets the node probes (and canaries) present, handed over as
 	// fromPod's are: with --pod the pod's imagePullSecrets in its order, each with whether it is
 	// presented and why not; with --secret that secret. Absent without either.

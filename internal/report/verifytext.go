@@ -56,6 +56,18 @@ func cell(p *Probe, steps []StepName) string {
 	return "·"
 }
 
+// finished counts the pools whose probe reached a verdict (a report, or a verdict in its
+// termination message), not cut by the signal.
+func finished(pools []PoolResult) int {
+	n := 0
+	for _, p := range pools {
+		if p.Probe != nil && p.Probe.Interrupted == nil || p.Summary != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // WriteVerifyText renders a verification for a person: the verdict, the pool × step matrix, then
 // each pool's verdict, identity and runtime pull, the probe from inside a pod, the notes and what
 // the run left behind.
@@ -67,9 +79,14 @@ func WriteVerifyText(w io.Writer, v *Verification) error {
 			failing++
 		}
 	}
-	if v.Class == ClassOK {
+	switch {
+	case v.Interrupted != "":
+		// a signal is no verdict: the pools cut short were never finished, not found broken
+		fmt.Fprintf(b, "INTERRUPTED  %s: verify ended by %s after %d of %d pools finished; the others are not verified\n\n",
+			v.Image, v.Interrupted, finished(v.Pools), len(v.Pools))
+	case v.Class == ClassOK:
 		fmt.Fprintf(b, "OK  %s pulls completely on a node of every pool (%d)\n\n", v.Image, len(v.Pools))
-	} else {
+	default:
 		fmt.Fprintf(b, "BROKEN  %s: %d of %d pools fail (first: class %s)\n\n", v.Image, failing, len(v.Pools), v.Class)
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
