@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -354,7 +355,7 @@ func TestWatchMetricsInPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "alerts.yaml"), bytes.ReplaceAll(rules, []byte("for: 5m"), []byte("for: 0s")), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yaml"), regexp.MustCompile(`for: \d+m`).ReplaceAll(rules, []byte("for: 0s")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg := "global: {scrape_interval: 2s, evaluation_interval: 2s}\nrule_files: [alerts.yaml]\n" +
@@ -429,7 +430,45 @@ func TestWatchMetricsInPrometheus(t *testing.T) {
 		t.Errorf("dashboard expression %q: no series from a Prometheus that scrapes a watcher", e)
 	}
 	c.figure("watch: the %d expressions of the Grafana dashboard returned series within %s (%d did not)", len(exprs), time.Since(start).Round(time.Second), len(empty))
+	// the watcher's own health: quiet while it runs, and a stopped watcher fires
+	// PullPathWatcherAbsent (its "for" cut to 0s), on the same Prometheus
+	firingNow := func() []string {
+		var out []string
+		resp, err := hc.Get("http://127.0.0.1:9465/api/v1/alerts")
+		if err != nil {
+			return nil
+		}
+		defer resp.Body.Close()
+		var a struct {
+			Data struct {
+				Alerts []struct {
+					Labels map[string]string `json:"labels"`
+					State  string            `json:"state"`
+				} `json:"alerts"`
+			} `json:"data"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&a)
+		for _, al := range a.Data.Alerts {
+			if al.State == "firing" {
+				out = append(out, al.Labels["alertname"])
+			}
+		}
+		return out
+	}
+	for _, quiet := range []string{"PullPathWatcherAbsent", "PullPathWatcherStuck", "PullPathNodesNotProbed"} {
+		if slices.Contains(firingNow(), quiet) {
+			t.Errorf("%s fires while a healthy watcher runs", quiet)
+		}
+	}
 	w.stopClean(t, c)
+	stopped := time.Now()
+	for !slices.Contains(firingNow(), "PullPathWatcherAbsent") {
+		if time.Since(stopped) > 60*time.Second {
+			t.Fatalf("PullPathWatcherAbsent did not fire within 60 s of the watcher's stop: %v\nprometheus: %s", firingNow(), c.logTail("prometheus"))
+		}
+		time.Sleep(time.Second)
+	}
+	c.figure("watch: PullPathWatcherAbsent fired %s after the watcher stopped (scrape 2 s)", time.Since(stopped).Round(time.Second))
 }
 
 // dashboardExprs are the PromQL expressions of deploy/watch/dashboard.json's panels, Grafana's
