@@ -93,31 +93,7 @@ func TestAdmissionPolicyAdmitsOnlyTheProbePod(t *testing.T) {
 	// a name of its own: the cluster-scoped policy must not meet TestWatchManifestsAccepted's
 	name := ppcluster.AdmissionPolicyName + "-" + ns
 	doc := strings.ReplaceAll(ppcluster.AdmissionPolicy(ns, []string{probeRepo}), ppcluster.AdmissionPolicyName, name)
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gvr := map[string]schema.GroupVersionResource{
-		"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
-		"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
-	}
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(doc), 4096)
-	for {
-		var u unstructured.Unstructured
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		r, ok := gvr[u.GetKind()]
-		if !ok {
-			t.Fatalf("a %s in the policy's YAML", u.GetKind())
-		}
-		if _, err := dyn.Resource(r).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s: %v", u.GetKind(), err)
-		}
-		t.Cleanup(func() { _ = dyn.Resource(r).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
-	}
+	createPolicy(t, c, doc)
 	dryRun := func(p *corev1.Pod) error {
 		p = p.DeepCopy()
 		p.Namespace = ns
@@ -204,31 +180,7 @@ func TestNodeStatusPolicyLimitsTheWatcherToItsCondition(t *testing.T) {
 	const sa, node, cond = "watcher", "poola-1", "PullPathPolicyTest"
 	name := watch.NodeStatusPolicyName + "-" + ns
 	doc := strings.NewReplacer(watch.NodeStatusPolicyName, name, watch.ConditionType, cond).Replace(watch.NodeStatusPolicy(ns, sa))
-	dyn, err := dynamic.NewForConfig(c.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gvr := map[string]schema.GroupVersionResource{
-		"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
-		"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
-	}
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(doc), 4096)
-	for {
-		var u unstructured.Unstructured
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		r := gvr[u.GetKind()]
-		if _, err := dyn.Resource(r).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("%s: %v", u.GetKind(), err)
-		}
-		t.Cleanup(func() { _ = dyn.Resource(r).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
-	}
+	createPolicy(t, c, doc)
 	// watch's cluster right, for the test's account
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}}}}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name}, RoleRef: rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: name},
@@ -297,5 +249,39 @@ func TestNodeStatusPolicyLimitsTheWatcherToItsCondition(t *testing.T) {
 		if cnd.Type == corev1.NodeReady && cnd.Reason == "Forged" {
 			t.Errorf("the forged Ready condition reached node %s", node)
 		}
+	}
+}
+
+// createPolicy creates the ValidatingAdmissionPolicy and binding of doc (YAML), deleted when the
+// test ends.
+func createPolicy(t *testing.T, c *cluster, doc string) {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := map[string]schema.GroupVersionResource{
+		"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
+		"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
+	}
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(doc), 4096)
+	for {
+		var u unstructured.Unstructured
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		r, ok := gvr[u.GetKind()]
+		if !ok {
+			t.Fatalf("a %s in the policy's YAML", u.GetKind())
+		}
+		if _, err := dyn.Resource(r).Create(context.Background(), &u, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("%s: %v", u.GetKind(), err)
+		}
+		t.Cleanup(func() { _ = dyn.Resource(r).Delete(context.Background(), u.GetName(), metav1.DeleteOptions{}) })
 	}
 }
