@@ -138,6 +138,8 @@ var Commands = []Access{
 		{"patch", "nodes/status", "", ScopeCluster, RoleWatch, Required, "the ImagePullPathBroken condition (a strategic merge of that condition only)", ""},
 		{"create", "selfsubjectaccessreviews", authorizationV1, ScopeCluster, RoleWatch, Required, "whether the probe may be streamed (pods/attach)", ""},
 		{"get", "namespaces", "", ScopeCluster, RoleWatch, Optional, "whether the run namespace exists", ""},
+		{"list", "events", "", ScopeCluster, RoleWatch, Optional, "the kubelets' pull failures (reason Failed, field-selected): that node is probed at once (else on its interval)", ""},
+		{"watch", "events", "", ScopeCluster, RoleWatch, Optional, "the same, as they come", ""},
 		{"create", "events", "", ScopeEvents, RoleWatchEvents, Optional, "a node's event per transition (the condition stands without it)", ""},
 		{"create", "pods", "", ScopeRun, RoleWatchRunner, Required, "the probe pods; first a dry run of one (Pod Security, admission)", ""},
 		{"watch", "pods", "", ScopeRun, RoleWatchRunner, Required, "each probe pod's state as it changes: one watch a probe, no polling", ""},

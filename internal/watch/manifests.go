@@ -205,6 +205,10 @@ rules:
   - apiGroups: [""]
     resources: [namespaces]
     verbs: [get]
+  # the kubelets' pull failures (field-selected: reason Failed on pods): that node is probed at once
+  - apiGroups: [""]
+    resources: [events]
+    verbs: [list, watch]
   # access reviews: whether the probe may be streamed (pods/attach) or goes in ConfigMaps
   - apiGroups: [authorization.k8s.io]
     resources: [selfsubjectaccessreviews]

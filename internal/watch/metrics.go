@@ -30,6 +30,7 @@ type metrics struct {
 	probeRan    *prometheus.GaugeVec
 	heartbeat   prometheus.Gauge
 	skipped     *prometheus.GaugeVec
+	triggered   prometheus.Counter
 
 	mu    sync.Mutex
 	pools map[string]bool // the pools with per-pool series
@@ -81,13 +82,15 @@ func newMetrics(interval time.Duration, api *APICounter, version string) *metric
 		skipped: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_node_skipped",
 			Help: "1 for a node watch probes no pod on, by reason: not_linux, virtual, not_ready, cordoned (--include-cordoned probes those)."},
 			[]string{"node", "pool", "reason"}),
+		triggered: prometheus.NewCounter(prometheus.CounterOpts{Name: "pullpath_watch_pull_failure_triggers_total",
+			Help: "Probes brought forward because a node's kubelet reported a pull failure of a watched image."}),
 		heartbeat: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pullpath_watch_heartbeat_timestamp_seconds",
 			Help: "When the leading watcher's loop last turned (Unix time): it turns every second, probes or not."}),
 	}
 	if api != nil {
 		m.reg.MustRegister(api)
 	}
-	m.reg.MustRegister(m.registryReq, m.delivered, m.probeRan, m.heartbeat, m.skipped, buildInfo(version))
+	m.reg.MustRegister(m.registryReq, m.delivered, m.probeRan, m.heartbeat, m.skipped, m.triggered, buildInfo(version))
 	m.reg.MustRegister(m.pathOK, m.stepSeconds, m.probes, m.lastSuccess, m.lastResult, m.interval, m.condition,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	m.interval.Set(interval.Seconds())

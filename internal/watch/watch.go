@@ -57,6 +57,8 @@ type Watcher struct {
 	mu    sync.Mutex
 	nodes map[string]*nodeState
 	dirty bool // the status ConfigMap lags behind a transition
+
+	refusedOnce sync.Once // the events watch was refused: said once
 }
 
 type nodeState struct {
@@ -64,7 +66,8 @@ type nodeState struct {
 	pool     string
 	runs     int
 	next     time.Time
-	probed   bool // at least once by this watcher
+	last     time.Time // the last probe's end
+	probed   bool      // at least once by this watcher
 	busy     bool
 	gone     bool
 	cond     Condition
@@ -162,6 +165,7 @@ func (w *Watcher) Run(ctx context.Context) []string {
 		},
 	})
 	go inf.Run(ctx.Done())
+	go w.watchPullFailures(ctx, time.Now())
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, w.o.Concurrency)
 	tick := time.NewTicker(time.Second)
@@ -353,7 +357,7 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 	c := conditionOf(results)
 	w.mu.Lock()
 	ns.busy, ns.probed = false, true
-	ns.next = now.Add(w.o.Interval)
+	ns.next, ns.last = now.Add(w.o.Interval), now
 	prev := ns.cond
 	changed := prev.Status != c.Status
 	if changed || ns.since.IsZero() {

@@ -224,7 +224,8 @@ func TestWatchRequestsOnlyItsRights(t *testing.T) {
 	}
 	// what the fake cluster cannot show: attach (no endpoint), an API server that does not answer,
 	// a probe pod that cannot start (its events)
-	unseen := map[string]bool{"create pods/attach run": true, "get pods/attach run": true, "get nodes cluster": true, "get namespaces cluster": true, "get pods/log run": true, "list events run": true}
+	unseen := map[string]bool{"create pods/attach run": true, "get pods/attach run": true, "get nodes cluster": true, "get namespaces cluster": true, "get pods/log run": true, "list events run": true,
+		"list events cluster": true} // client-go's informers stream the list in the watch (WatchList)
 	for k := range declared {
 		if !seen[k] && !unseen[k] {
 			t.Errorf("%s is declared for watch and was not requested", k)
@@ -337,4 +338,66 @@ func TestWatchPresentsItsPullIdentity(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A kubelet's pull failure of a watched image (a Warning event of reason Failed on a pod) has that
+// node probed at once, far ahead of its interval; a failure of another image, or one from before
+// the watcher started, does not.
+func TestPullFailureTriggersAProbe(t *testing.T) {
+	defer func(d time.Duration) { minRetrigger = d }(minRetrigger)
+	minRetrigger = 0
+	fc, _ := fakeCluster(t)
+	var mu sync.Mutex
+	probes := map[string]int{}
+	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		probes[a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).Spec.NodeName]++
+		mu.Unlock()
+		return false, nil, nil
+	})
+	count := func(node string) int { mu.Lock(); defer mu.Unlock(); return probes[node] }
+	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1()), NoWatchList: true}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w, err := New(ctx, cs, Options{Images: []string{clustertest.Image}, Interval: time.Hour, Concurrency: 3, FullEvery: 1,
+		Probe: cluster.VerifyOptions{Namespace: "pullpath", Delivery: cluster.ModeConfigMap, Timeout: 5 * time.Second,
+			Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []string)
+	go func() { done <- w.Run(ctx) }()
+	for deadline := time.Now().Add(20 * time.Second); len(w.Snapshot().Nodes) < 3; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first round did not end")
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // the events informer has listed
+	failed := func(name, node, image string, at time.Time) {
+		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}, Type: corev1.EventTypeWarning, Reason: "Failed",
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "shop", Name: "web-1"}, Source: corev1.EventSource{Component: "kubelet", Host: node},
+			Message:       `Failed to pull image "` + image + `": rpc error: code = Unknown desc = failed to resolve reference: dial tcp 10.1.2.3:443: connect: no route to host`,
+			LastTimestamp: metav1.NewTime(at)}
+		if _, err := fc.CoreV1().Events("shop").Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := map[string]int{"a1": count("a1"), "b1": count("b1"), "b2": count("b2")}
+	failed("other", "a1", "registry.corp.example/shop/other:2", time.Now())
+	failed("old", "b2", clustertest.Image, time.Now().Add(-time.Hour))
+	at := time.Now()
+	failed("web", "b1", clustertest.Image, at)
+	for count("b1") == before["b1"] {
+		if time.Since(at) > TriggerWithin {
+			t.Fatalf("node b1 was not probed within %s of its kubelet's pull failure", TriggerWithin)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("b1 probed %s after its pull failure", time.Since(at).Round(10*time.Millisecond))
+	time.Sleep(2 * time.Second)
+	if count("a1") != before["a1"] || count("b2") != before["b2"] {
+		t.Errorf("probes after another image's failure on a1 and an old failure on b2: a1 %d→%d, b2 %d→%d", before["a1"], count("a1"), before["b2"], count("b2"))
+	}
+	cancel()
+	<-done
 }
