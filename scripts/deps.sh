@@ -6,7 +6,11 @@
 # run alone it warms the caches. The fleet tier needs kube-apiserver and etcd from the same build,
 # and kwok v0.8.0 (scripts/fleetbins.sh, about 1.5 min cold, cached the same way). PULLPATH_LAB=0,
 # PULLPATH_CLUSTER=0 and PULLPATH_FLEET=0 skip one tier's parts.
-# Exports PULLPATH_CONTAINERD2, PULLPATH_KUBEBINS and PULLPATH_KWOK when sourced.
+# The Helm chart's and the kustomize base's tests (internal/watch) need helm v4.3.2
+# (scripts/helmbin.sh) and kubectl v1.37.2 (scripts/fleetbins.sh kubectl), both from the module
+# proxy and cached the same way; PULLPATH_HELM_TESTS=0 skips them.
+# Exports PULLPATH_CONTAINERD2, PULLPATH_KUBEBINS, PULLPATH_KWOK, PULLPATH_HELM and PULLPATH_KUBECTL
+# when sourced.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -89,5 +93,22 @@ if [ "${PULLPATH_FLEET:-1}" != 0 ]; then
     export PULLPATH_KWOK
   else
     echo "fleet tier: scripts/fleetbins.sh failed (PULLPATH_CACHE writable?); the tier will skip"
+  fi
+fi
+
+if [ "${PULLPATH_HELM_TESTS:-1}" != 0 ]; then
+  # helm lint and helm template of deploy/helm/pullpath-watch, kubectl kustomize of deploy/watch:
+  # with these set, the tests run (a test skips only when neither is set nor found)
+  if d=$(bash scripts/helmbin.sh); then
+    export PULLPATH_HELM="$d/helm"
+  else
+    echo "chart tests: scripts/helmbin.sh failed (PULLPATH_CACHE writable?); they will skip"
+  fi
+  if [ -z "${PULLPATH_KUBECTL:-}" ]; then
+    if d=$(bash scripts/fleetbins.sh kubectl); then
+      export PULLPATH_KUBECTL="$d/kubectl"
+    else
+      echo "kustomize test: scripts/fleetbins.sh kubectl failed (PULLPATH_CACHE writable?); it will skip"
+    fi
   fi
 fi

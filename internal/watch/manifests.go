@@ -110,20 +110,7 @@ const MinInterval = 10 * time.Second
 // writes. Every object is watch's own: deleting it never removes verify's (deploy/rbac.yaml).
 // deploy/watch/watch.yaml is this output for placeholder images.
 func Manifests(o ManifestOptions) string {
-	var images []string
-	for _, im := range o.Images {
-		images = append(images, fmt.Sprintf("            - --image=%s", im))
-	}
-	var identity []string
-	if o.Secret != "" {
-		identity = append(identity, "            - --secret="+o.Secret)
-	}
-	if o.PullServiceAccount != "" {
-		identity = append(identity, "            - --service-account="+o.PullServiceAccount)
-	}
-	r := strings.NewReplacer("{NS}", o.Namespace, "{RUNNS}", o.RunNamespace, "{SA}", o.ServiceAccount, "{WATCHER}", o.WatcherImage, "{INTERVAL}", o.Interval,
-		"{PORT}", fmt.Sprint(o.MetricsPort), "{REPLICAS}", fmt.Sprint(o.Replicas), "{IMAGES}", strings.Join(append(images, identity...), "\n"),
-		"{MONITORING}", o.monitoring(), "{JANITORNS}", o.JanitorNamespace)
+	r := strings.NewReplacer(o.placeholders()...)
 	out := r.Replace(manifestTemplate)
 	if o.Secret != "" || o.PullServiceAccount != "" {
 		out += "---\n" + r.Replace(identityRoles(o))
@@ -137,23 +124,54 @@ func Manifests(o ManifestOptions) string {
 	return out + "---\n" + NodeStatusPolicy(o.Namespace, o.ServiceAccount)
 }
 
+// placeholders are the templates' placeholders and their values for o, as strings.NewReplacer
+// takes them. The Helm chart (deploy/helm/pullpath-watch) is these templates rendered with Helm
+// expressions for the same placeholders; its test keeps both lists to the same keys.
+func (o ManifestOptions) placeholders() []string {
+	var images []string
+	for _, im := range o.Images {
+		images = append(images, fmt.Sprintf("            - --image=%s", im))
+	}
+	if o.Secret != "" {
+		images = append(images, "            - --secret="+o.Secret)
+	}
+	if o.PullServiceAccount != "" {
+		images = append(images, "            - --service-account="+o.PullServiceAccount)
+	}
+	return []string{"{NS}", o.Namespace, "{RUNNS}", o.RunNamespace, "{SA}", o.ServiceAccount, "{WATCHER}", o.WatcherImage, "{INTERVAL}", o.Interval,
+		"{PORT}", fmt.Sprint(o.MetricsPort), "{REPLICAS}", fmt.Sprint(o.Replicas), "{IMAGES}", strings.Join(images, "\n"),
+		"{MONITORING}", o.monitoring(), "{JANITORNS}", o.JanitorNamespace,
+		// what the chart's values may add or change: nothing here
+		"{WATCHERPOD}", "", "{JANITORPOD}", "", "{WATCHERRES}", watcherResources, "{JANITORRES}", janitorResources}
+}
+
+// watcherResources and janitorResources are the containers' resources, indented for their place.
+const (
+	watcherResources = "\n            requests: {cpu: 20m, memory: 64Mi}\n            limits: {memory: 256Mi}"
+	janitorResources = "\n                requests: {cpu: 10m, memory: 32Mi}\n                limits: {memory: 128Mi}"
+)
+
 // WatchProbePolicy names the probe pods' admission policy of the watch install.
 const WatchProbePolicy = "pullpath-watch-probe-pod"
 
 // identityRoles are the rights of --secret or --service-account: read the pull identity by name
 // where it lives, and keep its copies in the run namespace (create; delete on cleanup).
 func identityRoles(o ManifestOptions) string {
-	ref := o.Secret
-	rule := "  - apiGroups: [\"\"]\n    resources: [secrets]\n    resourceNames: [{NAME}]\n    verbs: [get]\n"
+	ref, rule := o.Secret, secretRule
 	if o.PullServiceAccount != "" {
-		ref = o.PullServiceAccount
-		// the account names its pull secrets, which may change: get on secrets of that namespace
-		rule = "  - apiGroups: [\"\"]\n    resources: [serviceaccounts]\n    resourceNames: [{NAME}]\n    verbs: [get]\n" +
-			"  - apiGroups: [\"\"]\n    resources: [secrets]\n    verbs: [get]\n"
+		ref, rule = o.PullServiceAccount, serviceAccountRule
 	}
 	ns, name, _ := strings.Cut(ref, "/")
 	return strings.NewReplacer("{SRCNS}", ns, "{RULE}", strings.ReplaceAll(rule, "{NAME}", name)).Replace(identityTemplate)
 }
+
+// secretRule reads the secret {NAME}; serviceAccountRule reads the account {NAME}, and the
+// secrets of its namespace, as the account names its pull secrets, which may change.
+const (
+	secretRule         = "  - apiGroups: [\"\"]\n    resources: [secrets]\n    resourceNames: [{NAME}]\n    verbs: [get]\n"
+	serviceAccountRule = "  - apiGroups: [\"\"]\n    resources: [serviceaccounts]\n    resourceNames: [{NAME}]\n    verbs: [get]\n" +
+		"  - apiGroups: [\"\"]\n    resources: [secrets]\n    verbs: [get]\n"
+)
 
 const manifestTemplate = `# pullpath watch, in the cluster: every Ready node's pull path probed all the time.
 # kubectl apply -f this file; kubectl delete -f it removes everything it made, and nothing of
@@ -318,7 +336,7 @@ spec:
       labels: {app.kubernetes.io/name: pullpath-watch}
       annotations: {prometheus.io/scrape: "true", prometheus.io/port: "{PORT}"}
     spec:
-      serviceAccountName: {SA}
+      serviceAccountName: {SA}{WATCHERPOD}
       terminationGracePeriodSeconds: 150   # SIGTERM: the watcher deletes its probe pods first
       securityContext:
         runAsNonRoot: true
@@ -342,9 +360,7 @@ spec:
             allowPrivilegeEscalation: false
             readOnlyRootFilesystem: true
             capabilities: {drop: [ALL]}
-          resources:
-            requests: {cpu: 20m, memory: 64Mi}
-            limits: {memory: 256Mi}
+          resources:{WATCHERRES}
 ---
 # /metrics is plain HTTP: only the {MONITORING} namespace may reach it (edit the selector to where
 # your Prometheus runs). The probe pods use the host network, which no NetworkPolicy governs.
@@ -435,7 +451,7 @@ spec:
       ttlSecondsAfterFinished: 3600
       template:
         spec:
-          serviceAccountName: pullpath-janitor
+          serviceAccountName: pullpath-janitor{JANITORPOD}
           restartPolicy: Never
           securityContext:
             runAsNonRoot: true
@@ -449,7 +465,5 @@ spec:
                 allowPrivilegeEscalation: false
                 readOnlyRootFilesystem: true
                 capabilities: {drop: [ALL]}
-              resources:
-                requests: {cpu: 10m, memory: 32Mi}
-                limits: {memory: 128Mi}
+              resources:{JANITORRES}
 `

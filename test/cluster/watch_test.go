@@ -565,43 +565,8 @@ func TestWatchManifestsAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var objs []*unstructured.Unstructured
-	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatalf("decode: %v", err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		// cluster-wide names of the test's own, and what refers to them: the tier's other
-		// tests never meet them
-		suffix := "-" + run
-		if u.GetNamespace() == "" && u.GetKind() != "Namespace" {
-			u.SetName(u.GetName() + suffix)
-		}
-		if kind, _, _ := unstructured.NestedString(u.Object, "roleRef", "kind"); kind == "ClusterRole" {
-			name, _, _ := unstructured.NestedString(u.Object, "roleRef", "name")
-			_ = unstructured.SetNestedField(u.Object, name+suffix, "roleRef", "name")
-		}
-		if p, ok, _ := unstructured.NestedString(u.Object, "spec", "policyName"); ok {
-			_ = unstructured.SetNestedField(u.Object, p+suffix, "spec", "policyName")
-		}
-		objs = append(objs, u)
-	}
-	ri := func(u *unstructured.Unstructured) dynamic.ResourceInterface {
-		gvr, ok := manifestResources[u.GetKind()]
-		if !ok {
-			t.Fatalf("a %s in the manifests, which this test does not know", u.GetKind())
-		}
-		if u.GetNamespace() != "" {
-			return dyn.Resource(gvr).Namespace(u.GetNamespace())
-		}
-		return dyn.Resource(gvr)
-	}
+	objs := installObjects(t, out, "-"+run)
+	ri := func(u *unstructured.Unstructured) dynamic.ResourceInterface { return resourceFor(t, dyn, u) }
 	ctx := context.Background()
 	var kinds []string
 	var made []*unstructured.Unstructured
@@ -674,6 +639,50 @@ func TestWatchManifestsAccepted(t *testing.T) {
 	}
 }
 
+// installObjects decodes an install's objects, cluster-wide names given the suffix (and what
+// refers to them): the tier's other tests never meet them.
+func installObjects(t *testing.T, out, suffix string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(out), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		if u.GetNamespace() == "" && u.GetKind() != "Namespace" {
+			u.SetName(u.GetName() + suffix)
+		}
+		if kind, _, _ := unstructured.NestedString(u.Object, "roleRef", "kind"); kind == "ClusterRole" {
+			name, _, _ := unstructured.NestedString(u.Object, "roleRef", "name")
+			_ = unstructured.SetNestedField(u.Object, name+suffix, "roleRef", "name")
+		}
+		if p, ok, _ := unstructured.NestedString(u.Object, "spec", "policyName"); ok {
+			_ = unstructured.SetNestedField(u.Object, p+suffix, "spec", "policyName")
+		}
+		objs = append(objs, u)
+	}
+	return objs
+}
+
+// resourceFor is the API of an install's object.
+func resourceFor(t *testing.T, dyn dynamic.Interface, u *unstructured.Unstructured) dynamic.ResourceInterface {
+	t.Helper()
+	gvr, ok := manifestResources[u.GetKind()]
+	if !ok {
+		t.Fatalf("a %s in the manifests, which this test does not know", u.GetKind())
+	}
+	if u.GetNamespace() != "" {
+		return dyn.Resource(gvr).Namespace(u.GetNamespace())
+	}
+	return dyn.Resource(gvr)
+}
+
 // manifestResources are the resources of the kinds `watch manifests` prints.
 var manifestResources = map[string]schema.GroupVersionResource{
 	"Namespace": {Version: "v1", Resource: "namespaces"}, "ServiceAccount": {Version: "v1", Resource: "serviceaccounts"},
@@ -686,4 +695,122 @@ var manifestResources = map[string]schema.GroupVersionResource{
 	"CronJob":                          {Group: "batch", Version: "v1", Resource: "cronjobs"},
 	"ValidatingAdmissionPolicy":        {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicies"},
 	"ValidatingAdmissionPolicyBinding": {Group: "admissionregistration.k8s.io", Version: "v1", Resource: "validatingadmissionpolicybindings"},
+	"Service":                          {Version: "v1", Resource: "services"}, // the Helm chart's, for its ServiceMonitor
+}
+
+// helmBin is helm v4.3.2: $PULLPATH_HELM (scripts/deps.sh sets it), else scripts/helmbin.sh's
+// newest cached build, else helm on the PATH.
+func helmBin(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PULLPATH_HELM"); p != "" {
+		return p
+	}
+	root := os.Getenv("PULLPATH_CACHE")
+	if root == "" {
+		root = "/var/cache/pullpath"
+	}
+	if m, _ := filepath.Glob(filepath.Join(root, "helm-v4.3.2-*", "helm")); len(m) > 0 {
+		return m[len(m)-1]
+	}
+	if p, err := exec.LookPath("helm"); err == nil {
+		return p
+	}
+	t.Skip("no helm: bash scripts/helmbin.sh builds it (scripts/deps.sh does, and sets PULLPATH_HELM)")
+	return ""
+}
+
+// The Helm chart (deploy/helm/pullpath-watch) with every addition on passes helm lint, renders for
+// the tier's API server version (the chart's kubeVersion), and the API server admits each object
+// (a dry run, in namespaces of the test's own created for real with the ServiceAccounts), and the
+// workloads' pods with the chart's scheduling, pull secrets and resources under Pod Security
+// restricted. The ServiceMonitor and the PrometheusRule are not sent: the tier has no Prometheus
+// Operator CRDs.
+func TestWatchHelmChartAccepted(t *testing.T) {
+	c := sharedCluster(t)
+	helm := helmBin(t)
+	sv, err := c.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := fmt.Sprint(time.Now().UnixNano() % 100000)
+	own, run := "pullpath-helm-"+n, "pullpath-helmrun-"+n
+	src := c.Namespace(t, "helmsecret")
+	chart := filepath.Join("..", "..", "deploy", "helm", "pullpath-watch")
+	set := []string{"--set", "images={registry.cluster.test/cached/app:v1}", "--set", "watcherImage=registry.cluster.test/tools/pullpath:v1",
+		"--set", "namespace=" + own, "--set", "runNamespace=" + run, "--set", "secret=" + src + "/regcred", "--set", "janitorNamespace=" + runNS,
+		"--set", "serviceMonitor.enabled=true", "--set", "prometheusRule.enabled=true", "--set", "imagePullSecrets[0].name=regcred",
+		"--set", "nodeSelector.pool=a", "--set", "tolerations[0].key=dedicated", "--set", "tolerations[0].operator=Exists",
+		"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=kubernetes.io/os",
+		"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=In",
+		"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].values={linux}",
+		"--set", "resources.limits.memory=300Mi"}
+	helmRun := func(args ...string) string {
+		home := t.TempDir()
+		cmd := exec.Command(helm, args...)
+		// no repositories, plugins or logins of the machine's; no cluster (rendered here, sent by the test)
+		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+home+"/c", "HELM_CONFIG_HOME="+home+"/g", "HELM_DATA_HOME="+home+"/d", "KUBECONFIG="+home+"/none")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("helm %s: %v\n%s%s", args[0], err, out.String(), errOut.String())
+		}
+		return out.String()
+	}
+	start := time.Now()
+	helmRun(append([]string{"lint", "--strict", "--kube-version", sv.GitVersion, chart}, set...)...)
+	out := helmRun(append([]string{"template", "pullpath-watch", chart, "--kube-version", sv.GitVersion}, set...)...)
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var made []*unstructured.Unstructured
+	t.Cleanup(func() {
+		for i := len(made) - 1; i >= 0; i-- {
+			_ = resourceFor(t, dyn, made[i]).Delete(context.Background(), made[i].GetName(), metav1.DeleteOptions{})
+		}
+	})
+	objs := installObjects(t, out, "-"+run)
+	// the namespaces and the ServiceAccounts for real (a dry run in a namespace that does not exist
+	// is refused, and so is a pod of an account that does not), the rest dry-run
+	for _, kind := range []string{"Namespace", "ServiceAccount"} {
+		for _, u := range objs {
+			if u.GetKind() == kind {
+				if _, err := resourceFor(t, dyn, u).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+					t.Fatalf("%s %s: %v", kind, u.GetName(), err)
+				}
+				made = append(made, u)
+			}
+		}
+	}
+	var skipped []string
+	for _, u := range objs {
+		switch u.GetKind() {
+		case "Namespace", "ServiceAccount":
+			continue
+		case "ServiceMonitor", "PrometheusRule":
+			skipped = append(skipped, u.GetKind())
+			continue
+		}
+		if _, err := resourceFor(t, dyn, u).Create(ctx, u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("%s %s: the API server refused it: %v", u.GetKind(), u.GetName(), err)
+		}
+		path := map[string][]string{"Deployment": {"spec", "template"}, "CronJob": {"spec", "jobTemplate", "spec", "template"}}[u.GetKind()]
+		if path == nil {
+			continue
+		}
+		tmpl, _, _ := unstructured.NestedMap(u.Object, path...)
+		if _, ok := tmpl["spec"].(map[string]any)["tolerations"]; !ok {
+			t.Errorf("the %s's pod has no tolerations: the chart's values did not reach it", u.GetKind())
+		}
+		pod := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod",
+			"metadata": map[string]any{"name": "dry-" + strings.ToLower(u.GetKind()), "namespace": u.GetNamespace()}, "spec": tmpl["spec"]}}
+		if _, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "pods"}).Namespace(u.GetNamespace()).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Errorf("the %s's pod in namespace %s: %v", u.GetKind(), u.GetNamespace(), err)
+		}
+	}
+	if !slices.Contains(skipped, "ServiceMonitor") || !slices.Contains(skipped, "PrometheusRule") {
+		t.Errorf("the chart rendered no ServiceMonitor or PrometheusRule with both on: %v", skipped)
+	}
+	t.Logf("helm lint, helm template and %d objects dry-run in %s; not sent (no Prometheus Operator CRDs in the tier): %v", len(objs), time.Since(start).Round(10*time.Millisecond), skipped)
 }
