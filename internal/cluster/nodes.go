@@ -140,8 +140,12 @@ func virtualNode(n *corev1.Node) bool {
 	return false
 }
 
+// slimCondition is watch's node condition, which SlimNode keeps beside Ready.
+const slimCondition = "ImagePullPathBroken"
+
 // SlimNode is the part of n that eligibility, Pool and the probe pods read: the labels, the two
-// pool annotations, cordon and taints, the conditions, the OS and architecture, and of
+// pool annotations, cordon and taints, the Ready and ImagePullPathBroken conditions, the OS and
+// architecture, and of
 // status.images only the sandbox images a probe may borrow (SandboxRepos and extra). A watcher
 // keeps this per node: the whole object, managedFields and an image list of up to 50 entries,
 // is most of a node's 10–40 KiB.
@@ -150,8 +154,13 @@ func SlimNode(n *corev1.Node, extra []string) *corev1.Node {
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, CreationTimestamp: n.CreationTimestamp,
 			DeletionTimestamp: n.DeletionTimestamp, Labels: n.Labels},
 		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
-		Status: corev1.NodeStatus{Conditions: n.Status.Conditions,
-			NodeInfo: corev1.NodeSystemInfo{OperatingSystem: n.Status.NodeInfo.OperatingSystem, Architecture: n.Status.NodeInfo.Architecture}},
+		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OperatingSystem: n.Status.NodeInfo.OperatingSystem, Architecture: n.Status.NodeInfo.Architecture}},
+	}
+	// Ready, and the watcher's own condition (its last verdict, read on a restart)
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady || c.Type == slimCondition {
+			s.Status.Conditions = append(s.Status.Conditions, c)
+		}
 	}
 	for _, a := range poolAnnotations {
 		if v, ok := n.Annotations[a]; ok {
