@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/pullpath/pullpath/internal/watch"
 	"github.com/pullpath/pullpath/test/internal/netnsdial"
 )
 
@@ -293,6 +294,41 @@ func TestWatch(t *testing.T) {
 		}
 		if time.Since(readyAgain) > 90*time.Second {
 			t.Fatalf("poolc-1 not probed within 90 s of becoming Ready again\n%s", w2.errOut.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// a pod on poolb-2 that cannot pull the image: its kubelet's pull failure (an event) brings
+	// the node's probe forward, long before its interval (10 min)
+	podNS := c.Namespace(t, "pullfailure")
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: podNS}, Spec: corev1.PodSpec{NodeName: "poolb-2", RestartPolicy: corev1.RestartPolicyNever,
+		Containers: []corev1.Container{{Name: "app", Image: im.Ref, ImagePullPolicy: corev1.PullAlways}}}}
+	created := time.Now()
+	if _, err := c.Client.CoreV1().Pods(podNS).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w2.waitLog(t, "node poolb-2: its kubelet failed to pull", 90*time.Second)
+	var failedAt time.Time
+	if evs, err := c.Client.CoreV1().Events(podNS).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Failed"}); err == nil && len(evs.Items) > 0 {
+		failedAt = evs.Items[0].FirstTimestamp.Time
+	}
+	for {
+		cond := c.pathCondition(t, "poolb-2")
+		if cond != nil && !cond.LastHeartbeatTime.Time.Before(created.Truncate(time.Second)) {
+			from := created
+			if !failedAt.IsZero() {
+				from = failedAt
+			}
+			c.figure("watch: poolb-2 probed %s after its kubelet's pull failure (interval 10m)", time.Since(from).Round(time.Second))
+			if took := time.Since(from); took > watch.TriggerWithin+30*time.Second {
+				t.Errorf("poolb-2 probed %s after its kubelet's pull failure, want within %s and a probe", took, watch.TriggerWithin)
+			}
+			if cond.Status != "True" {
+				t.Errorf("poolb-2 after its pull failure: %s/%s, want True (no route)", cond.Status, cond.Reason)
+			}
+			break
+		}
+		if time.Since(created) > 2*time.Minute {
+			t.Fatalf("poolb-2 not probed within 2 min of its pod's pull failure\n%s", w2.errOut.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
