@@ -137,13 +137,14 @@ func testBundleWithoutLabCA(t *testing.T, c *cluster, app pushedImage) {
 
 // watch over the field cluster at its shortest interval (10s): every node trusting the registry
 // (by bundle or certs.d) stays False/OK from its first probe, with no transition and no event;
-// the node whose bundle lacks the lab CA is True/TLS. 7 rounds per node over the 8 nodes, about
-// 2 min (1m57s measured on the 2-core machine under load). Issue 32 asks for 20: measured with
+// the node whose bundle lacks the lab CA is True/TLS. 4 rounds per node over the 8 nodes, about
+// 70 s (7 took 1m57s on the 2-core machine under load; cut to keep the warm suite near 15 min).
+// Issue 32 asks for 20: measured with
 // PULLPATH_FIELD_WATCH_ROUNDS=20, 5m35s and zero flips, which would take the field cluster past
 // its 5 min. Probing the nodes at once (--concurrency = nodes) does not shorten it: a node's
 // rounds follow one another, each the 10 s --interval floor plus its probe (about 17 s here).
 func testSystemBundleWatch(t *testing.T, c *cluster, app pushedImage) {
-	rounds := 7
+	rounds := 4
 	if r, err := strconv.Atoi(os.Getenv("PULLPATH_FIELD_WATCH_ROUNDS")); err == nil && r > 0 {
 		rounds = r // to measure a longer soak
 	}
