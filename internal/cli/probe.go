@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/pullpath/pullpath/internal/capped"
@@ -30,8 +29,8 @@ import (
 )
 
 type probeOptions struct {
-	streams Streams
-	ctx     context.Context // ends reads of stdin on a signal
+	base
+	ctx context.Context // ends reads of stdin on a signal
 
 	image         string
 	ref           registry.Reference // image, parsed once
@@ -63,8 +62,7 @@ type probeOptions struct {
 	concurrency                                                      int
 
 	probe      probe.Options
-	resolvData []byte // resolv.conf read through the host root (symlinks resolved inside it)
-	flags      *pflag.FlagSet
+	resolvData []byte                        // resolv.conf read through the host root (symlinks resolved inside it)
 	kubelet    *credprovider.KubeletSettings // read once (kubeletAt): the credentials and --cri's socket use it
 	notes      []string                      // said on stderr when the probe starts, not before a usage error
 }
@@ -73,8 +71,6 @@ type probeOptions struct {
 func (o *probeOptions) note(format string, args ...any) {
 	o.notes = append(o.notes, fmt.Sprintf("pullpath: "+format, args...))
 }
-
-func (o *probeOptions) flagChanged(name string) bool { return o.flags != nil && o.flags.Changed(name) }
 
 // kubeletAt returns the kubelet's settings under the host root dir, read on the first call for dir.
 func (o *probeOptions) kubeletAt(dir string) credprovider.KubeletSettings {
@@ -86,7 +82,7 @@ func (o *probeOptions) kubeletAt(dir string) credprovider.KubeletSettings {
 }
 
 func newProbeCmd(s Streams) *cobra.Command {
-	o := &probeOptions{streams: s}
+	o := &probeOptions{base: base{streams: s}}
 	cmd := &cobra.Command{
 		Use:   "probe IMAGE",
 		Short: "Walk the pull path of IMAGE from this node, layer by layer, and download every blob",
@@ -99,23 +95,9 @@ Exit codes: 0 healthy, 1 broken and diagnosed, 2 could not run, 3 timed out.
   kubectl get secret regcred -o yaml | pullpath probe --pull-secret - myreg.io/app:1
   pullpath probe --allowlist -o json myreg.azurecr.io/team/app:1.4`,
 		Args: oneImage("pullpath probe myreg.azurecr.io/team/app:1.4"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// flag conflicts first: Complete reads stdin and files
-			if err := o.checkFlags(); err != nil {
-				return err
-			}
-			o.ctx = cmd.Context()
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
 	}
+	lifecycle(cmd, o)
 	f := cmd.Flags()
-	o.flags = f
 	f.StringVar(&o.platform, "platform", "", "os/arch[/variant] (default: this one)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration")
 	f.StringSliceVar(&o.dnsServers, "dns-server", nil, "use these nameservers (ip or ip:port) instead of the resolv.conf ones; repeatable")
@@ -151,14 +133,16 @@ Exit codes: 0 healthy, 1 broken and diagnosed, 2 could not run, 3 timed out.
 	return cmd
 }
 
-// Complete turns flags into probe options: reads the resolver config and the credentials.
+// Complete takes IMAGE.
 func (o *probeOptions) Complete(args []string) error {
 	o.image = args[0]
-	ref, err := parseImage(o.image)
-	if err != nil {
-		return err
-	}
-	o.ref = ref
+	return nil
+}
+
+// prepare turns flags into probe options: reads the runtime's configuration, the resolver
+// configuration and the credentials (stdin included), then applies the rest (apply).
+func (o *probeOptions) prepare() error {
+	ref := o.ref
 	rt, hostFile, err := o.loadNodeRuntime()
 	if err != nil {
 		return err
@@ -201,6 +185,7 @@ func (o *probeOptions) Complete(args []string) error {
 		Node: o.node, Progress: progress, Runtime: rt, HostFile: hostFile,
 		Logger: slog.New(slog.NewTextHandler(o.streams.ErrOut, &slog.HandlerOptions{Level: level})),
 	}
+	o.apply()
 	return nil
 }
 
@@ -428,8 +413,8 @@ func (o *probeOptions) nodeResolvConf() (resolver.Config, error) {
 	return c, nil
 }
 
-// Validate applies what Complete read to the probe options (checkFlags has checked the values).
-func (o *probeOptions) Validate() error {
+// apply sets the probe options prepare does not read from a file.
+func (o *probeOptions) apply() {
 	o.probe.NoDownload = o.noDownload
 	o.skipMissingHostsFile()
 	if o.quiet {
@@ -437,12 +422,11 @@ func (o *probeOptions) Validate() error {
 		o.streams.Out = io.Discard
 		o.probe.Progress = nil
 	}
-	return nil
 }
 
-// checkFlags rejects flag values and combinations that cannot mean anything, before anything is
-// read or said.
-func (o *probeOptions) checkFlags() error {
+// Validate rejects flag values and combinations that cannot mean anything, then IMAGE, before
+// anything is read or said (Run reads stdin and files).
+func (o *probeOptions) Validate() error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
@@ -521,7 +505,12 @@ func (o *probeOptions) checkFlags() error {
 		}
 	}
 	// found only after the walk, a summary file that cannot be written would cost the report
-	return checkOutFile("--summary-file", o.summaryFile)
+	if err := checkOutFile("--summary-file", o.summaryFile); err != nil {
+		return err
+	}
+	ref, err := parseImage(o.image)
+	o.ref = ref
+	return err
 }
 
 // skipMissingHostsFile drops the default hosts file (/etc/hosts, or the host root's) when it does
@@ -540,8 +529,11 @@ func (o *probeOptions) skipMissingHostsFile() {
 //
 // The run is bounded hard: probe.Run ends by itself when --timeout runs out or a signal arrives; if
 // it has not returned a grace period later (a bug), the command gives up rather than hang.
-func (o *probeOptions) Run(cmd *cobra.Command) error {
-	ctx := cmd.Context()
+func (o *probeOptions) Run(ctx context.Context) error {
+	o.ctx = ctx
+	if err := o.prepare(); err != nil {
+		return err
+	}
 	var runtimePull func(context.Context, *report.Probe) *report.CRIResult
 	if o.cri != "" {
 		// before the walk: a runtime that does not answer is a usage problem, found in seconds
@@ -580,12 +572,10 @@ func (o *probeOptions) Run(cmd *cobra.Command) error {
 		if err := writeAllowlist(o.streams.Out, probe.Allowlist(rep), o.output); err != nil {
 			return err
 		}
-	case o.output == "json":
-		if err := report.WriteJSON(o.streams.Out, rep); err != nil {
-			return err
-		}
 	default:
-		if err := report.WriteText(o.streams.Out, rep, textOptions(cmd, o.streams.Out, o.verbose)); err != nil {
+		if err := emit(o.streams.Out, o.output, rep, func(w io.Writer) error {
+			return report.WriteText(w, rep, textOptions(o.cmd, w, o.verbose))
+		}); err != nil {
 			return err
 		}
 	}

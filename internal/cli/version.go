@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -98,8 +100,13 @@ func (v VersionInfo) String() string {
 	return fmt.Sprintf("pullpath %s (%s)", v.Version, strings.Join(parts, ", "))
 }
 
+type versionOptions struct {
+	base
+	output string
+}
+
 func newVersionCmd(s Streams) *cobra.Command {
-	var output string
+	o := &versionOptions{base: base{streams: s}}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit, build date, Go version and platform",
@@ -111,18 +118,23 @@ Exit codes: 0 printed, 2 could not run (a bad flag).
 		Example: `  pullpath version
   kubectl pullpath version -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			v := versionInfo()
-			if output == "json" {
-				return report.WriteJSON(s.Out, v)
-			}
-			_, err := fmt.Fprintln(s.Out, v)
-			return err
-		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	lifecycle(cmd, o)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	return cmd
+}
+
+// Complete takes no arguments.
+func (o *versionOptions) Complete([]string) error { return nil }
+
+// Validate checks -o.
+func (o *versionOptions) Validate() error { return checkOutput(o.output) }
+
+// Run prints this binary's version.
+func (o *versionOptions) Run(context.Context) error {
+	v := versionInfo()
+	return emit(o.streams.Out, o.output, v, func(w io.Writer) error {
+		_, err := fmt.Fprintln(w, v)
+		return err
+	})
 }
