@@ -247,99 +247,51 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 	return rt, root.ReadFile, nil
 }
 
-// credential picks what the probe presents. Explicit flags win; else the kubelet's keyring: the
-// pull secrets given, the kubelet's own docker config and, when the node's kubelet (under the host
-// root) has credential providers for the image, those providers, which the probe runs as the
-// kubelet does — under --host-root /host that executes the node's binary from /host — to present
-// the node's own identity. The walk presents the keyring's credentials in turn. When the keyring
-// holds nothing for the image and no provider runs: the docker config, else nothing.
+// credential picks what the probe presents: the flags' credential (--anonymous, --username with
+// --password-stdin), else the kubelet's keyring as credprovider.BuildKeyring builds it from the
+// node under the host root and the pull secrets given. Under --host-root /host the credential
+// providers it finds execute the node's binary from /host, to present the node's own identity.
 func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (*creds.Keyring, creds.Credential, []*credprovider.Plan, error) {
 	if o.anonymous || o.passwordStdin {
-		c, err := o.explicitCredential(ref)
+		c, err := o.explicitCredential()
 		return nil, c, nil, err
 	}
-	kr := &creds.Keyring{}
-	var plans []*credprovider.Plan
-	note := ""
+	src := credprovider.Sources{Name: ref.Name(), Registry: ref.Registry, Node: rt != nil}
 	if rt != nil && rt.HostRoot != "" {
-		kubelet := o.kubeletAt(rt.HostRoot)
-		var err error
-		plans, note, err = credprovider.FindAll(kubelet, ref.Name())
-		if err != nil {
-			return nil, creds.Credential{}, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
-		}
-		if len(plans) > 0 && o.output == "text" {
-			for _, p := range plans {
-				o.note("presenting the node's identity: running %s, as the kubelet does", p.Source())
-			}
-		}
-		if err := kubelet.AddNodeConfig(kr, ref.Name()); err != nil && o.output == "text" {
-			o.note("%v; the kubelet skips it too", err)
-		}
+		k := o.kubeletAt(rt.HostRoot)
+		src.Kubelet = &k
 	}
 	if o.pullSecret != "" || len(o.pullSecretEnv) > 0 {
-		secrets, err := o.namedSecrets()
-		if err != nil {
-			return nil, creds.Credential{}, nil, err
-		}
-		_, err = creds.FromPullSecrets(secrets, ref.Name())
-		var none *creds.NoEntryError
-		switch {
-		case errors.As(err, &none) && len(kr.Lookup(ref.Name()))+len(plans) > 0:
-			// the kubelet skips a secret without an entry for the image: the node's own remain
-			o.note("%v: the kubelet pulls with the node's own credentials only", err)
-		case err != nil:
-			return nil, creds.Credential{}, nil, err
-		default:
-			if err := kr.AddPullSecrets(secrets); err != nil {
-				return nil, creds.Credential{}, nil, err
-			}
+		src.Secrets = o.namedSecrets
+	}
+	p, err := credprovider.BuildKeyring(src)
+	if err != nil {
+		return nil, creds.Credential{}, nil, err
+	}
+	if o.output == "text" {
+		for _, n := range p.Notes {
+			o.note("%s", n)
 		}
 	}
-	switch {
-	case len(kr.Lookup(ref.Name())) > 0:
-		return kr, creds.Credential{}, plans, nil
-	case len(plans) > 0:
-		return kr, creds.Credential{Source: plans[0].Source()}, plans, nil
+	for _, w := range p.Warnings {
+		o.note("%s", w)
 	}
-	if rt != nil {
-		// a node probe presents what the kubelet would, ending in anonymous: never the probe's own
-		// docker config, $DOCKER_CONFIG or credential helpers on its PATH (a borrowed image's)
-		why := "the kubelet has no credential for " + ref.Registry + ": no pull secret given, none in its docker config, no credential provider"
-		if note != "" {
-			why = note
-		}
-		return nil, creds.Credential{Source: "anonymous (" + why + ")"}, nil, nil
-	}
-	c, err := o.explicitCredential(ref)
-	if err == nil && c.Anonymous() && note != "" {
-		c.Source = "anonymous (" + note + ")"
-	}
-	return nil, c, nil, err
+	return p.Keyring, p.Credential, p.Plans, nil
 }
 
-func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credential, error) {
-	reg := ref.Registry
-	switch {
-	case o.anonymous:
+// explicitCredential is the credential of --anonymous or --username with --password-stdin.
+func (o *probeOptions) explicitCredential() (creds.Credential, error) {
+	if o.anonymous {
 		return creds.Credential{Source: "--anonymous"}, nil
-	case o.passwordStdin:
-		pw, err := readSecretLine(o.ctx, o.streams.In)
-		if err != nil {
-			return creds.Credential{}, fmt.Errorf("--password-stdin: %w", err)
-		}
-		if o.username == "" {
-			return creds.Credential{}, errors.New("--password-stdin needs --username")
-		}
-		return creds.Credential{Username: o.username, Password: pw, Source: "--username/--password-stdin"}, nil
 	}
-	c, err := creds.FromKeychain(reg)
+	pw, err := readSecretLine(o.ctx, o.streams.In)
 	if err != nil {
-		// an unreadable docker config should not stop a diagnosis; say it and go anonymous
-		o.note("warning: %v; probing anonymously", err)
-		return creds.Credential{Source: "anonymous (docker config unreadable)"}, nil
+		return creds.Credential{}, fmt.Errorf("--password-stdin: %w", err)
 	}
-	return c, nil
+	if o.username == "" {
+		return creds.Credential{}, errors.New("--password-stdin needs --username")
+	}
+	return creds.Credential{Username: o.username, Password: pw, Source: "--username/--password-stdin"}, nil
 }
 
 // namedSecrets reads the pull secrets named by --pull-secret (a file, or - for stdin) or
