@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,15 +163,16 @@ func (w *Watcher) Run(ctx context.Context) []string {
 		},
 	})
 	go inf.Run(ctx.Done())
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, w.o.Concurrency)
+	// probes at once: at most Concurrency; a node due while every slot is busy waits a tick
+	var g errgroup.Group
+	g.SetLimit(w.o.Concurrency)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastStatus := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
-			wg.Wait()
+			_ = g.Wait() // the probes return no error
 			left := w.full.Close(ctx)
 			if w.quick != nil {
 				left = append(left, w.quick.Close(ctx)...)
@@ -193,18 +195,9 @@ func (w *Watcher) Run(ctx context.Context) []string {
 			w.writeStatus(ctx)
 		}
 		for _, ns := range w.due(time.Now()) {
-			select {
-			case sem <- struct{}{}:
-			default:
+			if !g.TryGo(func() error { w.probe(ctx, ns); return nil }) {
 				w.release(ns) // every slot busy: due again at the next tick
-				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				w.probe(ctx, ns)
-			}()
 		}
 	}
 }
