@@ -294,7 +294,7 @@ func nextSteps(fd report.Finding, f facts) []string {
 	case report.ClassForbidden:
 		return []string{"grant the identity pull rights on this repository (e.g. AcrPull, ECR repository policy, GAR Artifact Registry Reader)", "check the registry's network rules for the node's egress address"}
 	case report.ClassNotFound:
-		steps := []string{fmt.Sprintf("check the image reference %s: registry, repository, tag or digest", orDash(fd.Image)), "check that the release pipeline pushed it"}
+		steps := []string{fmt.Sprintf("check the image reference %s: registry, repository, tag or digest", orPodSpec(fd.Image)), "check that the release pipeline pushed it"}
 		if pullThroughCache(f) != "" {
 			steps = append(steps, "check the cache's upstream: the image exists there, and the cache's upstream endpoint, credentials and rate limit (its logs name the failed fetch)")
 		}
@@ -405,7 +405,8 @@ func orEmpty(s string) string {
 	return s
 }
 
-func orDash(s string) string {
+// orPodSpec is s, or "in the pod spec" for an image the message does not name.
+func orPodSpec(s string) string {
 	if s == "" {
 		return "in the pod spec"
 	}
