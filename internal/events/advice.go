@@ -60,7 +60,7 @@ func reason(fd report.Finding, f facts) string {
 			return fmt.Sprintf("the certificate %s presents names the host only in its legacy Common Name; Go-based clients (containerd, docker, CRI-O) accept only a subjectAltName (SAN) since Go 1.15", h)
 		}
 		if names, foreign := foreignCertNames(f.text); foreign {
-			return fmt.Sprintf("the certificate %s presents is another domain's (%s): the name reached another server (a DNS answer or /etc/hosts entry pointing elsewhere, an interception box, a load balancer's default certificate)", h, clip(names, 60))
+			return fmt.Sprintf("the certificate %s presents is another domain's (%s): the name reached another server (a DNS answer or /etc/hosts entry pointing elsewhere, an interception box, a load balancer's default certificate)", h, report.Clip(names, 60))
 		}
 		return fmt.Sprintf("the certificate %s presents is not valid for that name", h)
 	case report.CodeTLSExpired:

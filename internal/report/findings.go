@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 )
 
 // NewFindings wraps findings in the explain JSON document.
@@ -116,9 +115,6 @@ func clipMessage(msg string, max int) string {
 	if len(msg) <= max {
 		return msg
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s … (%d more bytes; -o json has the whole message)", msg[:cut], len(msg)-cut)
+	head := clipHead(msg, max) // Clip's rule, with the count instead of the bare "…"
+	return fmt.Sprintf("%s … (%d more bytes; -o json has the whole message)", head, len(msg)-len(head))
 }
