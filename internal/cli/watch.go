@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/watch"
 )
 
@@ -304,8 +304,10 @@ func (o *watchStatusOptions) Run(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("watch status: %w", err)
 	}
-	stale := st.Stale(time.Now(), o.probeTimeout)
-	if err := emit(o.streams.Out, o.output, st, func(w io.Writer) error { return writeWatchStatus(w, st, stale) }); err != nil {
+	stale := watch.Stale(st, time.Now(), o.probeTimeout)
+	if err := emit(o.streams.Out, o.output, st, func(w io.Writer) error {
+		return report.WriteWatchStatusText(w, st, stale, textOptions(o.cmd, w, false))
+	}); err != nil {
 		return err
 	}
 	if stale != "" {
@@ -320,50 +322,6 @@ func (o *watchStatusOptions) Run(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func writeWatchStatus(w io.Writer, st *watch.Status, stale string) error {
-	broken := 0
-	for _, n := range st.Nodes {
-		if n.Condition != "False" {
-			broken++
-		}
-	}
-	verdict := "OK"
-	if broken > 0 {
-		verdict = "BROKEN"
-	}
-	if stale != "" {
-		verdict = "STALE"
-	}
-	fmt.Fprintf(w, "%s  %d of %d nodes hold the pull path of %s (every %s; updated %s)\n", verdict, len(st.Nodes)-broken, len(st.Nodes),
-		strings.Join(st.Images, ", "), st.Interval, st.Updated.Format(time.RFC3339))
-	if stale != "" {
-		fmt.Fprintf(w, "       %s\n", stale)
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POOL\tNODE\tIMAGE\tCLASS\tSINCE\tFAILING")
-	for _, n := range st.Nodes {
-		for _, im := range n.Images {
-			class, failing := im.Class, "-"
-			if class == "" {
-				class = "unknown"
-			}
-			if im.Host != "" {
-				failing = fmt.Sprintf("%s (%s) %s %s", im.Host, im.Role, im.Step, im.Code)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Pool, n.Node, shortImage(im.Image), class, im.Since.Format("01-02 15:04"), failing)
-		}
-	}
-	return tw.Flush()
-}
-
-func shortImage(s string) string {
-	if len(s) > 40 {
-		return "…" + s[len(s)-39:]
-	}
-	return s
 }
 
 type watchManifestsOptions struct {
