@@ -2,11 +2,9 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -24,19 +22,8 @@ var Commit = ""
 // BuildDate may be set with -ldflags like Version; without it the commit time (vcs.time) is used.
 var BuildDate = ""
 
-// VersionInfo is the JSON document of `pullpath version -o json`.
-type VersionInfo struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"` // "Version"
-	Version    string `json:"version"`
-	Commit     string `json:"commit,omitempty"`    // vcs.revision, with "-dirty" when vcs.modified
-	BuildDate  string `json:"buildDate,omitempty"` // RFC 3339
-	GoVersion  string `json:"goVersion"`
-	Platform   string `json:"platform"` // os/arch
-}
-
 // versionInfo reads the version from the ldflags and the Go build info.
-func versionInfo() VersionInfo {
+func versionInfo() report.Version {
 	bi, ok := debug.ReadBuildInfo()
 	v := buildVersion(Version, BuildDate, bi, ok)
 	if v.Commit == "" {
@@ -47,8 +34,8 @@ func versionInfo() VersionInfo {
 
 // buildVersion is versionInfo apart from the process: the ldflags Version wins, then the module
 // version (a go install of a tag), then "dev"; commit and date come from the VCS stamp.
-func buildVersion(ldVersion, ldDate string, bi *debug.BuildInfo, ok bool) VersionInfo {
-	v := VersionInfo{APIVersion: report.APIVersion, Kind: "Version", Version: ldVersion, BuildDate: ldDate,
+func buildVersion(ldVersion, ldDate string, bi *debug.BuildInfo, ok bool) report.Version {
+	v := report.Version{APIVersion: report.APIVersion, Kind: "Version", Version: ldVersion, BuildDate: ldDate,
 		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if !ok || bi == nil {
 		return v
@@ -79,25 +66,6 @@ func buildVersion(ldVersion, ldDate string, bi *debug.BuildInfo, ok bool) Versio
 		v.Version = "dev"
 	}
 	return v
-}
-
-// String is the one-line text form: "pullpath v0.1.0 (commit abc1234, built …, go1.26.8, linux/amd64)".
-func (v VersionInfo) String() string {
-	parts := []string{}
-	if v.Commit != "" {
-		c := v.Commit
-		if len(c) > 12 && !strings.HasSuffix(c, "-dirty") {
-			c = c[:12]
-		} else if strings.HasSuffix(c, "-dirty") && len(c) > 18 {
-			c = c[:12] + "-dirty"
-		}
-		parts = append(parts, "commit "+c)
-	}
-	if v.BuildDate != "" {
-		parts = append(parts, "built "+v.BuildDate)
-	}
-	parts = append(parts, v.GoVersion, v.Platform)
-	return fmt.Sprintf("pullpath %s (%s)", v.Version, strings.Join(parts, ", "))
 }
 
 type versionOptions struct {
@@ -133,8 +101,5 @@ func (o *versionOptions) Validate() error { return checkOutput(o.output) }
 // Run prints this binary's version.
 func (o *versionOptions) Run(context.Context) error {
 	v := versionInfo()
-	return emit(o.streams.Out, o.output, v, func(w io.Writer) error {
-		_, err := fmt.Fprintln(w, v)
-		return err
-	})
+	return emit(o.streams.Out, o.output, v, func(w io.Writer) error { return report.WriteVersionText(w, v, textOptions(o.cmd, w, false)) })
 }
