@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -125,24 +124,13 @@ func (o *cleanupOptions) Run(ctx context.Context) error {
 		return cleanupRefusal(err, o.runNamespace)
 	}
 	doc := &report.Cleanup{APIVersion: report.APIVersion, Kind: "Cleanup", Namespace: o.runNamespace, Run: o.run, LeftBehind: left}
-	if err := emit(o.streams.Out, o.output, doc, func(w io.Writer) error { return writeCleanupText(w, doc) }); err != nil {
+	if err := emit(o.streams.Out, o.output, doc, func(w io.Writer) error { return report.WriteCleanupText(w, doc, textOptions(o.cmd, w, false)) }); err != nil {
 		return err
 	}
 	if len(left) > 0 {
 		return &ExitError{Code: ExitBroken}
 	}
 	return nil
-}
-
-// writeCleanupText says what is left, or that nothing is.
-func writeCleanupText(w io.Writer, c *report.Cleanup) error {
-	var err error
-	if len(c.LeftBehind) > 0 {
-		_, err = fmt.Fprintf(w, "left behind: %s\n", strings.Join(c.LeftBehind, ", "))
-	} else {
-		_, err = fmt.Fprintf(w, "nothing of pullpath is left in namespace %s\n", c.Namespace)
-	}
-	return err
 }
 
 // cleanupRefusal is cleanup's exit 2: why the cluster could not be asked, in one line.

@@ -521,7 +521,10 @@ func (o *probeOptions) Run(ctx context.Context) error {
 	}
 	switch {
 	case o.allowlist:
-		if err := writeAllowlist(o.streams.Out, probe.Allowlist(rep), o.output); err != nil {
+		a := probe.Allowlist(rep)
+		if err := emit(o.streams.Out, o.output, a, func(w io.Writer) error {
+			return report.WriteAllowlistText(w, a, textOptions(o.cmd, w, false))
+		}); err != nil {
 			return err
 		}
 	default:
@@ -591,27 +594,6 @@ func newProgressPrinter(w io.Writer) func(probe.Progress) {
 			fmt.Fprint(w, "\r\033[K")
 		}
 	}
-}
-
-// writeAllowlist prints one host:port a line (comment lines, starting with #, say what an
-// incomplete walk could not discover), or the JSON document.
-func writeAllowlist(w io.Writer, a report.Allowlist, output string) error {
-	if output == "json" {
-		return report.WriteJSON(w, a)
-	}
-	b := &strings.Builder{}
-	for _, h := range a.Hosts {
-		b.WriteString(h.Host + "\n")
-	}
-	if !a.Complete && a.StoppedAt != nil {
-		f := a.StoppedAt
-		fmt.Fprintf(b, "# incomplete: the walk stopped at %s on %s (%s, %s); fix that and run again to learn the rest\n", f.Step, f.Host, f.Role, f.Code)
-		for _, u := range a.Undiscovered {
-			fmt.Fprintf(b, "# not discovered: %s\n", u)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeSummary writes the compact verdict a probe pod leaves in its termination message (the
