@@ -1,5 +1,3 @@
-//go:build !probeonly
-
 package report
 
 import (
