@@ -60,10 +60,11 @@ a bad flag).
 	return cmd
 }
 
-// Complete takes no arguments; -n alone names the run namespace.
+// Complete takes no arguments.
 func (o *cleanupOptions) Complete([]string) error { return nil }
 
-// Validate checks the flags; -n and --run-namespace must not name two namespaces.
+// Validate checks the flags; -n alone names the run namespace, and with --run-namespace must not
+// name another one.
 func (o *cleanupOptions) Validate() error {
 	if o.run != "" {
 		if errs := validation.IsValidLabelValue(o.run); len(errs) > 0 {
