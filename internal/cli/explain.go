@@ -20,16 +20,16 @@ import (
 )
 
 type explainOptions struct {
-	streams Streams
-	file    string
-	output  string
-	text    report.TextOptions
-	quiet   bool
-	ctx     context.Context // ends a read of stdin on a signal
+	base
+	file   string
+	output string
+	text   report.TextOptions
+	quiet  bool
+	ctx    context.Context // ends a read of stdin on a signal
 }
 
 func newExplainCmd(s Streams) *cobra.Command {
-	o := &explainOptions{streams: s}
+	o := &explainOptions{base: base{streams: s}}
 	cmd := &cobra.Command{
 		Use:   "explain [FILE|-]",
 		Short: "Classify kubelet, containerd, CRI-O and docker image pull errors (offline)",
@@ -49,31 +49,34 @@ Exit codes: 0 no pull failure in the input, 1 failures explained, 2 could not ru
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) == 1 {
-				if args[0] == "" {
-					return errors.New(`explain: the FILE argument is empty (give a file, or - for stdin)`)
-				}
-				o.file = args[0]
-			}
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			o.text = textOptions(cmd, o.streams.Out, false)
-			if o.quiet {
-				o.streams.Out = io.Discard
-			}
-			o.ctx = cmd.Context()
-			return o.Run()
-		},
 	}
+	lifecycle(cmd, o)
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	addQuiet(cmd, &o.quiet)
 	return cmd
 }
 
+// Complete takes FILE, when given.
+func (o *explainOptions) Complete(args []string) error {
+	if len(args) == 1 {
+		if args[0] == "" {
+			return errors.New(`explain: the FILE argument is empty (give a file, or - for stdin)`)
+		}
+		o.file = args[0]
+	}
+	return nil
+}
+
+// Validate checks -o.
+func (o *explainOptions) Validate() error { return checkOutput(o.output) }
+
 // Run reads the input, classifies and renders.
-func (o *explainOptions) Run() error {
+func (o *explainOptions) Run(ctx context.Context) error {
+	o.text = textOptions(o.cmd, o.streams.Out, false)
+	if o.quiet {
+		o.streams.Out = io.Discard
+	}
+	o.ctx = ctx
 	var in io.Reader
 	switch o.file {
 	case "", "-":
@@ -112,11 +115,9 @@ func (o *explainOptions) Run() error {
 		// text was pasted but none of it reports a failure: say what was expected, not only "none"
 		fmt.Fprintln(o.streams.ErrOut, "pullpath: explain: the text reports no failure (no error, refusal or failed step in it); give the pull error itself: kubectl describe pod POD, kubectl get events, or the runtime's error")
 	}
-	if o.output == "json" {
-		if err := report.WriteJSON(o.streams.Out, report.NewFindings(findings)); err != nil {
-			return err
-		}
-	} else if err := report.WriteFindingsTextWith(o.streams.Out, findings, o.text); err != nil {
+	if err := emit(o.streams.Out, o.output, report.NewFindings(findings), func(w io.Writer) error {
+		return report.WriteFindingsTextWith(w, findings, o.text)
+	}); err != nil {
 		return err
 	}
 	if len(findings) > 0 {

@@ -34,7 +34,7 @@ import (
 const ProbePath = "/pullpath"
 
 type imagePushOptions struct {
-	streams   Streams
+	base
 	ref       string
 	platforms []string
 	binDir    string
@@ -67,7 +67,7 @@ func newImageCmd(s Streams) *cobra.Command {
 }
 
 func newImagePushCmd(s Streams) *cobra.Command {
-	o := &imagePushOptions{streams: s, self: os.Executable}
+	o := &imagePushOptions{base: base{streams: s}, self: os.Executable}
 	cmd := &cobra.Command{
 		Use:   "push REF",
 		Short: "Build the probe or watcher image (a static binary, one layer per platform, an OCI index) and push it",
@@ -83,15 +83,8 @@ Exit codes: 0 pushed, 2 could not build or push.
   pullpath image push registry.corp.example/pullpath-probe:v1 --platform linux/amd64 --probe-binary-dir dist
   pullpath image push --watcher myreg.azurecr.io/tools/pullpath:v1 --binary-dir dist`,
 		Args: oneImage("pullpath image push myreg.azurecr.io/tools/pullpath-probe:v1"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.ref = args[0]
-			o.platformsChanged = cmd.Flags().Changed("platform")
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd.Context())
-		},
 	}
+	lifecycle(cmd, o)
 	f := cmd.Flags()
 	f.StringSliceVar(&o.platforms, "platform", []string{"linux/amd64", "linux/arm64"}, "platforms of the index (comma-separated linux/<arch>)")
 	f.StringVar(&o.binDir, "probe-binary-dir", "", "directory holding pullpath-probe-linux-<arch> (default: next to this program)")
@@ -104,6 +97,13 @@ Exit codes: 0 pushed, 2 could not build or push.
 	f.DurationVar(&o.timeout, "timeout", 5*time.Minute, "bound on the push")
 	groupFlags(f, "Trust", "ca-file", "insecure", "add-ca", "no-system-cas")
 	return cmd
+}
+
+// Complete takes REF.
+func (o *imagePushOptions) Complete(args []string) error {
+	o.ref = args[0]
+	o.platformsChanged = o.flagChanged("platform")
+	return nil
 }
 
 // Validate checks the flags.

@@ -19,7 +19,8 @@ import (
 )
 
 type podOptions struct {
-	streams       Streams
+	base
+	args          []string
 	kube          *kubeFlags
 	name          string
 	namespace     string
@@ -31,7 +32,7 @@ type podOptions struct {
 }
 
 func newPodCmd(s Streams) *cobra.Command {
-	o := &podOptions{streams: s, kube: newKubeFlags()}
+	o := &podOptions{base: base{streams: s}, kube: newKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "pod NAME | --all",
 		Short: "Diagnose a pod's image pull failure across the cluster: nodes, pools, caches, credentials",
@@ -49,16 +50,8 @@ cluster, no rights: the RBAC verb that was missing is named).
 		Example: `  pullpath pod web-7d9f8b6c5-x2x7q -n shop
   kubectl pullpath pod web-7d9f8b6c5-x2x7q -n shop -o json
   pullpath pod --all -A`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.checkFlags(); err != nil {
-				return err
-			}
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
 	}
+	lifecycle(cmd, o)
 	f := cmd.Flags()
 	o.kube.addFlags(f)
 	f.BoolVar(&o.all, "all", false, "every pod with a pull failure, grouped")
@@ -69,10 +62,27 @@ cluster, no rights: the RBAC verb that was missing is named).
 	return cmd
 }
 
-// Complete checks and reads the pod name (against --all), and the namespace from the kubeconfig
-// when -n is not given.
+// Complete takes the pod NAME, when given.
 func (o *podOptions) Complete(args []string) error {
-	switch {
+	o.args = args
+	return nil
+}
+
+// Validate checks the flags, then the pod name against --all: nothing is read before.
+func (o *podOptions) Validate() error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	if o.maxImages < 1 {
+		return fmt.Errorf("--node-max-images %d: want 1 or more", o.maxImages)
+	}
+	if o.allNamespaces && !o.all {
+		return errors.New("-A/--all-namespaces goes with --all")
+	}
+	if err := o.kube.validate(); err != nil {
+		return err
+	}
+	switch args := o.args; {
 	case len(args) > 1:
 		return fmt.Errorf("pod takes one pod NAME, got %d: %s", len(args), strings.Join(args, " "))
 	case len(args) == 1 && o.all:
@@ -85,6 +95,11 @@ func (o *podOptions) Complete(args []string) error {
 		}
 		o.name = args[0]
 	}
+	return nil
+}
+
+// completeNamespace reads the namespace from the kubeconfig when -n is not given ("" with -A).
+func (o *podOptions) completeNamespace() error {
 	ns, err := o.kube.namespace()
 	if err != nil {
 		return err
@@ -96,27 +111,15 @@ func (o *podOptions) Complete(args []string) error {
 	return nil
 }
 
-// checkFlags checks the flags that need nothing read, before the kubeconfig is.
-func (o *podOptions) checkFlags() error {
-	if err := checkOutput(o.output); err != nil {
+// Run diagnoses; a pull failure returns ExitError{1} after the report is written.
+func (o *podOptions) Run(ctx context.Context) error {
+	if err := o.completeNamespace(); err != nil {
 		return err
 	}
-	if o.maxImages < 1 {
-		return fmt.Errorf("--node-max-images %d: want 1 or more", o.maxImages)
-	}
-	if o.allNamespaces && !o.all {
-		return errors.New("-A/--all-namespaces goes with --all")
-	}
-	return o.kube.validate()
-}
-
-// Run diagnoses; a pull failure returns ExitError{1} after the report is written.
-func (o *podOptions) Run(cmd *cobra.Command) error {
 	cs, err := o.kube.client()
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
 	// A mistyped namespace has no pods: --all would say "no pull failure" and exit 0. Asked only
 	// when nothing was found (an identity without get on namespaces is refused, and goes on).
 	missingNS := func() error {
@@ -141,12 +144,9 @@ func (o *podOptions) Run(cmd *cobra.Command) error {
 				return err
 			}
 		}
-		if o.output == "json" {
-			err = report.WriteJSON(o.streams.Out, l)
-		} else {
-			err = writeFitted(cmd, o.streams.Out, func(w io.Writer) error { return report.WritePullFailuresText(w, l) })
-		}
-		if err != nil {
+		if err := emit(o.streams.Out, o.output, l, func(w io.Writer) error {
+			return writeFitted(o.cmd, w, func(w io.Writer) error { return report.WritePullFailuresText(w, l) })
+		}); err != nil {
 			return err
 		}
 		if len(l.Groups) > 0 {
@@ -161,12 +161,9 @@ func (o *podOptions) Run(cmd *cobra.Command) error {
 		}
 		return err
 	}
-	if o.output == "json" {
-		err = report.WriteJSON(o.streams.Out, d)
-	} else {
-		err = writeFitted(cmd, o.streams.Out, func(w io.Writer) error { return report.WritePodText(w, d) })
-	}
-	if err != nil {
+	if err := emit(o.streams.Out, o.output, d, func(w io.Writer) error {
+		return writeFitted(o.cmd, w, func(w io.Writer) error { return report.WritePodText(w, d) })
+	}); err != nil {
 		return err
 	}
 	if d.Class != report.ClassOK {

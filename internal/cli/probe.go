@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/pullpath/pullpath/internal/capped"
@@ -30,8 +29,8 @@ import (
 )
 
 type probeOptions struct {
-	streams Streams
-	ctx     context.Context // ends reads of stdin on a signal
+	base
+	ctx context.Context // ends reads of stdin on a signal
 
 	image         string
 	ref           registry.Reference // image, parsed once
@@ -63,8 +62,7 @@ type probeOptions struct {
 	concurrency                                                      int
 
 	probe      probe.Options
-	resolvData []byte // resolv.conf read through the host root (symlinks resolved inside it)
-	flags      *pflag.FlagSet
+	resolvData []byte                        // resolv.conf read through the host root (symlinks resolved inside it)
 	kubelet    *credprovider.KubeletSettings // read once (kubeletAt): the credentials and --cri's socket use it
 	notes      []string                      // said on stderr when the probe starts, not before a usage error
 }
@@ -73,8 +71,6 @@ type probeOptions struct {
 func (o *probeOptions) note(format string, args ...any) {
 	o.notes = append(o.notes, fmt.Sprintf("pullpath: "+format, args...))
 }
-
-func (o *probeOptions) flagChanged(name string) bool { return o.flags != nil && o.flags.Changed(name) }
 
 // kubeletAt returns the kubelet's settings under the host root dir, read on the first call for dir.
 func (o *probeOptions) kubeletAt(dir string) credprovider.KubeletSettings {
@@ -86,7 +82,7 @@ func (o *probeOptions) kubeletAt(dir string) credprovider.KubeletSettings {
 }
 
 func newProbeCmd(s Streams) *cobra.Command {
-	o := &probeOptions{streams: s}
+	o := &probeOptions{base: base{streams: s}}
 	cmd := &cobra.Command{
 		Use:   "probe IMAGE",
 		Short: "Walk the pull path of IMAGE from this node, layer by layer, and download every blob",
@@ -99,23 +95,9 @@ Exit codes: 0 healthy, 1 broken and diagnosed, 2 could not run, 3 timed out.
   kubectl get secret regcred -o yaml | pullpath probe --pull-secret - myreg.io/app:1
   pullpath probe --allowlist -o json myreg.azurecr.io/team/app:1.4`,
 		Args: oneImage("pullpath probe myreg.azurecr.io/team/app:1.4"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			// flag conflicts first: Complete reads stdin and files
-			if err := o.checkFlags(); err != nil {
-				return err
-			}
-			o.ctx = cmd.Context()
-			if err := o.Complete(args); err != nil {
-				return err
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
 	}
+	lifecycle(cmd, o)
 	f := cmd.Flags()
-	o.flags = f
 	f.StringVar(&o.platform, "platform", "", "os/arch[/variant] (default: this one)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration")
 	f.StringSliceVar(&o.dnsServers, "dns-server", nil, "use these nameservers (ip or ip:port) instead of the resolv.conf ones; repeatable")
@@ -151,14 +133,16 @@ Exit codes: 0 healthy, 1 broken and diagnosed, 2 could not run, 3 timed out.
 	return cmd
 }
 
-// Complete turns flags into probe options: reads the resolver config and the credentials.
+// Complete takes IMAGE.
 func (o *probeOptions) Complete(args []string) error {
 	o.image = args[0]
-	ref, err := parseImage(o.image)
-	if err != nil {
-		return err
-	}
-	o.ref = ref
+	return nil
+}
+
+// prepare turns flags into probe options: reads the runtime's configuration, the resolver
+// configuration and the credentials (stdin included), then applies the rest (apply).
+func (o *probeOptions) prepare() error {
+	ref := o.ref
 	rt, hostFile, err := o.loadNodeRuntime()
 	if err != nil {
 		return err
@@ -201,6 +185,7 @@ func (o *probeOptions) Complete(args []string) error {
 		Node: o.node, Progress: progress, Runtime: rt, HostFile: hostFile,
 		Logger: slog.New(slog.NewTextHandler(o.streams.ErrOut, &slog.HandlerOptions{Level: level})),
 	}
+	o.apply()
 	return nil
 }
 
@@ -262,99 +247,51 @@ func (o *probeOptions) loadNodeRuntime() (*runtimeconfig.Config, func(string) ([
 	return rt, root.ReadFile, nil
 }
 
-// credential picks what the probe presents. Explicit flags win; else the kubelet's keyring: the
-// pull secrets given, the kubelet's own docker config and, when the node's kubelet (under the host
-// root) has credential providers for the image, those providers, which the probe runs as the
-// kubelet does — under --host-root /host that executes the node's binary from /host — to present
-// the node's own identity. The walk presents the keyring's credentials in turn. When the keyring
-// holds nothing for the image and no provider runs: the docker config, else nothing.
+// credential picks what the probe presents: the flags' credential (--anonymous, --username with
+// --password-stdin), else the kubelet's keyring as credprovider.BuildKeyring builds it from the
+// node under the host root and the pull secrets given. Under --host-root /host the credential
+// providers it finds execute the node's binary from /host, to present the node's own identity.
 func (o *probeOptions) credential(ref registry.Reference, rt *runtimeconfig.Config) (*creds.Keyring, creds.Credential, []*credprovider.Plan, error) {
 	if o.anonymous || o.passwordStdin {
-		c, err := o.explicitCredential(ref)
+		c, err := o.explicitCredential()
 		return nil, c, nil, err
 	}
-	kr := &creds.Keyring{}
-	var plans []*credprovider.Plan
-	note := ""
+	src := credprovider.Sources{Name: ref.Name(), Registry: ref.Registry, Node: rt != nil}
 	if rt != nil && rt.HostRoot != "" {
-		kubelet := o.kubeletAt(rt.HostRoot)
-		var err error
-		plans, note, err = credprovider.FindAll(kubelet, ref.Name())
-		if err != nil {
-			return nil, creds.Credential{}, nil, fmt.Errorf("the kubelet's credential provider: %w", err)
-		}
-		if len(plans) > 0 && o.output == "text" {
-			for _, p := range plans {
-				o.note("presenting the node's identity: running %s, as the kubelet does", p.Source())
-			}
-		}
-		if err := kubelet.AddNodeConfig(kr, ref.Name()); err != nil && o.output == "text" {
-			o.note("%v; the kubelet skips it too", err)
-		}
+		k := o.kubeletAt(rt.HostRoot)
+		src.Kubelet = &k
 	}
 	if o.pullSecret != "" || len(o.pullSecretEnv) > 0 {
-		secrets, err := o.namedSecrets()
-		if err != nil {
-			return nil, creds.Credential{}, nil, err
-		}
-		_, err = creds.FromPullSecrets(secrets, ref.Name())
-		var none *creds.NoEntryError
-		switch {
-		case errors.As(err, &none) && len(kr.Lookup(ref.Name()))+len(plans) > 0:
-			// the kubelet skips a secret without an entry for the image: the node's own remain
-			o.note("%v: the kubelet pulls with the node's own credentials only", err)
-		case err != nil:
-			return nil, creds.Credential{}, nil, err
-		default:
-			if err := kr.AddPullSecrets(secrets); err != nil {
-				return nil, creds.Credential{}, nil, err
-			}
+		src.Secrets = o.namedSecrets
+	}
+	p, err := credprovider.BuildKeyring(src)
+	if err != nil {
+		return nil, creds.Credential{}, nil, err
+	}
+	if o.output == "text" {
+		for _, n := range p.Notes {
+			o.note("%s", n)
 		}
 	}
-	switch {
-	case len(kr.Lookup(ref.Name())) > 0:
-		return kr, creds.Credential{}, plans, nil
-	case len(plans) > 0:
-		return kr, creds.Credential{Source: plans[0].Source()}, plans, nil
+	for _, w := range p.Warnings {
+		o.note("%s", w)
 	}
-	if rt != nil {
-		// a node probe presents what the kubelet would, ending in anonymous: never the probe's own
-		// docker config, $DOCKER_CONFIG or credential helpers on its PATH (a borrowed image's)
-		why := "the kubelet has no credential for " + ref.Registry + ": no pull secret given, none in its docker config, no credential provider"
-		if note != "" {
-			why = note
-		}
-		return nil, creds.Credential{Source: "anonymous (" + why + ")"}, nil, nil
-	}
-	c, err := o.explicitCredential(ref)
-	if err == nil && c.Anonymous() && note != "" {
-		c.Source = "anonymous (" + note + ")"
-	}
-	return nil, c, nil, err
+	return p.Keyring, p.Credential, p.Plans, nil
 }
 
-func (o *probeOptions) explicitCredential(ref registry.Reference) (creds.Credential, error) {
-	reg := ref.Registry
-	switch {
-	case o.anonymous:
+// explicitCredential is the credential of --anonymous or --username with --password-stdin.
+func (o *probeOptions) explicitCredential() (creds.Credential, error) {
+	if o.anonymous {
 		return creds.Credential{Source: "--anonymous"}, nil
-	case o.passwordStdin:
-		pw, err := readSecretLine(o.ctx, o.streams.In)
-		if err != nil {
-			return creds.Credential{}, fmt.Errorf("--password-stdin: %w", err)
-		}
-		if o.username == "" {
-			return creds.Credential{}, errors.New("--password-stdin needs --username")
-		}
-		return creds.Credential{Username: o.username, Password: pw, Source: "--username/--password-stdin"}, nil
 	}
-	c, err := creds.FromKeychain(reg)
+	pw, err := readSecretLine(o.ctx, o.streams.In)
 	if err != nil {
-		// an unreadable docker config should not stop a diagnosis; say it and go anonymous
-		o.note("warning: %v; probing anonymously", err)
-		return creds.Credential{Source: "anonymous (docker config unreadable)"}, nil
+		return creds.Credential{}, fmt.Errorf("--password-stdin: %w", err)
 	}
-	return c, nil
+	if o.username == "" {
+		return creds.Credential{}, errors.New("--password-stdin needs --username")
+	}
+	return creds.Credential{Username: o.username, Password: pw, Source: "--username/--password-stdin"}, nil
 }
 
 // namedSecrets reads the pull secrets named by --pull-secret (a file, or - for stdin) or
@@ -428,8 +365,8 @@ func (o *probeOptions) nodeResolvConf() (resolver.Config, error) {
 	return c, nil
 }
 
-// Validate applies what Complete read to the probe options (checkFlags has checked the values).
-func (o *probeOptions) Validate() error {
+// apply sets the probe options prepare does not read from a file.
+func (o *probeOptions) apply() {
 	o.probe.NoDownload = o.noDownload
 	o.skipMissingHostsFile()
 	if o.quiet {
@@ -437,12 +374,11 @@ func (o *probeOptions) Validate() error {
 		o.streams.Out = io.Discard
 		o.probe.Progress = nil
 	}
-	return nil
 }
 
-// checkFlags rejects flag values and combinations that cannot mean anything, before anything is
-// read or said.
-func (o *probeOptions) checkFlags() error {
+// Validate rejects flag values and combinations that cannot mean anything, then IMAGE, before
+// anything is read or said (Run reads stdin and files).
+func (o *probeOptions) Validate() error {
 	if err := checkOutput(o.output); err != nil {
 		return err
 	}
@@ -521,7 +457,12 @@ func (o *probeOptions) checkFlags() error {
 		}
 	}
 	// found only after the walk, a summary file that cannot be written would cost the report
-	return checkOutFile("--summary-file", o.summaryFile)
+	if err := checkOutFile("--summary-file", o.summaryFile); err != nil {
+		return err
+	}
+	ref, err := parseImage(o.image)
+	o.ref = ref
+	return err
 }
 
 // skipMissingHostsFile drops the default hosts file (/etc/hosts, or the host root's) when it does
@@ -540,8 +481,11 @@ func (o *probeOptions) skipMissingHostsFile() {
 //
 // The run is bounded hard: probe.Run ends by itself when --timeout runs out or a signal arrives; if
 // it has not returned a grace period later (a bug), the command gives up rather than hang.
-func (o *probeOptions) Run(cmd *cobra.Command) error {
-	ctx := cmd.Context()
+func (o *probeOptions) Run(ctx context.Context) error {
+	o.ctx = ctx
+	if err := o.prepare(); err != nil {
+		return err
+	}
 	var runtimePull func(context.Context, *report.Probe) *report.CRIResult
 	if o.cri != "" {
 		// before the walk: a runtime that does not answer is a usage problem, found in seconds
@@ -577,15 +521,16 @@ func (o *probeOptions) Run(cmd *cobra.Command) error {
 	}
 	switch {
 	case o.allowlist:
-		if err := writeAllowlist(o.streams.Out, probe.Allowlist(rep), o.output); err != nil {
-			return err
-		}
-	case o.output == "json":
-		if err := report.WriteJSON(o.streams.Out, rep); err != nil {
+		a := probe.Allowlist(rep)
+		if err := emit(o.streams.Out, o.output, a, func(w io.Writer) error {
+			return report.WriteAllowlistText(w, a, textOptions(o.cmd, w, false))
+		}); err != nil {
 			return err
 		}
 	default:
-		if err := report.WriteText(o.streams.Out, rep, textOptions(cmd, o.streams.Out, o.verbose)); err != nil {
+		if err := emit(o.streams.Out, o.output, rep, func(w io.Writer) error {
+			return report.WriteText(w, rep, textOptions(o.cmd, w, o.verbose))
+		}); err != nil {
 			return err
 		}
 	}
@@ -649,27 +594,6 @@ func newProgressPrinter(w io.Writer) func(probe.Progress) {
 			fmt.Fprint(w, "\r\033[K")
 		}
 	}
-}
-
-// writeAllowlist prints one host:port a line (comment lines, starting with #, say what an
-// incomplete walk could not discover), or the JSON document.
-func writeAllowlist(w io.Writer, a report.Allowlist, output string) error {
-	if output == "json" {
-		return report.WriteJSON(w, a)
-	}
-	b := &strings.Builder{}
-	for _, h := range a.Hosts {
-		b.WriteString(h.Host + "\n")
-	}
-	if !a.Complete && a.StoppedAt != nil {
-		f := a.StoppedAt
-		fmt.Fprintf(b, "# incomplete: the walk stopped at %s on %s (%s, %s); fix that and run again to learn the rest\n", f.Step, f.Host, f.Role, f.Code)
-		for _, u := range a.Undiscovered {
-			fmt.Fprintf(b, "# not discovered: %s\n", u)
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
 // writeSummary writes the compact verdict a probe pod leaves in its termination message (the

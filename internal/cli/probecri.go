@@ -62,17 +62,9 @@ func (o *probeOptions) runtimePull(ctx context.Context, c *cri.Client, rep *repo
 		all := credprovider.RunAll(ctx, ps)
 		all.AddTo(kr)
 	}
-	var cands []creds.Credential
-	for _, m := range kr.Lookup(o.ref.Name()) {
-		if m.Err == nil {
-			cands = append(cands, m.Credential)
-		}
-	}
-	if len(cands) == 0 {
-		cands = []creds.Credential{o.probe.Credential} // none: the runtime's own configuration
-	}
 	var res *report.CRIResult
-	for _, cred := range cands {
+	// none: o.probe.Credential, the runtime's own configuration
+	for _, cred := range kr.Turns(o.ref.Name(), o.probe.Credential) {
 		if res = o.runtimePullWith(ctx, c, rep, cred); res.Result != "failed" {
 			break
 		}

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 // repoRoot is two levels up from this package.
@@ -142,7 +144,7 @@ func TestBuildScriptStatic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v VersionInfo
+	var v report.Version
 	if err := json.Unmarshal(vout, &v); err != nil || v.Version != "v9.9.9-test" || v.BuildDate == "" || v.Platform != "linux/amd64" {
 		t.Errorf("version of the build: %v %s", err, vout)
 	}

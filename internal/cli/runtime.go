@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -8,12 +9,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pullpath/pullpath/internal/registry"
-	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 type runtimeOptions struct {
-	streams  Streams
+	base
+	image    string
+	ref      registry.Reference // image, parsed by Validate
 	hostRoot string
 	runtime  string
 	output   string
@@ -21,7 +23,7 @@ type runtimeOptions struct {
 }
 
 func newRuntimeCmd(s Streams) *cobra.Command {
-	o := &runtimeOptions{streams: s}
+	o := &runtimeOptions{base: base{streams: s}}
 	cmd := &cobra.Command{
 		Use:   "runtime IMAGE",
 		Short: "Show the node runtime's effective pull configuration for IMAGE, and its traps",
@@ -38,42 +40,53 @@ configuration.
 		Example: `  pullpath runtime myreg.azurecr.io/team/app:1.4
   pullpath runtime --host-root /host -o json registry.example:5000/app:1`,
 		Args: oneImage("pullpath runtime --host-root / myreg.azurecr.io/team/app:1.4"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			ref, err := parseImage(args[0])
-			if err != nil {
-				return err
-			}
-			c, err := loadRuntime(o.hostRoot, o.runtime, ref)
-			if err != nil {
-				return err
-			}
-			out := o.streams.Out
-			if o.quiet {
-				out = io.Discard
-			}
-			if o.output == "json" {
-				err = report.WriteJSON(out, c)
-			} else {
-				// the terminal's width, or 80 columns when stdout is not a terminal, as probe
-				err = runtimeconfig.WriteTextWidth(out, c, textOptions(cmd, o.streams.Out, false).Width)
-			}
-			if err != nil {
-				return err
-			}
-			if c.Broken() {
-				return &ExitError{Code: ExitBroken}
-			}
-			return nil
-		},
 	}
+	lifecycle(cmd, o)
 	cmd.Flags().StringVar(&o.hostRoot, "host-root", "/", "the node's root filesystem (in a probe pod: the read-only host mount)")
 	cmd.Flags().StringVar(&o.runtime, "runtime", "", "containerd, crio or docker (default: detected from what is installed)")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	addQuiet(cmd, &o.quiet)
 	return cmd
+}
+
+// Complete takes IMAGE.
+func (o *runtimeOptions) Complete(args []string) error {
+	o.image = args[0]
+	return nil
+}
+
+// Validate checks -o and IMAGE.
+func (o *runtimeOptions) Validate() error {
+	if err := checkOutput(o.output); err != nil {
+		return err
+	}
+	ref, err := parseImage(o.image)
+	o.ref = ref
+	return err
+}
+
+// Run reads the configuration under --host-root and renders it; an error-severity warning is
+// ExitError{1}.
+func (o *runtimeOptions) Run(context.Context) error {
+	c, err := loadRuntime(o.hostRoot, o.runtime, o.ref)
+	if err != nil {
+		return err
+	}
+	out := o.streams.Out
+	if o.quiet {
+		out = io.Discard
+	}
+	err = emit(out, o.output, c, func(w io.Writer) error {
+		// the terminal's width, or 80 columns when stdout is not a terminal, as probe
+		return runtimeconfig.WriteTextWidth(w, c, textOptions(o.cmd, o.streams.Out, false).Width)
+	})
+	if err != nil {
+		return err
+	}
+	if c.Broken() {
+		return &ExitError{Code: ExitBroken}
+	}
+	return nil
 }
 
 // loadRuntime reads the runtime configuration under hostRoot for image.

@@ -8,16 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/cluster"
@@ -25,7 +21,7 @@ import (
 )
 
 type verifyOptions struct {
-	streams        Streams
+	base
 	kube           *kubeFlags
 	image          string
 	pools          []string
@@ -51,7 +47,7 @@ type verifyOptions struct {
 }
 
 func newVerifyCmd(s Streams) *cobra.Command {
-	o := &verifyOptions{streams: s, kube: newKubeFlags()}
+	o := &verifyOptions{base: base{streams: s}, kube: newKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "verify IMAGE",
 		Short: "Prove the pull path with a fresh, complete probe on a node of every pool, run through Kubernetes",
@@ -65,14 +61,8 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
 		Example: `  pullpath verify myreg.azurecr.io/team/app:1.4
   pullpath verify myreg.azurecr.io/team/app:1.4 --fresh --pool nodepool2 --pod shop/web-7d9f8b6c5-x2x7q --runtime-pull`,
 		Args: oneImage("pullpath verify myreg.azurecr.io/team/app:1.4"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			o.image = args[0]
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			return o.Run(cmd)
-		},
 	}
+	lifecycle(cmd, o)
 	f := cmd.Flags()
 	o.kube.addFlags(f)
 	f.StringArrayVar(&o.pools, "pool", nil, "only this pool (repeatable); default every pool")
@@ -97,6 +87,12 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
 	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages: a node listing this many images is 'unknown', never 'without the image'")
 	groupFlags(f, "More", "include-unready", "probe-binary", "sandbox-image", "timeout", "probe-timeout", "concurrency", "node-max-images")
 	return cmd
+}
+
+// Complete takes IMAGE.
+func (o *verifyOptions) Complete(args []string) error {
+	o.image = args[0]
+	return nil
 }
 
 // Validate checks the flags.
@@ -196,7 +192,7 @@ func (o *verifyOptions) binary(goarch string) ([]byte, string, error) {
 }
 
 // Run verifies, renders, and maps the verdict to the exit code.
-func (o *verifyOptions) Run(cmd *cobra.Command) error {
+func (o *verifyOptions) Run(runCtx context.Context) error {
 	cs, err := o.kube.client()
 	if err != nil {
 		return err
@@ -213,7 +209,7 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	if fromPod != "" && !strings.Contains(fromPod, "/") {
 		fromPod = ns + "/" + fromPod
 	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
+	ctx, cancel := context.WithTimeout(runCtx, o.timeout)
 	defer cancel()
 	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
 		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
@@ -222,14 +218,14 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 	if isTerminal(o.streams.ErrOut) && o.output == "text" {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }
 	}
-	stopNotice := noticeInterrupt(cmd.Context(), o.streams.ErrOut, o.runNamespace)
+	stopNotice := noticeInterrupt(runCtx, o.streams.ErrOut, o.runNamespace)
 	v, err := cluster.Verify(ctx, cs, vo)
 	stopNotice()
 	if v == nil {
 		return err
 	}
 	var se *SignalError
-	if errors.As(context.Cause(cmd.Context()), &se) {
+	if errors.As(context.Cause(runCtx), &se) {
 		v.Interrupted = signalName(se.Signal)
 		fmt.Fprintf(o.streams.ErrOut, "verify: cleanup of run %s done: %s\n", v.Run, leftLine(v.LeftBehind))
 	}
@@ -244,12 +240,9 @@ func (o *verifyOptions) Run(cmd *cobra.Command) error {
 			return jerr
 		}
 	}
-	if o.output == "json" {
-		err = report.WriteJSON(o.streams.Out, v)
-	} else {
-		err = writeFitted(cmd, o.streams.Out, func(w io.Writer) error { return report.WriteVerifyText(w, v) })
-	}
-	if err != nil {
+	if err := emit(o.streams.Out, o.output, v, func(w io.Writer) error {
+		return writeFitted(o.cmd, w, func(w io.Writer) error { return report.WriteVerifyText(w, v) })
+	}); err != nil {
 		return err
 	}
 	if se != nil {
@@ -297,133 +290,6 @@ func verifyExit(v *report.Verification) error {
 		return &ExitError{Code: ExitBroken}
 	}
 	return nil
-}
-
-type cleanupOptions struct {
-	streams      Streams
-	kube         *kubeFlags
-	run          string
-	runNamespace string
-	expired      bool
-	includeWatch bool
-	timeout      time.Duration
-	output       string
-}
-
-func newCleanupCmd(s Streams) *cobra.Command {
-	o := &cleanupOptions{streams: s, kube: newKubeFlags()}
-	cmd := &cobra.Command{
-		Use:   "cleanup",
-		Short: "Delete what verify runs left behind (pods, ConfigMaps, Secrets labelled app.kubernetes.io/managed-by=pullpath)",
-		Long: `Delete every object pullpath verify made in the run namespace, of one run (--run)
-or of all, and wait until they are gone: for a run that was killed. --expired
-deletes only objects whose run is surely over (label pullpath.dev/expires). A running
-watcher's objects are spared (its status heartbeat is recent); --include-watch takes them too.
-
-Exit codes: 0 nothing left, 1 something could not be deleted or still terminating
-(listed), 2 could not run (no cluster, refused credentials, no rights, an API error,
-a bad flag).
-` + manual("cleanup.md"),
-		Example: `  pullpath cleanup
-  pullpath cleanup --expired -n pullpath
-  kubectl pullpath cleanup --run 3f9c04ab --run-namespace pullpath`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.run != "" {
-				if errs := validation.IsValidLabelValue(o.run); len(errs) > 0 {
-					return fmt.Errorf("--run %q: not a run id (verify prints it: pullpath.dev/run=ID)", o.run)
-				}
-			}
-			if n := o.kube.overrides.Context.Namespace; n != "" {
-				if cmd.Flags().Changed("run-namespace") && n != o.runNamespace {
-					return fmt.Errorf("-n %s and --run-namespace %s name two namespaces: give one", n, o.runNamespace)
-				}
-				o.runNamespace = n
-			}
-			if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
-				return err
-			}
-			if o.output != "text" && o.output != "json" {
-				return fmt.Errorf("-o %q: want text or json", o.output)
-			}
-			if o.timeout <= 0 {
-				return fmt.Errorf("--timeout %s: want a positive duration", o.timeout)
-			}
-			if err := o.kube.validate(); err != nil {
-				return err
-			}
-			cs, err := o.kube.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), o.timeout)
-			defer cancel()
-			// a cluster that cannot be asked is "could not run" (2), not objects left behind (1):
-			// one question first, answered at once, never retried
-			if _, err := cs.Core.Pods(o.runNamespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
-				return cleanupRefusal(err, o.runNamespace)
-			}
-			co := cluster.CleanupOptions{Namespace: o.runNamespace, Run: o.run, Expired: o.expired}
-			if !o.includeWatch {
-				// a running watcher's loader and owners are in use: deleting them fails its probes
-				live, since, err := cluster.LiveWatch(ctx, cs, o.runNamespace)
-				if err != nil {
-					return fmt.Errorf("cleanup: cannot tell whether a watcher runs in namespace %s (a list of its ConfigMaps: %v) — nothing was deleted", o.runNamespace, err)
-				}
-				if live {
-					co.Selector = cluster.NotByWatch
-					fmt.Fprintf(o.streams.ErrOut, "cleanup: a watcher runs in namespace %s (heartbeat %s ago): its objects are spared (--include-watch deletes them)\n",
-						o.runNamespace, time.Since(since).Round(time.Second))
-				}
-			}
-			left, err := cluster.Cleanup(ctx, cs, co)
-			var re *cluster.RBACError
-			if errors.As(err, &re) {
-				// the right that was refused, not the one asked first: a delete may be refused after every list passed
-				return fmt.Errorf("cleanup: %v — cleanup stopped there", re)
-			}
-			if err != nil {
-				return cleanupRefusal(err, o.runNamespace)
-			}
-			if o.output == "json" {
-				if err := report.WriteJSON(o.streams.Out, &report.Cleanup{APIVersion: report.APIVersion, Kind: "Cleanup",
-					Namespace: o.runNamespace, Run: o.run, LeftBehind: left}); err != nil {
-					return err
-				}
-			} else if len(left) > 0 {
-				fmt.Fprintf(o.streams.Out, "left behind: %s\n", strings.Join(left, ", "))
-			} else {
-				fmt.Fprintf(o.streams.Out, "nothing of pullpath is left in namespace %s\n", o.runNamespace)
-			}
-			if len(left) > 0 {
-				return &ExitError{Code: ExitBroken}
-			}
-			return nil
-		},
-	}
-	o.kube.addFlags(cmd.Flags())
-	cmd.Flags().StringVar(&o.run, "run", "", "only this run's objects (the id verify prints); default every run")
-	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", "pullpath", "the namespace verify ran in (-n alone means the same)")
-	cmd.Flags().BoolVar(&o.expired, "expired", false, "only objects whose run is surely over (label pullpath.dev/expires in the past)")
-	cmd.Flags().BoolVar(&o.includeWatch, "include-watch", false, "also a running watcher's objects (default: spared while its status heartbeat is recent)")
-	cmd.Flags().DurationVar(&o.timeout, "timeout", time.Minute, "bound on the whole cleanup, retries while the API server is away included")
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
-	return cmd
-}
-
-// cleanupRefusal is cleanup's exit 2: why the cluster could not be asked, in one line.
-func cleanupRefusal(err error, ns string) error {
-	var se apierrors.APIStatus
-	switch {
-	case apierrors.IsForbidden(err):
-		return fmt.Errorf("cleanup: the kubeconfig's identity may not list pods in namespace %s (deploy/rbac.yaml has the rights) — nothing was deleted", ns)
-	case apierrors.IsUnauthorized(err):
-		return fmt.Errorf("cleanup: the API server refused the kubeconfig's credentials (401 Unauthorized): log in again — nothing was deleted")
-	case errors.As(err, &se):
-		st := se.Status()
-		return fmt.Errorf("cleanup: the API server answered %d %s to a list of pods in namespace %s (is the kubeconfig's server a Kubernetes API server?) — nothing was deleted", st.Code, http.StatusText(int(st.Code)), ns)
-	}
-	return fmt.Errorf("cleanup: cannot reach the cluster to list pods in namespace %s: %w — nothing was deleted", ns, err)
 }
 
 // writeJUnit writes v's JUnit XML report (report.WriteJUnit) to path.

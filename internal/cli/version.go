@@ -1,10 +1,10 @@
 package cli
 
 import (
-	"fmt"
+	"context"
+	"io"
 	"runtime"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -22,19 +22,8 @@ var Commit = ""
 // BuildDate may be set with -ldflags like Version; without it the commit time (vcs.time) is used.
 var BuildDate = ""
 
-// VersionInfo is the JSON document of `pullpath version -o json`.
-type VersionInfo struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"` // "Version"
-	Version    string `json:"version"`
-	Commit     string `json:"commit,omitempty"`    // vcs.revision, with "-dirty" when vcs.modified
-	BuildDate  string `json:"buildDate,omitempty"` // RFC 3339
-	GoVersion  string `json:"goVersion"`
-	Platform   string `json:"platform"` // os/arch
-}
-
 // versionInfo reads the version from the ldflags and the Go build info.
-func versionInfo() VersionInfo {
+func versionInfo() report.Version {
 	bi, ok := debug.ReadBuildInfo()
 	v := buildVersion(Version, BuildDate, bi, ok)
 	if v.Commit == "" {
@@ -45,8 +34,8 @@ func versionInfo() VersionInfo {
 
 // buildVersion is versionInfo apart from the process: the ldflags Version wins, then the module
 // version (a go install of a tag), then "dev"; commit and date come from the VCS stamp.
-func buildVersion(ldVersion, ldDate string, bi *debug.BuildInfo, ok bool) VersionInfo {
-	v := VersionInfo{APIVersion: report.APIVersion, Kind: "Version", Version: ldVersion, BuildDate: ldDate,
+func buildVersion(ldVersion, ldDate string, bi *debug.BuildInfo, ok bool) report.Version {
+	v := report.Version{APIVersion: report.APIVersion, Kind: "Version", Version: ldVersion, BuildDate: ldDate,
 		GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	if !ok || bi == nil {
 		return v
@@ -79,27 +68,13 @@ func buildVersion(ldVersion, ldDate string, bi *debug.BuildInfo, ok bool) Versio
 	return v
 }
 
-// String is the one-line text form: "pullpath v0.1.0 (commit abc1234, built …, go1.26.8, linux/amd64)".
-func (v VersionInfo) String() string {
-	parts := []string{}
-	if v.Commit != "" {
-		c := v.Commit
-		if len(c) > 12 && !strings.HasSuffix(c, "-dirty") {
-			c = c[:12]
-		} else if strings.HasSuffix(c, "-dirty") && len(c) > 18 {
-			c = c[:12] + "-dirty"
-		}
-		parts = append(parts, "commit "+c)
-	}
-	if v.BuildDate != "" {
-		parts = append(parts, "built "+v.BuildDate)
-	}
-	parts = append(parts, v.GoVersion, v.Platform)
-	return fmt.Sprintf("pullpath %s (%s)", v.Version, strings.Join(parts, ", "))
+type versionOptions struct {
+	base
+	output string
 }
 
 func newVersionCmd(s Streams) *cobra.Command {
-	var output string
+	o := &versionOptions{base: base{streams: s}}
 	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the version, commit, build date, Go version and platform",
@@ -111,18 +86,20 @@ Exit codes: 0 printed, 2 could not run (a bad flag).
 		Example: `  pullpath version
   kubectl pullpath version -o json`,
 		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			v := versionInfo()
-			if output == "json" {
-				return report.WriteJSON(s.Out, v)
-			}
-			_, err := fmt.Fprintln(s.Out, v)
-			return err
-		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	lifecycle(cmd, o)
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
 	return cmd
+}
+
+// Complete takes no arguments.
+func (o *versionOptions) Complete([]string) error { return nil }
+
+// Validate checks -o.
+func (o *versionOptions) Validate() error { return checkOutput(o.output) }
+
+// Run prints this binary's version.
+func (o *versionOptions) Run(context.Context) error {
+	v := versionInfo()
+	return emit(o.streams.Out, o.output, v, func(w io.Writer) error { return report.WriteVersionText(w, v, textOptions(o.cmd, w, false)) })
 }

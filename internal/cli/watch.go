@@ -14,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,7 +26,7 @@ import (
 )
 
 type watchOptions struct {
-	streams         Streams
+	base
 	kube            *kubeFlags
 	images          []string
 	sandboxImages   []string
@@ -45,7 +44,7 @@ type watchOptions struct {
 }
 
 func newWatchCmd(s Streams) *cobra.Command {
-	o := &watchOptions{streams: s, kube: newKubeFlags()}
+	o := &watchOptions{base: base{streams: s}, kube: newKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "watch --image IMAGE [--image IMAGE ...]",
 		Short: "Probe every Ready node's pull path all the time, new nodes first, and report it on the node",
@@ -61,13 +60,8 @@ Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 
 ` + manual("watch.md"),
 		Example: `  pullpath watch --image registry.corp.example/shop/web:1.4 --metrics-address :9464`,
 		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return o.run(cmd)
-		},
 	}
+	lifecycle(cmd, o)
 	f := cmd.Flags()
 	o.kube.addFlags(f)
 	f.StringArrayVar(&o.images, "image", nil, "an image every node must pull (repeatable)")
@@ -88,7 +82,11 @@ Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 
 	return cmd
 }
 
-func (o *watchOptions) validate() error {
+// Complete takes no arguments.
+func (o *watchOptions) Complete([]string) error { return nil }
+
+// Validate checks the flags.
+func (o *watchOptions) Validate() error {
 	if len(o.images) == 0 {
 		return errors.New("give at least one --image: the image whose pull path every node must hold")
 	}
@@ -135,7 +133,8 @@ func (o *watchOptions) validate() error {
 	return o.kube.validate()
 }
 
-func (o *watchOptions) run(cmd *cobra.Command) error {
+// Run watches until ctx ends, then deletes what it made; something left is ExitError{1}.
+func (o *watchOptions) Run(ctx context.Context) error {
 	api := watch.NewAPICounter()
 	o.kube.wrap = api.Wrap
 	cs, err := o.kube.client()
@@ -150,7 +149,6 @@ func (o *watchOptions) run(cmd *cobra.Command) error {
 		}
 		defer ln.Close()
 	}
-	ctx := cmd.Context()
 	vo := cluster.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""), SandboxImages: o.sandboxImages,
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}, FromServiceAccount: o.serviceAccount}
 	if o.secret != "" {
@@ -244,7 +242,7 @@ func probeBinaryFor(file string) func(string) ([]byte, string, error) {
 }
 
 type watchStatusOptions struct {
-	streams      Streams
+	base
 	kube         *kubeFlags
 	runNamespace string
 	output       string
@@ -252,7 +250,7 @@ type watchStatusOptions struct {
 }
 
 func newWatchStatusCmd(s Streams) *cobra.Command {
-	o := &watchStatusOptions{streams: s, kube: newKubeFlags()}
+	o := &watchStatusOptions{base: base{streams: s}, kube: newKubeFlags()}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show what watch found, per pool, node and image",
@@ -268,52 +266,8 @@ Exit codes: 0 every probed path holds, 1 a path is broken or unknown, or the sta
 		Example: `  pullpath watch status
   pullpath watch status -o json --run-namespace pullpath-watch`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(o.output); err != nil {
-				return err
-			}
-			if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
-				return err
-			}
-			if err := o.kube.validate(); err != nil {
-				return err
-			}
-			cs, err := o.kube.client()
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
-			defer cancel()
-			st, err := watch.ReadStatus(ctx, cs, o.runNamespace)
-			switch {
-			case apierrors.IsNotFound(err):
-				return fmt.Errorf("no watch status in namespace %s: is pullpath watch running there? (--run-namespace)", o.runNamespace)
-			case err != nil:
-				return fmt.Errorf("watch status: %w", err)
-			}
-			stale := st.Stale(time.Now(), o.probeTimeout)
-			if o.output == "json" {
-				err = report.WriteJSON(o.streams.Out, st)
-			} else {
-				err = writeWatchStatus(o.streams.Out, st, stale)
-			}
-			if err != nil {
-				return err
-			}
-			if stale != "" {
-				if o.output == "json" {
-					fmt.Fprintln(o.streams.ErrOut, "pullpath: watch status is STALE: "+stale)
-				}
-				return &ExitError{Code: ExitBroken}
-			}
-			for _, n := range st.Nodes {
-				if n.Condition != "False" {
-					return &ExitError{Code: ExitBroken}
-				}
-			}
-			return nil
-		},
 	}
+	lifecycle(cmd, o)
 	o.kube.addFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.runNamespace, "run-namespace", cluster.WatchRunNamespace, "the namespace pullpath watch runs its probes in")
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
@@ -321,52 +275,63 @@ Exit codes: 0 every probed path holds, 1 a path is broken or unknown, or the sta
 	return cmd
 }
 
-func writeWatchStatus(w io.Writer, st *watch.Status, stale string) error {
-	broken := 0
-	for _, n := range st.Nodes {
-		if n.Condition != "False" {
-			broken++
-		}
+// Complete takes no arguments.
+func (o *watchStatusOptions) Complete([]string) error { return nil }
+
+// Validate checks the flags.
+func (o *watchStatusOptions) Validate() error {
+	if err := checkOutput(o.output); err != nil {
+		return err
 	}
-	verdict := "OK"
-	if broken > 0 {
-		verdict = "BROKEN"
+	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
+		return err
 	}
-	if stale != "" {
-		verdict = "STALE"
-	}
-	fmt.Fprintf(w, "%s  %d of %d nodes hold the pull path of %s (every %s; updated %s)\n", verdict, len(st.Nodes)-broken, len(st.Nodes),
-		strings.Join(st.Images, ", "), st.Interval, st.Updated.Format(time.RFC3339))
-	if stale != "" {
-		fmt.Fprintf(w, "       %s\n", stale)
-	}
-	fmt.Fprintln(w)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "POOL\tNODE\tIMAGE\tCLASS\tSINCE\tFAILING")
-	for _, n := range st.Nodes {
-		for _, im := range n.Images {
-			class, failing := im.Class, "-"
-			if class == "" {
-				class = "unknown"
-			}
-			if im.Host != "" {
-				failing = fmt.Sprintf("%s (%s) %s %s", im.Host, im.Role, im.Step, im.Code)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Pool, n.Node, shortImage(im.Image), class, im.Since.Format("01-02 15:04"), failing)
-		}
-	}
-	return tw.Flush()
+	return o.kube.validate()
 }
 
-func shortImage(s string) string {
-	if len(s) > 40 {
-		return "…" + s[len(s)-39:]
+// Run reads the watcher's status and renders it; a broken, unknown or stale path is ExitError{1}.
+func (o *watchStatusOptions) Run(ctx context.Context) error {
+	cs, err := o.kube.client()
+	if err != nil {
+		return err
 	}
-	return s
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	st, err := watch.ReadStatus(ctx, cs, o.runNamespace)
+	switch {
+	case apierrors.IsNotFound(err):
+		return fmt.Errorf("no watch status in namespace %s: is pullpath watch running there? (--run-namespace)", o.runNamespace)
+	case err != nil:
+		return fmt.Errorf("watch status: %w", err)
+	}
+	stale := watch.Stale(st, time.Now(), o.probeTimeout)
+	if err := emit(o.streams.Out, o.output, st, func(w io.Writer) error {
+		return report.WriteWatchStatusText(w, st, stale, textOptions(o.cmd, w, false))
+	}); err != nil {
+		return err
+	}
+	if stale != "" {
+		if o.output == "json" {
+			fmt.Fprintln(o.streams.ErrOut, "pullpath: watch status is STALE: "+stale)
+		}
+		return &ExitError{Code: ExitBroken}
+	}
+	for _, n := range st.Nodes {
+		if n.Condition != "False" {
+			return &ExitError{Code: ExitBroken}
+		}
+	}
+	return nil
+}
+
+type watchManifestsOptions struct {
+	base
+	m watch.ManifestOptions
 }
 
 func newWatchManifestsCmd(s Streams) *cobra.Command {
-	o := watch.DefaultManifestOptions()
+	wo := &watchManifestsOptions{base: base{streams: s}, m: watch.DefaultManifestOptions()}
+	o := &wo.m
 	cmd := &cobra.Command{
 		Use:   "manifests --image IMAGE --watcher-image REF",
 		Short: "Print the in-cluster install: namespaces, RBAC, Deployment, janitor, admission",
@@ -380,22 +345,8 @@ Exit codes: 0 printed, 2 a bad flag.
 		Example: `  pullpath watch manifests --image registry.corp.example/shop/web:1.4 --watcher-image registry.corp.example/tools/pullpath:v1 | kubectl apply -f -
   pullpath watch manifests --image registry.corp.example/shop/web:1.4 --watcher-image registry.corp.example/tools/pullpath:v1 --secret shop/regcred`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if len(o.Images) == 0 {
-				return errors.New("give at least one --image: the image whose pull path every node must hold")
-			}
-			for _, img := range append(slices.Clone(o.Images), o.WatcherImage) {
-				if _, err := parseImage(img); err != nil {
-					return fmt.Errorf("--image/--watcher-image: %w", err)
-				}
-			}
-			if err := o.Validate(); err != nil {
-				return err
-			}
-			_, err := io.WriteString(s.Out, watch.Manifests(o))
-			return err
-		},
 	}
+	lifecycle(cmd, wo)
 	f := cmd.Flags()
 	f.StringArrayVar(&o.Images, "image", nil, "an image whose pull path every node must hold (repeatable)")
 	f.StringVar(&o.WatcherImage, "watcher-image", "", "the image the watcher runs: the full pullpath binary at /pullpath (required)")
@@ -411,6 +362,28 @@ Exit codes: 0 printed, 2 a bad flag.
 	groupFlags(f, "More", "namespace", "run-namespace", "metrics-port", "replicas", "watcher-service-account", "janitor-namespace", "service-account")
 	_ = cmd.MarkFlagRequired("watcher-image")
 	return cmd
+}
+
+// Complete takes no arguments.
+func (o *watchManifestsOptions) Complete([]string) error { return nil }
+
+// Validate checks the images, then the rest (watch.ManifestOptions.Validate).
+func (o *watchManifestsOptions) Validate() error {
+	if len(o.m.Images) == 0 {
+		return errors.New("give at least one --image: the image whose pull path every node must hold")
+	}
+	for _, img := range append(slices.Clone(o.m.Images), o.m.WatcherImage) {
+		if _, err := parseImage(img); err != nil {
+			return fmt.Errorf("--image/--watcher-image: %w", err)
+		}
+	}
+	return o.m.Validate()
+}
+
+// Run prints the manifests.
+func (o *watchManifestsOptions) Run(context.Context) error {
+	_, err := io.WriteString(o.streams.Out, watch.Manifests(o.m))
+	return err
 }
 
 // metricsServer serves /metrics with every timeout set: a scraper (or anyone who reaches the port)

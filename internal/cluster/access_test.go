@@ -19,6 +19,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/kube"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
+	"github.com/pullpath/pullpath/internal/report"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -189,7 +190,7 @@ func TestDeployRolesGrantExactlyWhatCommandsUse(t *testing.T) {
 	for _, a := range Commands {
 		fmt.Fprintf(&b, "\n%s", a.Command)
 		for _, r := range a.Rights {
-			fmt.Fprintf(&b, "\n  %-8s %-30s %-9s %-28s %s", r.Verb, r.Resource, r.Scope, orDash(r.Role), r.Use)
+			fmt.Fprintf(&b, "\n  %-8s %-30s %-9s %-28s %s", r.Verb, r.Resource, r.Scope, report.OrDash(r.Role), r.Use)
 		}
 	}
 	t.Logf("rights by command:%s", b.String())
@@ -479,16 +480,16 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 			for _, o := range requests {
 				hits := match(o)
 				if len(hits) == 0 {
-					t.Errorf("%s requests %s %s in %q, which the table does not declare for %s", tc.name, o.verb, o.resource, orDash(o.ns), strings.Join(tc.lines, " + "))
+					t.Errorf("%s requests %s %s in %q, which the table does not declare for %s", tc.name, o.verb, o.resource, report.OrDash(o.ns), strings.Join(tc.lines, " + "))
 				}
 				for _, h := range hits {
 					seen[h] = true
 				}
-				got = append(got, o.verb+" "+o.resource+" "+orDash(o.ns))
+				got = append(got, o.verb+" "+o.resource+" "+report.OrDash(o.ns))
 			}
 			for _, o := range reviews {
 				if len(match(o)) == 0 {
-					t.Errorf("verify checks %s %s in %q before it starts, which the table does not declare for %s", o.verb, o.resource, orDash(o.ns), strings.Join(tc.lines, " + "))
+					t.Errorf("verify checks %s %s in %q before it starts, which the table does not declare for %s", o.verb, o.resource, report.OrDash(o.ns), strings.Join(tc.lines, " + "))
 				}
 			}
 			slices.Sort(got)

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -247,15 +248,11 @@ func (c *census) readCaps(ctx context.Context, names []string) {
 		return
 	}
 	var mu sync.Mutex
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	var g errgroup.Group
+	g.SetLimit(8) // kubelets asked at once
 	var refused error
 	for _, n := range names {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
 			raw, err := rawRead(cctx, c.cs.Core.RESTClient().Get().Resource("nodes").Name(n).SubResource("proxy").Suffix("configz"), "get", "nodes/proxy", "", n)
@@ -263,7 +260,7 @@ func (c *census) readCaps(ctx context.Context, names []string) {
 			defer mu.Unlock()
 			if err != nil {
 				refused = err
-				return
+				return nil
 			}
 			var cz struct {
 				KubeletConfig struct {
@@ -273,9 +270,10 @@ func (c *census) readCaps(ctx context.Context, names []string) {
 			if json.Unmarshal(raw, &cz) == nil && cz.KubeletConfig.NodeStatusMaxImages != nil {
 				c.caps[n] = *cz.KubeletConfig.NodeStatusMaxImages
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // a refusal is kept in refused
 	if refused != nil {
 		*c.notes = append(*c.notes, fmt.Sprintf("the kubelet configuration (/configz through nodes/proxy) of some nodes could not be read (%s): their image lists are taken as capped at %d", shortErr(refused), c.o.MaxImages))
 	}

@@ -124,48 +124,19 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 	pass := func() ([]string, error) {
 		ctx, cancel := context.WithTimeout(ctx, cleanupPass)
 		defer cancel()
-		var found []string
-		// each kind: list, then delete what is due; an object already terminating (a finalizer
-		// holds it) is listed as left and not deleted again: a second delete changes nothing and
-		// costs a request each pass
-		sweep := func(resource, kind string, list func() ([]metav1.ObjectMeta, error), del func(name string) error) error {
-			items, err := list()
-			if err != nil {
-				return refusal(err, "list", resource, ns)
-			}
-			for _, m := range items {
-				if !due(m.Labels) {
-					continue
-				}
-				name := kind + "/" + ns + "/" + m.Name
-				if m.DeletionTimestamp != nil {
-					found = append(found, name+terminating(m.Finalizers))
-					continue
-				}
-				found = append(found, name)
-				if err := del(m.Name); err != nil && !apierrors.IsNotFound(err) {
-					return refusal(err, "delete", resource, ns)
-				}
-			}
-			return nil
-		}
-		err := sweep("pods", "pod", func() ([]metav1.ObjectMeta, error) {
-			l, err := cs.Core.Pods(ns).List(ctx, lo)
-			if err != nil {
-				return nil, err
-			}
-			return metas(l.Items, func(p corev1.Pod) metav1.ObjectMeta { return p.ObjectMeta }), nil
-		}, func(name string) error { return cs.Core.Pods(ns).Delete(ctx, name, del) })
+		sw := &sweeper{ns: ns, list: lo, del: del, due: due}
+		err := sweep(ctx, sw, cs.Core.Pods(ns), "pods", "pod",
+			func(l *corev1.PodList) []metav1.ObjectMeta {
+				return metas(l.Items, func(p corev1.Pod) metav1.ObjectMeta { return p.ObjectMeta })
+			})
 		if err != nil {
 			return nil, err
 		}
-		err = sweep("configmaps", "configmap", func() ([]metav1.ObjectMeta, error) {
-			l, err := cs.Core.ConfigMaps(ns).List(ctx, lo)
-			if err != nil {
-				return nil, err
-			}
-			return metas(l.Items, func(c corev1.ConfigMap) metav1.ObjectMeta { return c.ObjectMeta }), nil
-		}, func(name string) error { return cs.Core.ConfigMaps(ns).Delete(ctx, name, del) })
+		err = sweep(ctx, sw, cs.Core.ConfigMaps(ns), "configmaps", "configmap",
+			func(l *corev1.ConfigMapList) []metav1.ObjectMeta {
+				return metas(l.Items, func(c corev1.ConfigMap) metav1.ObjectMeta { return c.ObjectMeta })
+			})
+		found := sw.found
 		if err != nil {
 			return found, err
 		}
@@ -181,17 +152,14 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 			}
 			return found, nil
 		}
-		err = sweep("secrets", "secret", func() ([]metav1.ObjectMeta, error) {
-			l, err := cs.Core.Secrets(ns).List(ctx, lo)
-			if err != nil {
-				return nil, err
-			}
-			return metas(l.Items, func(s corev1.Secret) metav1.ObjectMeta { return s.ObjectMeta }), nil
-		}, func(name string) error { return cs.Core.Secrets(ns).Delete(ctx, name, del) })
+		err = sweep(ctx, sw, cs.Core.Secrets(ns), "secrets", "secret",
+			func(l *corev1.SecretList) []metav1.ObjectMeta {
+				return metas(l.Items, func(s corev1.Secret) metav1.ObjectMeta { return s.ObjectMeta })
+			})
 		if err != nil {
 			return nil, err
 		}
-		return found, nil
+		return sw.found, nil
 	}
 	backoff := 250 * time.Millisecond
 	said := ""
@@ -230,6 +198,46 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 		}
 		backoff = min(2*backoff, 4*time.Second)
 	}
+}
+
+// sweeper is one cleanup pass in one namespace: what it lists and deletes, and what it found.
+type sweeper struct {
+	ns    string
+	list  metav1.ListOptions
+	del   metav1.DeleteOptions
+	due   func(labels map[string]string) bool
+	found []string // kind/namespace/name, a terminating one with its finalizers
+}
+
+// objects is what sweep needs of a typed client (kube.Resource: pods, ConfigMaps, Secrets).
+type objects[L any] interface {
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// sweep lists one kind (resource, as RBAC names it; kind, as left names it), then deletes what is
+// due. An object already terminating (a finalizer holds it) is listed as found and not deleted
+// again: a second delete changes nothing and costs a request each pass.
+func sweep[L any](ctx context.Context, s *sweeper, c objects[L], resource, kind string, items func(L) []metav1.ObjectMeta) error {
+	l, err := c.List(ctx, s.list)
+	if err != nil {
+		return refusal(err, "list", resource, s.ns)
+	}
+	for _, m := range items(l) {
+		if !s.due(m.Labels) {
+			continue
+		}
+		name := kind + "/" + s.ns + "/" + m.Name
+		if m.DeletionTimestamp != nil {
+			s.found = append(s.found, name+terminating(m.Finalizers))
+			continue
+		}
+		s.found = append(s.found, name)
+		if err := c.Delete(ctx, m.Name, s.del); err != nil && !apierrors.IsNotFound(err) {
+			return refusal(err, "delete", resource, s.ns)
+		}
+	}
+	return nil
 }
 
 // metas is the metadata of each item.

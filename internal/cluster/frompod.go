@@ -161,7 +161,7 @@ func compareFromPod(pp *report.PodProbe, pools []report.PoolResult) {
 	cause := report.Cause(pp.Findings)
 	switch {
 	case pp.Probe == nil && pp.Summary == nil && cause != nil:
-		pp.Comparison = fmt.Sprintf("the probe could not run in the pod: node %s could not pull the probe image (%s %s on %s), which the node pulls for the pod as it pulls any image: nothing to compare", pp.Node, cause.Class, cause.Code, orDash(cause.Host))
+		pp.Comparison = fmt.Sprintf("the probe could not run in the pod: node %s could not pull the probe image (%s %s on %s), which the node pulls for the pod as it pulls any image: nothing to compare", pp.Node, cause.Class, cause.Code, report.OrDash(cause.Host))
 	case pp.Probe == nil && pp.Summary == nil:
 		pp.Comparison = "the probe could not run in the pod: nothing to compare"
 	case node == nil && pp.Pool == "":

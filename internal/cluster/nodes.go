@@ -153,7 +153,7 @@ func SlimNode(n *corev1.Node, extra []string) *corev1.Node {
 	s := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.Name, UID: n.UID, ResourceVersion: n.ResourceVersion, CreationTimestamp: n.CreationTimestamp,
 			DeletionTimestamp: n.DeletionTimestamp, Labels: n.Labels},
-		Spec: corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
+		Spec:   corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
 		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OperatingSystem: n.Status.NodeInfo.OperatingSystem, Architecture: n.Status.NodeInfo.Architecture}},
 	}
 	// Ready, and the watcher's own condition (its last verdict, read on a restart)

@@ -143,12 +143,9 @@ func countEvents(evs []corev1.Event) int {
 	return n
 }
 
+// clip is s on one line, clipped to n bytes (report.Clip).
 func clip(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
+	return report.Clip(strings.Join(strings.Fields(s), " "), n)
 }
 
 // next is the verify command that proves the diagnosis: a fresh, complete pull on a node of each

@@ -11,10 +11,3 @@ func quoteJSON(b []byte) string {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}

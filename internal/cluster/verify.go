@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -154,28 +155,24 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 		fromPod = make(chan *report.PodProbe, 1)
 		go func() { fromPod <- r.probeFromPod(ctx) }()
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, o.Concurrency)
+	var g errgroup.Group
+	g.SetLimit(o.Concurrency) // Go waits for a free slot
 	for i, t := range targets {
 		results[i] = t.result
 		if t.node == nil {
 			continue
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
+		g.Go(func() error {
+			if ctx.Err() != nil { // cut while it waited for a slot
 				results[i].Class, results[i].Error = report.ClassOther, "cut before the probe started: "+context.Cause(ctx).Error()
-				return
+				return nil
 			}
-			defer func() { <-sem }()
 			r.verifyNode(ctx, t.node, &results[i])
 			r.progress(fmt.Sprintf("pool %s: %s on %s", results[i].Pool, results[i].Class, results[i].Node))
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // results carry each pool's outcome
 	v.Pools = results
 	if fromPod != nil {
 		v.FromPod = <-fromPod

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pullpath/pullpath/internal/cli"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
@@ -22,8 +21,8 @@ var fieldValues = map[string]any{
 	"report.Allowlist.APIVersion": report.APIVersion, "report.Allowlist.Kind": "Allowlist",
 	"report.Findings.APIVersion": report.APIVersion, "report.Findings.Kind": "ExplainReport",
 	"runtimeconfig.Config.APIVersion": report.APIVersion, "runtimeconfig.Config.Kind": "RuntimeReport",
-	"cli.VersionInfo.APIVersion": report.APIVersion, "cli.VersionInfo.Kind": "Version", "cli.VersionInfo.Commit": "0e8f21f4a1b2-dirty",
-	"cli.VersionInfo.BuildDate": "2026-12-02T10:00:00Z", "cli.VersionInfo.GoVersion": "go1.26.8", "cli.VersionInfo.Platform": "linux/arm64",
+	"report.Version.APIVersion": report.APIVersion, "report.Version.Kind": "Version", "report.Version.Commit": "0e8f21f4a1b2-dirty",
+	"report.Version.BuildDate": "2026-12-02T10:00:00Z", "report.Version.GoVersion": "go1.26.8", "report.Version.Platform": "linux/arm64",
 	"report.PodDiagnosis.APIVersion": report.APIVersion, "report.PodDiagnosis.Kind": "PodDiagnosis",
 	"report.PullFailures.APIVersion": report.APIVersion, "report.PullFailures.Kind": "PullFailureList",
 	"report.Ref.Digest":          "sha256:4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b",
@@ -151,7 +150,7 @@ func fullDocuments() map[string]any {
 		"Allowlist":     filled(func(a *report.Allowlist) { a.Complete = false }),
 		"ExplainReport": filled[report.Findings](nil),
 		"RuntimeReport": filled[runtimeconfig.Config](nil),
-		"Version":       filled[cli.VersionInfo](nil),
+		"Version":       filled[report.Version](nil),
 		"PodDiagnosis":  filled[report.PodDiagnosis](nil),
 		"PullFailureList": filled(func(l *report.PullFailures) {
 			l.Class = l.Groups[0].Class

@@ -269,3 +269,19 @@ func splitHost(u *url.URL) ([]string, string) {
 	}
 	return strings.Split(host, "."), port
 }
+
+// Turns returns the credentials the kubelet presents for the image named name, one pull each until
+// one pulls, in Lookup's order with unusable entries left out; when there is none, fallback alone
+// (what a pull presents without the keyring: anonymous, or the flags' credential).
+func (k *Keyring) Turns(name string, fallback Credential) []Credential {
+	var out []Credential
+	for _, m := range k.Lookup(name) {
+		if m.Err == nil {
+			out = append(out, m.Credential)
+		}
+	}
+	if len(out) == 0 {
+		return []Credential{fallback}
+	}
+	return out
+}

@@ -229,3 +229,20 @@ func TestKeyringOrderAsTheKubelet(t *testing.T) {
 		})
 	}
 }
+
+// Turns leaves out unusable entries and falls back when the keyring gives nothing.
+func TestTurns(t *testing.T) {
+	var k Keyring
+	k.Add(PullSecrets, "reg.example", Credential{Username: "a"}, 0)
+	k.Add(NodeConfig, "reg.example", Credential{Username: "b"}, 0)
+	fallback := Credential{Source: "anonymous"}
+	if got := k.Turns("reg.example/app", fallback); len(got) != 2 || got[0].Username != "a" || got[1].Username != "b" {
+		t.Errorf("Turns = %+v, want a then b", got)
+	}
+	if got := k.Turns("other.example/app", fallback); len(got) != 1 || got[0] != fallback {
+		t.Errorf("Turns(other) = %+v, want the fallback", got)
+	}
+	if got := (*Keyring)(nil).Turns("reg.example/app", fallback); len(got) != 1 || got[0] != fallback {
+		t.Errorf("nil Turns = %+v, want the fallback", got)
+	}
+}

@@ -186,25 +186,9 @@ func Summary(results []Result, o report.TextOptions) string {
 			detail += " · " + l.failing
 		}
 		indent := strings.Repeat(" ", tw+4)
-		wrapPrefixed(b, indent, detail, width)
+		report.Wrap(b, indent, indent, detail, width)
 	}
 	return b.String()
 }
 
-func wrapText(b *strings.Builder, text string, width int) { wrapPrefixed(b, "", text, width) }
-
-// wrapPrefixed word-wraps text to width, every line starting with prefix.
-func wrapPrefixed(b *strings.Builder, prefix, text string, width int) {
-	line := prefix
-	for _, w := range strings.Fields(text) {
-		if line != prefix && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) > width {
-			b.WriteString(line + "\n")
-			line = prefix
-		}
-		if line != prefix {
-			line += " "
-		}
-		line += w
-	}
-	b.WriteString(line + "\n")
-}
+func wrapText(b *strings.Builder, text string, width int) { report.Wrap(b, "", "", text, width) }

@@ -60,7 +60,7 @@ func reason(fd report.Finding, f facts) string {
 			return fmt.Sprintf("the certificate %s presents names the host only in its legacy Common Name; Go-based clients (containerd, docker, CRI-O) accept only a subjectAltName (SAN) since Go 1.15", h)
 		}
 		if names, foreign := foreignCertNames(f.text); foreign {
-			return fmt.Sprintf("the certificate %s presents is another domain's (%s): the name reached another server (a DNS answer or /etc/hosts entry pointing elsewhere, an interception box, a load balancer's default certificate)", h, clip(names, 60))
+			return fmt.Sprintf("the certificate %s presents is another domain's (%s): the name reached another server (a DNS answer or /etc/hosts entry pointing elsewhere, an interception box, a load balancer's default certificate)", h, report.Clip(names, 60))
 		}
 		return fmt.Sprintf("the certificate %s presents is not valid for that name", h)
 	case report.CodeTLSExpired:
@@ -294,7 +294,7 @@ func nextSteps(fd report.Finding, f facts) []string {
 	case report.ClassForbidden:
 		return []string{"grant the identity pull rights on this repository (e.g. AcrPull, ECR repository policy, GAR Artifact Registry Reader)", "check the registry's network rules for the node's egress address"}
 	case report.ClassNotFound:
-		steps := []string{fmt.Sprintf("check the image reference %s: registry, repository, tag or digest", orDash(fd.Image)), "check that the release pipeline pushed it"}
+		steps := []string{fmt.Sprintf("check the image reference %s: registry, repository, tag or digest", orPodSpec(fd.Image)), "check that the release pipeline pushed it"}
 		if pullThroughCache(f) != "" {
 			steps = append(steps, "check the cache's upstream: the image exists there, and the cache's upstream endpoint, credentials and rate limit (its logs name the failed fetch)")
 		}
@@ -405,7 +405,8 @@ func orEmpty(s string) string {
 	return s
 }
 
-func orDash(s string) string {
+// orPodSpec is s, or "in the pod spec" for an image the message does not name.
+func orPodSpec(s string) string {
 	if s == "" {
 		return "in the pod spec"
 	}

@@ -460,19 +460,9 @@ func decided(fd report.Finding, matched string) (bool, string) {
 		for i, a := range fd.Alternatives {
 			alts[i] = string(a)
 		}
-		return false, fmt.Sprintf("%q is also what %s looks like; the probe from the node decides", clip(matched, 60), strings.Join(alts, " or "))
+		return false, fmt.Sprintf("%q is also what %s looks like; the probe from the node decides", report.Clip(matched, 60), strings.Join(alts, " or "))
 	}
-	return true, fmt.Sprintf("the message names the cause: %q", clip(matched, 80))
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xc0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return true, fmt.Sprintf("the message names the cause: %q", report.Clip(matched, 80))
 }
 
 // reCutAfterRequest is containerd's transport wrapper with nothing after the request's URL.

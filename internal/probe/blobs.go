@@ -11,9 +11,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/pullpath/pullpath/internal/registry"
 	"github.com/pullpath/pullpath/internal/report"
@@ -58,9 +59,9 @@ func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
 	var (
 		done      atomic.Int64
 		doneBlobs atomic.Int64
-		wg        sync.WaitGroup
-		sem       = make(chan struct{}, w.opts.Concurrency)
+		g         errgroup.Group
 	)
+	g.SetLimit(w.opts.Concurrency) // Go waits for a free slot
 	progress := func() {
 		if w.opts.Progress != nil {
 			w.opts.Progress(Progress{Blobs: len(jobs), DoneBlobs: int(doneBlobs.Load()), Bytes: total, DoneBytes: done.Load()})
@@ -68,29 +69,22 @@ func (w *walk) blobs(reg *endpoint, m *registry.Manifest) *failure {
 	}
 	start := time.Now()
 	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			defer func() { <-sem }()
-			if ctx.Err() != nil {
-				return
+		g.Go(func() error {
+			if ctx.Err() != nil { // cut, or another blob failed, while this one waited
+				return nil
 			}
 			n, f := w.blob(ctx, reg, j, func(d int64) { done.Add(d); progress() })
 			results[i] = blobResult{fail: f, bytes: n, done: f == nil && (n == j.desc.Size || (w.opts.NoDownload && !j.config))}
 			if f != nil {
 				cancel() // the verdict is known; stop the other downloads
-				return
+				return nil
 			}
 			doneBlobs.Add(1)
 			progress()
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	_ = g.Wait() // failures are in results
 	secs := time.Since(start).Seconds()
 	for i, r := range results {
 		w.download.Bytes += r.bytes

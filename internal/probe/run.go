@@ -134,14 +134,8 @@ func (r *run) credentials() {
 			r.providersAfter()
 		}
 	}
-	for _, m := range kr.Lookup(r.ref.Name()) {
-		if m.Err == nil { // the CLI refuses a pull secret's unusable entry; a provider's has none
-			r.list = append(r.list, m.Credential)
-		}
-	}
-	if len(r.list) == 0 {
-		r.list = []creds.Credential{r.opts.Credential}
-	}
+	// the CLI refuses a pull secret's unusable entry; a provider's has none
+	r.list = kr.Turns(r.ref.Name(), r.opts.Credential)
 	for _, c := range r.list {
 		r.secrets = append(r.secrets, credentialSecrets(c)...)
 	}

@@ -17,16 +17,16 @@ func WritePodText(w io.Writer, d *PodDiagnosis) error {
 	b := &strings.Builder{}
 	p := d.Pod
 	if d.Class == ClassOK {
-		fmt.Fprintf(b, "OK  pod %s/%s on node %s has no image pull failure\n", p.Namespace, p.Name, orDash(p.Node))
+		fmt.Fprintf(b, "OK  pod %s/%s on node %s has no image pull failure\n", p.Namespace, p.Name, OrDash(p.Node))
 		_, err := io.WriteString(w, redact.Clean(b.String())) // no colours of its own: every escape came with the data
 		return err
 	}
 	where := ""
 	if len(d.Findings) > 0 {
 		f := d.Findings[0]
-		where = fmt.Sprintf(" · %s (%s) · %s", orDash(f.Host), orDash(string(f.Role)), f.Code)
+		where = fmt.Sprintf(" · %s (%s) · %s", OrDash(f.Host), OrDash(string(f.Role)), f.Code)
 	}
-	fmt.Fprintf(b, "BROKEN  pod %s/%s on node %s · class %s%s\n", p.Namespace, p.Name, orDash(p.Node), d.Class, where)
+	fmt.Fprintf(b, "BROKEN  pod %s/%s on node %s · class %s%s\n", p.Namespace, p.Name, OrDash(p.Node), d.Class, where)
 	for _, c := range p.Containers {
 		if c.State == "waiting" {
 			kind := "container"
@@ -154,7 +154,7 @@ func WritePullFailuresText(w io.Writer, l *PullFailures) error {
 		if i > 0 {
 			b.WriteString("\n")
 		}
-		fmt.Fprintf(b, "[%d] %s · class %s · %s (%s) · %s · %s\n", i+1, g.Image, g.Class, orDash(g.Host), orDash(string(g.Role)), g.Code, pluralWord(len(g.Pods), "pod"))
+		fmt.Fprintf(b, "[%d] %s · class %s · %s (%s) · %s · %s\n", i+1, g.Image, g.Class, OrDash(g.Host), OrDash(string(g.Role)), g.Code, pluralWord(len(g.Pods), "pod"))
 		fmt.Fprintf(b, "    %s\n", g.Reason)
 		fmt.Fprintf(b, "    pods   %s\n", JoinCut(g.Pods, 8))
 		fmt.Fprintf(b, "    nodes  %s (pools %s)\n", JoinCut(g.Nodes, 8), JoinCut(g.Pools, 8))
@@ -170,7 +170,8 @@ func WritePullFailuresText(w io.Writer, l *PullFailures) error {
 	return err
 }
 
-func orDash(s string) string {
+// OrDash is s, or "-" for an empty field: the text renderers' placeholder.
+func OrDash(s string) string {
 	if s == "" {
 		return "-"
 	}

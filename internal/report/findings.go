@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode/utf8"
 )
 
 // NewFindings wraps findings in the explain JSON document.
@@ -49,11 +48,11 @@ func WriteFindingsTextWith(w io.Writer, fs []Finding, o TextOptions) error {
 		if !f.Decided {
 			line += " · undecided"
 		}
-		wrap(b, head+"class "+paint(o.Color, styleBold, string(f.Class))+" ", "    ", line, width)
-		wrap(b, "    ", "    ", f.Reason, width)
+		Wrap(b, head+"class "+paint(o.Color, styleBold, string(f.Class))+" ", "    ", line, width)
+		Wrap(b, "    ", "    ", f.Reason, width)
 		row := func(k, v string) {
 			if v != "" {
-				wrap(b, fmt.Sprintf("    %-10s ", k), indent, v, width)
+				Wrap(b, fmt.Sprintf("    %-10s ", k), indent, v, width)
 			}
 		}
 		if !f.Decided {
@@ -78,7 +77,7 @@ func WriteFindingsTextWith(w io.Writer, fs []Finding, o TextOptions) error {
 				k = "next"
 			}
 			num := fmt.Sprintf("%d. ", j+1)
-			wrap(b, fmt.Sprintf("    %-10s %s", k, num), indent+strings.Repeat(" ", len(num)), s, width)
+			Wrap(b, fmt.Sprintf("    %-10s %s", k, num), indent+strings.Repeat(" ", len(num)), s, width)
 		}
 		if f.Decide != "" {
 			// a command is copied whole: never wrapped; its trailing comment wraps below it
@@ -90,7 +89,7 @@ func WriteFindingsTextWith(w io.Writer, fs []Finding, o TextOptions) error {
 			cmd, comment, _ := strings.Cut(f.Decide, "#")
 			fmt.Fprintf(b, "    %-10s %s\n", label, strings.TrimSpace(cmd))
 			if comment = strings.TrimSpace(comment); comment != "" {
-				wrap(b, indent+"# ", indent+"  ", comment, width)
+				Wrap(b, indent+"# ", indent+"  ", comment, width)
 			}
 		}
 		row("message", clipMessage(f.Message, maxMessageText))
@@ -116,9 +115,6 @@ func clipMessage(msg string, max int) string {
 	if len(msg) <= max {
 		return msg
 	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s … (%d more bytes; -o json has the whole message)", msg[:cut], len(msg)-cut)
+	head := clipHead(msg, max) // Clip's rule, with the count instead of the bare "…"
+	return fmt.Sprintf("%s … (%d more bytes; -o json has the whole message)", head, len(msg)-len(head))
 }

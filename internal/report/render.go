@@ -41,13 +41,13 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	width := o.width()
 	switch {
 	case p.Class == ClassOK:
-		wrap(b, paint(o.Color, styleGreen, "OK")+"  ", "    ", p.Summary, width)
+		Wrap(b, paint(o.Color, styleGreen, "OK")+"  ", "    ", p.Summary, width)
 	case p.Interrupted != nil:
 		i := p.Interrupted
-		wrap(b, paint(o.Color, styleBold, "INTERRUPTED")+"  ", "        ", fmt.Sprintf("%s · cut during %s on %s (%s) · %s", i.Reason, i.Step, i.Host, i.Role, p.Code), width)
-		wrap(b, "  ", "  ", p.Summary, width)
+		Wrap(b, paint(o.Color, styleBold, "INTERRUPTED")+"  ", "        ", fmt.Sprintf("%s · cut during %s on %s (%s) · %s", i.Reason, i.Step, i.Host, i.Role, p.Code), width)
+		Wrap(b, "  ", "  ", p.Summary, width)
 		if p.WhereToLook != "" {
-			wrap(b, "  look at   ", "            ", p.WhereToLook, width)
+			Wrap(b, "  look at   ", "            ", p.WhereToLook, width)
 		}
 	default:
 		f := p.Failing
@@ -56,51 +56,51 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			host, role, step = f.Host, f.Role, f.Step.String()
 		}
 		broken := paint(o.Color, styleBold, "BROKEN")
-		wrap(b, broken+"  ", "        ", fmt.Sprintf("class %s · %s (%s) · step %s · %s", p.Class, host, role, step, p.Code), width)
-		wrap(b, "  ", "  ", p.Summary, width)
+		Wrap(b, broken+"  ", "        ", fmt.Sprintf("class %s · %s (%s) · step %s · %s", p.Class, host, role, step, p.Code), width)
+		Wrap(b, "  ", "  ", p.Summary, width)
 		if o := ownerLine(p.Owner, p.OwnerText); o != "" {
-			wrap(b, "  owner     ", "            ", o, width)
+			Wrap(b, "  owner     ", "            ", o, width)
 		}
 		first := "  evidence  "
 		for _, l := range p.Evidence {
 			if strings.TrimSpace(l) == "" {
 				continue
 			}
-			wrap(b, first, "            ", l, width)
+			Wrap(b, first, "            ", l, width)
 			first = "            "
 		}
 		if p.Alternative != "" {
-			wrap(b, "  or        ", "            ", p.Alternative, width)
+			Wrap(b, "  or        ", "            ", p.Alternative, width)
 		}
 		if p.WhereToLook != "" {
-			wrap(b, "  look at   ", "            ", p.WhereToLook, width)
+			Wrap(b, "  look at   ", "            ", p.WhereToLook, width)
 		}
 	}
 	if c := p.CRI; c != nil {
-		wrap(b, "  cri       ", "            ", criLine(c), width)
+		Wrap(b, "  cri       ", "            ", criLine(c), width)
 	}
 	for _, x := range p.Warnings {
 		label := paint(o.Color, styleYellow, "WARNING")
-		wrap(b, "  "+label+"   ", "            ", string(x.Code)+": "+x.Message, width)
+		Wrap(b, "  "+label+"   ", "            ", string(x.Code)+": "+x.Message, width)
 	}
 	b.WriteString("\n")
-	wrap(b, "image     ", "          ", fmt.Sprintf("%s (platform %s, from node %s, %s)", p.Image, p.Platform, p.Node, p.Duration.Std().Round(time.Millisecond)), width)
+	Wrap(b, "image     ", "          ", fmt.Sprintf("%s (platform %s, from node %s, %s)", p.Image, p.Platform, p.Node, p.Duration.Std().Round(time.Millisecond)), width)
 	res := fmt.Sprintf("%s from %s", strings.Join(p.Resolver.Nameservers, ", "), p.Resolver.Source)
 	if len(p.Resolver.Nameservers) == 0 {
 		res = "no nameserver in " + p.Resolver.Source
 	}
-	wrap(b, "resolver  ", "          ", res, width)
+	Wrap(b, "resolver  ", "          ", res, width)
 	if p.CredentialSource != "" {
-		wrap(b, "identity  ", "          ", p.CredentialSource, width)
+		Wrap(b, "identity  ", "          ", p.CredentialSource, width)
 	}
 	if rt := p.Runtime; rt != nil {
 		ver := rt.Version
 		if ver == "" {
 			ver = "version unknown"
 		}
-		wrap(b, "runtime   ", "          ", fmt.Sprintf("%s (%s) under %s, hosts in its order:", rt.Name, ver, rt.HostRoot), width)
+		Wrap(b, "runtime   ", "          ", fmt.Sprintf("%s (%s) under %s, hosts in its order:", rt.Name, ver, rt.HostRoot), width)
 		for i, h := range rt.Hosts {
-			wrap(b, fmt.Sprintf("          %d. ", i+1), "             ", fmt.Sprintf("%s (%s, %s): %s", h.URL, h.Role, h.Source, h.Result), width)
+			Wrap(b, fmt.Sprintf("          %d. ", i+1), "             ", fmt.Sprintf("%s (%s, %s): %s", h.URL, h.Role, h.Source, h.Result), width)
 		}
 	}
 	if p.Download.Expected > 0 {
@@ -113,7 +113,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 		default:
 			line += " (partial: " + d.Partial + ")"
 		}
-		wrap(b, "download  ", "          ", line, width)
+		Wrap(b, "download  ", "          ", line, width)
 	}
 	b.WriteString("\n")
 	writeInventory(b, p.Endpoints, width, o.Color)
@@ -127,7 +127,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			v := string(s.Verdict)
 			pad := strings.Repeat(" ", max(0, 4-len(v)))
 			v = paintVerdict(o.Color, s.Verdict, v)
-			wrap(b, fmt.Sprintf("  %s%s %-8s %s ", v, pad, s.Step, s.Endpoint), "       ", s.Summary+code, width)
+			Wrap(b, fmt.Sprintf("  %s%s %-8s %s ", v, pad, s.Step, s.Endpoint), "       ", s.Summary+code, width)
 		}
 		b.WriteString("\nhops\n")
 		for _, h := range p.Hops {
@@ -139,7 +139,7 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 			if h.Reused {
 				conn = ", reused connection"
 			}
-			wrap(b, fmt.Sprintf("  %3d %-8s %-4s ", h.Seq, h.Role, h.Method), "      ", fmt.Sprintf("%s → %s (%s%s)", h.URL, st, h.Duration.Std().Round(time.Millisecond), conn), width)
+			Wrap(b, fmt.Sprintf("  %3d %-8s %-4s ", h.Seq, h.Role, h.Method), "      ", fmt.Sprintf("%s → %s (%s%s)", h.URL, st, h.Duration.Std().Round(time.Millisecond), conn), width)
 		}
 	}
 	_, err := io.WriteString(w, b.String())
@@ -207,7 +207,7 @@ func writeInventory(b *strings.Builder, eps []Endpoint, width int, color bool) {
 	for _, l := range EndpointSteps {
 		legend = append(legend, stepLetters[l]+" "+l.String())
 	}
-	wrap(b, "steps: ", "       ", strings.Join(legend, ", ")+"; ✓ pass, ✗ FAIL, ! warn, - skip, · not reached", width)
+	Wrap(b, "steps: ", "       ", strings.Join(legend, ", ")+"; ✓ pass, ✗ FAIL, ! warn, - skip, · not reached", width)
 	// a host too long for its column gets a line of its own, so the marks stay within width
 	const fixed = 2 + 8 + 1 + 8*2 - 1 // the gap, the role column, the marks and their spaces
 	maxHost := width - fixed
@@ -256,7 +256,7 @@ func writeInventory(b *strings.Builder, eps []Endpoint, width int, color bool) {
 		}
 		b.WriteString(l + "\n")
 		if a := addresses(e); len(a) > 0 {
-			wrap(b, "  ", "  ", strings.Join(a, ", "), width)
+			Wrap(b, "  ", "  ", strings.Join(a, ", "), width)
 		}
 	}
 }

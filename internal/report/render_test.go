@@ -1,3 +1,5 @@
+//go:build !probeonly
+
 package report
 
 import (

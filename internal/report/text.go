@@ -27,11 +27,11 @@ func paint(on bool, style, s string) string {
 	return style + s + styleReset
 }
 
-// wrap word-wraps text to width: the first line starts with first, the others with rest (the
+// Wrap word-wraps text to width: the first line starts with first, the others with rest (the
 // hanging indent). A word longer than a line (a URL) is kept whole on a line of its own, so it
 // stays copyable. Every line ends with a newline. text may come from a registry or a node: its
 // control and escape characters are shown, never obeyed (first and rest carry pullpath's colours).
-func wrap(b *strings.Builder, first, rest, text string, width int) {
+func Wrap(b *strings.Builder, first, rest, text string, width int) {
 	words := strings.Fields(redact.Clean(text))
 	line := first
 	n := visibleLen(first)

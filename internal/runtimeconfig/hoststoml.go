@@ -183,18 +183,6 @@ func hostEntry(server string, t map[string]any, dir, file string) (Host, error) 
 	return h, nil
 }
 
-func redactHeader(k string, vals []string) []string {
-	lk := strings.ToLower(k)
-	if strings.Contains(lk, "auth") || strings.Contains(lk, "token") || strings.Contains(lk, "key") || strings.Contains(lk, "secret") || strings.Contains(lk, "cookie") {
-		out := make([]string, len(vals))
-		for i := range vals {
-			out[i] = "REDACTED"
-		}
-		return out
-	}
-	return vals
-}
-
 // strings1 accepts a string or a list of strings.
 func strings1(v any) ([]string, error) {
 	switch x := v.(type) {

@@ -224,24 +224,24 @@ func TestStatusStale(t *testing.T) {
 		return &Status{Interval: "15m0s", Heartbeat: Heartbeat(15 * time.Minute).String(), Updated: now.Add(-time.Minute),
 			Nodes: []NodeStatus{{Node: "a1", Images: []ImageStatus{{Image: "i", LastProbed: now.Add(-10 * time.Minute)}}}}}
 	}
-	if s := fresh().Stale(now, 3*time.Minute); s != "" {
+	if s := Stale(fresh(), now, 3*time.Minute); s != "" {
 		t.Errorf("a fresh status: %q", s)
 	}
 	gone := fresh()
 	gone.Updated = now.Add(-150 * time.Second)
-	if s := gone.Stale(now, 3*time.Minute); !strings.Contains(s, "gone or stuck") || !strings.Contains(s, "2m30s ago") {
+	if s := Stale(gone, now, 3*time.Minute); !strings.Contains(s, "gone or stuck") || !strings.Contains(s, "2m30s ago") {
 		t.Errorf("a watcher gone 150 s (heartbeat 1m): %q", s)
 	}
 	behind := fresh()
 	behind.Nodes[0].Images[0].LastProbed = now.Add(-40 * time.Minute)
-	if s := behind.Stale(now, 3*time.Minute); !strings.Contains(s, "a1") || !strings.Contains(s, "does not keep up") {
+	if s := Stale(behind, now, 3*time.Minute); !strings.Contains(s, "a1") || !strings.Contains(s, "does not keep up") {
 		t.Errorf("a node not probed for 40 minutes at 15m: %q", s)
 	}
 	old := fresh() // a status from before the heartbeat field: the interval decides
 	old.Heartbeat = ""
 	old.Interval = "1m0s"
 	old.Updated = now.Add(-3 * time.Minute)
-	if s := old.Stale(now, 0); !strings.Contains(s, "gone or stuck") {
+	if s := Stale(old, now, 0); !strings.Contains(s, "gone or stuck") {
 		t.Errorf("a status without heartbeat, 3m old at 1m: %q", s)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,19 +77,8 @@ type nodeState struct {
 	skip     string // why it gets no probe now (cluster.Ineligible's words), "" when it does
 }
 
-// ImageStatus is one node × image in `watch status`.
-type ImageStatus struct {
-	Image      string    `json:"image"`
-	Class      string    `json:"class,omitempty"` // the probe's class; absent when it could not run
-	Code       string    `json:"code,omitempty"`
-	Host       string    `json:"host,omitempty"`
-	Role       string    `json:"role,omitempty"`
-	Step       string    `json:"step,omitempty"`
-	Since      time.Time `json:"since"`      // since when it has this class
-	LastProbed time.Time `json:"lastProbed"` // the last probe's end
-	Full       bool      `json:"full"`       // the last probe downloaded every layer
-	Error      string    `json:"error,omitempty"`
-}
+// ImageStatus is one node × image in `watch status` (report.WatchImage).
+type ImageStatus = report.WatchImage
 
 // StartTimeout bounds the start: removing what earlier watchers left, before any probe (a
 // variable for the tests of a silent API server).
@@ -166,15 +156,16 @@ func (w *Watcher) Run(ctx context.Context) []string {
 	})
 	go inf.Run(ctx.Done())
 	go w.watchPullFailures(ctx, time.Now())
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, w.o.Concurrency)
+	// probes at once: at most Concurrency; a node due while every slot is busy waits a tick
+	var g errgroup.Group
+	g.SetLimit(w.o.Concurrency)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastStatus := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
-			wg.Wait()
+			_ = g.Wait() // the probes return no error
 			left := w.full.Close(ctx)
 			if w.quick != nil {
 				left = append(left, w.quick.Close(ctx)...)
@@ -197,18 +188,9 @@ func (w *Watcher) Run(ctx context.Context) []string {
 			w.writeStatus(ctx)
 		}
 		for _, ns := range w.due(time.Now()) {
-			select {
-			case sem <- struct{}{}:
-			default:
+			if !g.TryGo(func() error { w.probe(ctx, ns); return nil }) {
 				w.release(ns) // every slot busy: due again at the next tick
-				continue
 			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer func() { <-sem }()
-				w.probe(ctx, ns)
-			}()
 		}
 	}
 }
@@ -464,38 +446,14 @@ func condition(n *corev1.Node) *corev1.NodeCondition {
 // StatusConfigMap is where the watcher keeps `watch status` (in the run namespace).
 const StatusConfigMap = cluster.WatchStatusConfigMap
 
-// Status is the JSON contract of `pullpath watch status -o json`.
-type Status struct {
-	APIVersion string    `json:"apiVersion"`
-	Kind       string    `json:"kind"` // "WatchStatus"
-	Updated    time.Time `json:"updated"`
-	Interval   string    `json:"interval"`
-	// Heartbeat is how often the watcher writes its status at least: older than twice that, the
-	// watcher is gone or stuck
-	Heartbeat string       `json:"heartbeat,omitempty"`
-	Images    []string     `json:"images"`
-	Nodes     []NodeStatus `json:"nodes"`
-	// Skipped are the nodes watch probes no pod on, and why (not_linux, virtual, not_ready, cordoned)
-	Skipped []SkippedNode `json:"skipped,omitempty"`
-}
+// Status is the JSON contract of `pullpath watch status -o json` (report.WatchStatus).
+type Status = report.WatchStatus
 
-// SkippedNode is a node watch does not probe, and why.
-type SkippedNode struct {
-	Node   string `json:"node"`
-	Pool   string `json:"pool"`
-	Reason string `json:"reason"`
-}
+// SkippedNode is a node watch does not probe, and why (report.WatchSkipped).
+type SkippedNode = report.WatchSkipped
 
-// NodeStatus is one node in Status.
-type NodeStatus struct {
-	Node      string        `json:"node"`
-	Pool      string        `json:"pool"`
-	Condition string        `json:"condition"` // True, False, Unknown
-	Reason    string        `json:"reason"`
-	Message   string        `json:"message"`
-	Since     time.Time     `json:"since"` // the condition's last transition
-	Images    []ImageStatus `json:"images"`
-}
+// NodeStatus is one node in Status (report.WatchNode).
+type NodeStatus = report.WatchNode
 
 // Heartbeat is how often a watcher with interval writes its status when nothing changed: every
 // minute (every interval, when shorter); one object, whatever the number of nodes, so 60 writes
@@ -505,7 +463,7 @@ func Heartbeat(interval time.Duration) time.Duration { return min(interval, clus
 // Stale says what is stale in a status read at now, "" when nothing: a status not written for two
 // heartbeats (no watcher, or a stuck one), or nodes whose last probe is older than two intervals
 // and the probe's time (a watcher that does not keep up).
-func (s *Status) Stale(now time.Time, probeTimeout time.Duration) string {
+func Stale(s *Status, now time.Time, probeTimeout time.Duration) string {
 	interval, err := time.ParseDuration(s.Interval)
 	if err != nil {
 		return ""
