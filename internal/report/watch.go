@@ -35,6 +35,10 @@ type WatchStatus struct {
 	Nodes     []WatchNode `json:"nodes"`
 	// Skipped are the nodes watch probes no pod on, and why (not_linux, virtual, not_ready, cordoned)
 	Skipped []WatchSkipped `json:"skipped,omitempty"`
+	// Held counts the nodes whose path holds that Nodes leaves out, so that the status stays
+	// under the API server's object limit on a large fleet; OldestHeld is their oldest probe.
+	Held       int       `json:"held,omitempty"`
+	OldestHeld time.Time `json:"oldestHeld,omitzero"`
 }
 
 // WatchSkipped is a node watch does not probe, and why.
@@ -73,10 +77,13 @@ func WriteWatchStatusText(w io.Writer, st *WatchStatus, stale string, o TextOpti
 	if stale != "" {
 		verdict = "STALE"
 	}
-	fmt.Fprintf(w, "%s  %d of %d nodes hold the pull path of %s (every %s; updated %s)\n", verdict, len(st.Nodes)-broken, len(st.Nodes),
+	fmt.Fprintf(w, "%s  %d of %d nodes hold the pull path of %s (every %s; updated %s)\n", verdict, len(st.Nodes)-broken+st.Held, len(st.Nodes)+st.Held,
 		strings.Join(st.Images, ", "), st.Interval, st.Updated.Format(time.RFC3339))
 	if stale != "" {
 		fmt.Fprintf(w, "       %s\n", stale)
+	}
+	if st.Held > 0 {
+		fmt.Fprintf(w, "       %d nodes that hold are counted, not listed (the status stays under 1 MiB); oldest probe %s\n", st.Held, st.OldestHeld.Format(time.RFC3339))
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -60,6 +60,7 @@ type Watcher struct {
 	dirty bool // the status ConfigMap lags behind a transition
 
 	refusedOnce sync.Once // the events watch was refused: said once
+	statusErr   string    // the last status write's refusal, said once
 }
 
 type nodeState struct {
@@ -486,10 +487,42 @@ func Stale(s *Status, now time.Time, probeTimeout time.Duration) string {
 			}
 		}
 	}
+	if s.Held > 0 && !s.OldestHeld.IsZero() && now.Sub(s.OldestHeld) > 2*interval+probeTimeout {
+		behind = append([]string{fmt.Sprintf("a node of the %d counted ones", s.Held)}, behind...)
+	}
 	if len(behind) > 0 {
 		return fmt.Sprintf("%d node(s) not probed for more than two intervals (%s): the watcher does not keep up", len(behind), strings.Join(behind[:min(len(behind), 5)], ", "))
 	}
 	return ""
+}
+
+// StatusBudget bounds the status ConfigMap's JSON: the API server refuses an object over 1 MiB,
+// which a full status passes at about 2,200 nodes. Past it, nodes whose path holds are counted
+// rather than listed (Status.Held); what is broken or unknown is always listed.
+var StatusBudget = 768 << 10
+
+// fit returns s's JSON within StatusBudget when it can: whole, else with the nodes that hold
+// counted, not listed.
+func fit(s *Status) ([]byte, error) {
+	b, err := json.Marshal(s)
+	if err != nil || len(b) <= StatusBudget {
+		return b, err
+	}
+	kept := s.Nodes[:0:0]
+	for _, n := range s.Nodes {
+		if n.Condition != "False" {
+			kept = append(kept, n)
+			continue
+		}
+		s.Held++
+		for _, im := range n.Images {
+			if s.OldestHeld.IsZero() || im.LastProbed.Before(s.OldestHeld) {
+				s.OldestHeld = im.LastProbed
+			}
+		}
+	}
+	s.Nodes = kept
+	return json.Marshal(s)
 }
 
 // Snapshot is the watcher's status now.
@@ -527,7 +560,7 @@ func (w *Watcher) Snapshot() *Status {
 // writeStatus stores the snapshot in the status ConfigMap, at most every 10 s after a transition
 // and once a WatchHeartbeat: the API writes stay bounded by the changes, not the nodes.
 func (w *Watcher) writeStatus(ctx context.Context) {
-	b, err := json.Marshal(w.Snapshot())
+	b, err := fit(w.Snapshot())
 	if err != nil {
 		return
 	}
@@ -542,10 +575,19 @@ func (w *Watcher) writeStatus(ctx context.Context) {
 	if apierrors.IsNotFound(err) {
 		_, err = w.cs.Core.ConfigMaps(ns).Create(wctx, cm, metav1.CreateOptions{})
 	}
+	w.mu.Lock()
 	if err == nil {
-		w.mu.Lock()
-		w.dirty = false
-		w.mu.Unlock()
+		w.dirty, w.statusErr = false, ""
+	}
+	// a refusal is said once, with the API server's words, and retried at the next change or
+	// heartbeat: never a silent loop, never a line a minute
+	say := err != nil && err.Error() != w.statusErr
+	if say {
+		w.statusErr = err.Error()
+	}
+	w.mu.Unlock()
+	if say {
+		w.progress(fmt.Sprintf("the status ConfigMap %s/%s was not written (%d bytes): %v; retried at the next change or heartbeat", ns, StatusConfigMap, len(b), err))
 	}
 }
 

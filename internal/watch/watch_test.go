@@ -1,7 +1,10 @@
 package watch
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
@@ -400,4 +404,70 @@ func TestPullFailureTriggersAProbe(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// A status that would pass StatusBudget lists what is broken or unknown and counts the nodes
+// that hold (held, oldestHeld), so that the API server still takes it at 5,000 nodes; watch
+// status says so, and ages the counted nodes too.
+func TestStatusStaysUnderTheBudget(t *testing.T) {
+	now := time.Now().UTC().Truncate(time.Second)
+	s := &Status{APIVersion: report.APIVersion, Kind: "WatchStatus", Updated: now, Interval: "15m0s", Images: []string{clustertest.Image}}
+	for i := range 5000 {
+		n := NodeStatus{Node: fmt.Sprintf("aks-pool%02d-vmss%06d", i%50, i), Pool: fmt.Sprintf("pool%02d", i%50), Condition: "False", Reason: "OK",
+			Message: "pull path holds", Since: now.Add(-time.Hour)}
+		if i%500 == 0 {
+			n.Condition, n.Reason, n.Message = "True", "Route", clustertest.Image+": registry.corp.example:443 (registry) step route ROUTE_NONE"
+		}
+		n.Images = []ImageStatus{{Image: clustertest.Image, Class: "ok", Code: "OK", Since: now.Add(-time.Hour), LastProbed: now.Add(-time.Duration(i%900) * time.Second)}}
+		s.Nodes = append(s.Nodes, n)
+	}
+	whole, _ := json.Marshal(s)
+	b, err := fit(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("5,000 nodes: %d bytes whole, %d fitted (budget %d)", len(whole), len(b), StatusBudget)
+	if len(whole) <= StatusBudget || len(b) > StatusBudget {
+		t.Fatalf("whole %d bytes, fitted %d: want the whole over the budget %d and the fitted under it", len(whole), len(b), StatusBudget)
+	}
+	var got Status
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Nodes) != 10 || got.Held != 4990 || !got.OldestHeld.Equal(now.Add(-899*time.Second)) {
+		t.Errorf("listed %d, held %d, oldest %v: want the 10 broken listed and 4,990 counted, oldest 899 s ago", len(got.Nodes), got.Held, got.OldestHeld)
+	}
+	var out bytes.Buffer
+	if err := report.WriteWatchStatusText(&out, &got, "", report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "BROKEN  4990 of 5000 nodes hold") || !strings.Contains(out.String(), "4990 nodes that hold are counted, not listed") {
+		t.Errorf("watch status text:\n%s", out.String())
+	}
+	got.Updated = now.Add(40 * time.Minute) // a watcher that writes, yet probes no one
+	if stale := Stale(&got, now.Add(40*time.Minute), 3*time.Minute); !strings.Contains(stale, "of the 4990 counted ones") {
+		t.Errorf("a counted node not probed for 40 min: stale %q", stale)
+	}
+	small := &Status{Interval: "15m0s", Nodes: s.Nodes[:10]}
+	if b, _ := fit(small); strings.Contains(string(b), `"held"`) {
+		t.Error("a small status is listed whole")
+	}
+}
+
+// A status write the API server refuses is said once, with its words, not retried in silence
+// nor logged every minute.
+func TestStatusRefusalIsSaidOnce(t *testing.T) {
+	fc := fake.NewClientset()
+	fc.PrependReactor("update", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewRequestEntityTooLargeError("limit is 3145728")
+	})
+	var lines []string
+	w := &Watcher{cs: &cluster.Client{Core: kubefake.Core(fc.CoreV1())}, o: Options{Interval: time.Minute, Probe: cluster.VerifyOptions{Namespace: "pullpath"},
+		Progress: func(s string) { lines = append(lines, s) }}, metrics: newMetrics(time.Minute, nil, "test"), nodes: map[string]*nodeState{}}
+	for range 3 {
+		w.writeStatus(context.Background())
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "was not written") || !strings.Contains(lines[0], "limit is 3145728") {
+		t.Errorf("said %q, want one line with the API server's words", lines)
+	}
 }
