@@ -116,6 +116,18 @@ func TestRBACRolesPerCommand(t *testing.T) {
 	leftPod := PodOn(runNS, left.Name, "poola-1", pauseRef, corev1.PullNever)
 	leftPod.Labels = left.Labels
 	c.CreatePod(t, leftPod)
+	// what a killed run left past its expiry, for the janitor (cleanup --expired)
+	expired := metav1.ObjectMeta{Name: "pullpath-auditexpired-left", Namespace: runNS, Labels: map[string]string{ppcluster.LabelManaged: "pullpath",
+		ppcluster.LabelRun: "auditexpired", ppcluster.LabelExpires: "1"}}
+	if _, err := c.Client.CoreV1().ConfigMaps(runNS).Create(ctx, &corev1.ConfigMap{ObjectMeta: expired}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Client.CoreV1().Secrets(runNS).Create(ctx, &corev1.Secret{ObjectMeta: expired}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	expiredPod := PodOn(runNS, expired.Name, "poola-1", pauseRef, corev1.PullNever)
+	expiredPod.Labels = expired.Labels
+	c.CreatePod(t, expiredPod)
 	for _, ns := range []string{podNS, fromNS} {
 		c.WaitPod(t, ns, "app", time.Minute, "Running", running)
 	}
@@ -142,6 +154,7 @@ func TestRBACRolesPerCommand(t *testing.T) {
 		{[]string{"verify", "verify --from-pod"}, map[string]ppcluster.Scope{runNS: ppcluster.ScopeRun, fromNS: ppcluster.ScopeFromPod},
 			append(slices.Clone(verify), "--probe-image", probe, "--from-pod", fromNS+"/app"), 0},
 		{[]string{"cleanup"}, map[string]ppcluster.Scope{runNS: ppcluster.ScopeRun}, []string{"cleanup", "--run", "auditleft", "--run-namespace", runNS}, 0},
+		{[]string{"cleanup --expired (the watch manifests' CronJob)"}, map[string]ppcluster.Scope{runNS: ppcluster.ScopeRun}, []string{"cleanup", "--expired", "--run-namespace", runNS}, 0},
 	}
 
 	// one identity per set of lines, holding exactly the roles those lines name, bound where

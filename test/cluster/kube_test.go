@@ -170,13 +170,17 @@ func (c *cluster) Run(t testing.TB, args ...string) (stdout, stderr string, code
 	t.Helper()
 	c.buildOnce.Do(func() {
 		bin := c.path("bin", "pullpath")
-		out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput()
+		// static, as scripts/build.sh's release builds are: the watcher image of
+		// TestWatchInClusterFromImage is this binary, not a second build of the tree (internal/cli's
+		// tests refuse a dynamic one). Nothing is placed beside it, so verify ships the probe-only
+		// build it embeds.
+		build := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			c.buildErr = fmt.Errorf("build pullpath: %v\n%s", err, out)
 			return
 		}
-		// a plain `go build`, as `go install` gives it (cgo on where a C compiler is): nothing is
-		// placed beside it, so verify ships the probe-only build it embeds
 		c.buildErr = os.Symlink(bin, c.path("bin", "kubectl-pullpath"))
 		c.pullpath = bin
 	})
@@ -279,3 +283,10 @@ func (c *cluster) figure(format string, args ...any) {
 
 // writeReport appends the figures to $PULLPATH_CLUSTER_REPORT (scripts/test.sh prints it).
 func (c *cluster) writeReport() { tierreport.Append("PULLPATH_CLUSTER_REPORT", c.figures...) }
+
+// hasText reports whether a command's text output holds s once its folding to the width is undone
+// (report.Fit goes on in a further-indented line): every run of white space counts as one space.
+func hasText(out, s string) bool {
+	squash := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	return strings.Contains(squash(out), squash(s))
+}

@@ -122,7 +122,7 @@ func TestVerifyWithProbeImage(t *testing.T) {
 		t.Errorf("JUnit disagrees with the JSON's class %s: %v\n%s", p.Class, err, raw)
 	}
 	text, errOut, code := c.Run(t, "verify", im.Ref, "--pool", "poolb", "--probe-image", probe, "--run-namespace", runNS, "--probe-timeout", "60s")
-	if code != 1 || !strings.Contains(text, "(first: class route)") || !strings.Contains(text, "  NOT VERIFIED  class route · "+registry) {
+	if code != 1 || !hasText(text, "(first: class route)") || !hasText(text, "NOT VERIFIED class route · "+registry) {
 		t.Errorf("text: exit %d, want 1 and the JSON's class route as the pool's\n%s\n%s", code, text, errOut)
 	}
 	assertNothingLeft(t, c)

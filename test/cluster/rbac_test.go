@@ -404,7 +404,7 @@ func TestRBACRestrictedIdentity(t *testing.T) {
 			t.Errorf("verify without get secrets: no note %q in %q", want, v.Notes)
 		}
 	}
-	if textRun.code != 0 || !strings.Contains(textRun.out, "note  "+noteFor("--from-pod", "the probe in the pod")) {
+	if textRun.code != 0 || !hasText(textRun.out, "note "+noteFor("--from-pod", "the probe in the pod")) {
 		t.Errorf("verify without get secrets, text: exit %d, want 0 and the note:\n%s\n%s", textRun.code, textRun.out, textRun.errOut)
 	}
 	t.Logf("verify --from-pod without get secrets:\n%s", textRun.out)
