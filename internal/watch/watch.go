@@ -184,7 +184,10 @@ func (w *Watcher) Run(ctx context.Context) []string {
 		// on a change (at most every 10 s), and at least every Heartbeat(interval): the status
 		// ages (its updated and lastProbed say whether a watcher is there and keeps up), and its
 		// heartbeat annotation tells cleanup this watcher runs
-		if (w.dirty && time.Since(lastStatus) > 10*time.Second) || time.Since(lastStatus) >= Heartbeat(w.o.Interval) {
+		w.mu.Lock()
+		dirty := w.dirty // probes set it under the lock
+		w.mu.Unlock()
+		if (dirty && time.Since(lastStatus) > 10*time.Second) || time.Since(lastStatus) >= Heartbeat(w.o.Interval) {
 			lastStatus = time.Now()
 			w.writeStatus(ctx)
 		}
