@@ -18,7 +18,6 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
@@ -115,17 +114,8 @@ func (o *watchOptions) Validate() error {
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
 		return err
 	}
-	if o.secret != "" && o.serviceAccount != "" {
-		return errors.New("give --secret or --service-account, not both")
-	}
-	for _, r := range []struct{ flag, v string }{{"--secret", o.secret}, {"--service-account", o.serviceAccount}} {
-		if r.v == "" {
-			continue
-		}
-		ns, name, ok := strings.Cut(r.v, "/")
-		if !ok || checkNamespace(r.flag, ns) != nil || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return fmt.Errorf("%s %q: want NAMESPACE/NAME, e.g. shop/regcred", r.flag, r.v)
-		}
+	if err := watch.CheckIdentity(o.secret, o.serviceAccount); err != nil {
+		return err
 	}
 	if err := cluster.CheckSandboxRepos(o.sandboxImages); err != nil {
 		return err

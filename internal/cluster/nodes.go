@@ -140,8 +140,8 @@ func virtualNode(n *corev1.Node) bool {
 	return false
 }
 
-// slimCondition is watch's node condition, which SlimNode keeps beside Ready.
-const slimCondition = "ImagePullPathBroken"
+// PathCondition is watch's node condition (watch.ConditionType), which SlimNode keeps beside Ready.
+const PathCondition = "ImagePullPathBroken"
 
 // SlimNode is the part of n that eligibility, Pool and the probe pods read: the labels, the two
 // pool annotations, cordon and taints, the Ready and ImagePullPathBroken conditions, the OS and
@@ -158,7 +158,7 @@ func SlimNode(n *corev1.Node, extra []string) *corev1.Node {
 	}
 	// Ready, and the watcher's own condition (its last verdict, read on a restart)
 	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady || c.Type == slimCondition {
+		if c.Type == corev1.NodeReady || c.Type == PathCondition {
 			s.Status.Conditions = append(s.Status.Conditions, c)
 		}
 	}

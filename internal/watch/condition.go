@@ -4,12 +4,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
 // ConditionType is the node condition watch maintains, in node-problem-detector's convention:
 // True is a problem, so k8sgpt's node analyzer and taint controllers pick it up as it is.
-const ConditionType = "ImagePullPathBroken"
+const ConditionType = cluster.PathCondition
 
 // Reason is the condition's reason for a class: the class in CamelCase.
 func Reason(c report.Class) string {

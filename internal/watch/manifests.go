@@ -68,17 +68,8 @@ func (o ManifestOptions) Validate() error {
 	if errs := validation.IsDNS1123Subdomain(o.ServiceAccount); len(errs) > 0 {
 		return fmt.Errorf("--watcher-service-account %q: not a ServiceAccount name (%s)", o.ServiceAccount, strings.Join(errs, "; "))
 	}
-	for _, r := range []struct{ flag, v string }{{"--secret", o.Secret}, {"--service-account", o.PullServiceAccount}} {
-		if r.v == "" {
-			continue
-		}
-		ns, name, ok := strings.Cut(r.v, "/")
-		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-			return fmt.Errorf("%s %q: want NAMESPACE/NAME", r.flag, r.v)
-		}
-	}
-	if o.Secret != "" && o.PullServiceAccount != "" {
-		return errors.New("give --secret or --service-account, not both")
+	if err := CheckIdentity(o.Secret, o.PullServiceAccount); err != nil {
+		return err
 	}
 	d, err := time.ParseDuration(o.Interval)
 	if err != nil {
@@ -92,6 +83,24 @@ func (o ManifestOptions) Validate() error {
 	}
 	if o.MetricsPort < 1 || o.MetricsPort > 65535 {
 		return fmt.Errorf("--metrics-port %d: want a port, 1 to 65535", o.MetricsPort)
+	}
+	return nil
+}
+
+// CheckIdentity checks watch's and watch manifests' --secret and --service-account: at most one,
+// each NAMESPACE/NAME.
+func CheckIdentity(secret, serviceAccount string) error {
+	if secret != "" && serviceAccount != "" {
+		return errors.New("give --secret or --service-account, not both")
+	}
+	for _, r := range []struct{ flag, v string }{{"--secret", secret}, {"--service-account", serviceAccount}} {
+		if r.v == "" {
+			continue
+		}
+		ns, name, ok := strings.Cut(r.v, "/")
+		if !ok || len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+			return fmt.Errorf("%s %q: want NAMESPACE/NAME, e.g. shop/regcred", r.flag, r.v)
+		}
 	}
 	return nil
 }

@@ -40,6 +40,13 @@ type pullFailure struct {
 // image probed at once. Without the right to list and watch events it says so once and the nodes
 // keep their interval.
 func (w *Watcher) watchPullFailures(ctx context.Context, started time.Time) {
+	// the watched images, parsed once: every Failed event of the cluster is compared with them
+	watched := map[string]string{} // name@identifier → the image as given
+	for _, img := range w.o.Images {
+		if ref, err := registry.ParseReference(img); err == nil {
+			watched[ref.Name()+"@"+ref.Identifier()] = img
+		}
+	}
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	sel := fields.AndSelectors(fields.OneTermEqualSelector("involvedObject.kind", "Pod"), fields.OneTermEqualSelector("reason", "Failed"),
@@ -76,7 +83,7 @@ func (w *Watcher) watchPullFailures(ctx context.Context, started time.Time) {
 	})
 	handle := func(obj any) {
 		if e, ok := obj.(*corev1.Event); ok {
-			if f := w.pullFailureOf(e); f.node != "" && f.at.After(started) {
+			if f := pullFailureOf(e, watched); f.node != "" && f.at.After(started) {
 				w.trigger(f)
 			}
 		}
@@ -86,8 +93,8 @@ func (w *Watcher) watchPullFailures(ctx context.Context, started time.Time) {
 }
 
 // pullFailureOf reads the node, the watched image and the time of a kubelet's event; node is ""
-// when it is not a pull failure of a watched image.
-func (w *Watcher) pullFailureOf(e *corev1.Event) *pullFailure {
+// when it is not a pull failure of an image of watched (name@identifier → image).
+func pullFailureOf(e *corev1.Event, watched map[string]string) *pullFailure {
 	f := &pullFailure{at: e.LastTimestamp.Time}
 	if e.EventTime.After(f.at) {
 		f.at = e.EventTime.Time
@@ -104,11 +111,8 @@ func (w *Watcher) pullFailureOf(e *corev1.Event) *pullFailure {
 	if err != nil {
 		return f
 	}
-	for _, img := range w.o.Images {
-		if ref, err := registry.ParseReference(img); err == nil && ref.Name() == got.Name() && ref.Identifier() == got.Identifier() {
-			f.node, f.image = node, img
-			break
-		}
+	if img, ok := watched[got.Name()+"@"+got.Identifier()]; ok {
+		f.node, f.image = node, img
 	}
 	return f
 }
