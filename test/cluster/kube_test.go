@@ -170,17 +170,14 @@ func (c *cluster) Run(t testing.TB, args ...string) (stdout, stderr string, code
 	t.Helper()
 	c.buildOnce.Do(func() {
 		bin := c.path("bin", "pullpath")
-		// static, as scripts/build.sh's release builds are: the watcher image of
-		// TestWatchInClusterFromImage is this binary, not a second build of the tree (internal/cli's
-		// tests refuse a dynamic one). Nothing is placed beside it, so verify ships the probe-only
-		// build it embeds.
-		build := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath")
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		out, err := build.CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", bin, "../../cmd/pullpath").CombinedOutput()
 		if err != nil {
 			c.buildErr = fmt.Errorf("build pullpath: %v\n%s", err, out)
 			return
 		}
+		// a plain `go build`, as `go install` gives it (cgo on where a C compiler is): verify and
+		// watch must work from it. Nothing is placed beside it, so verify ships the probe-only
+		// build it embeds. (TestWatchInClusterFromImage builds its static watcher image apart.)
 		c.buildErr = os.Symlink(bin, c.path("bin", "kubectl-pullpath"))
 		c.pullpath = bin
 	})

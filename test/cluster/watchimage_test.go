@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"debug/elf"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -33,15 +35,25 @@ func TestWatchInClusterFromImage(t *testing.T) {
 	const node = "poola-1"
 	dir := t.TempDir()
 
-	// the tier's own build is static (a dynamic one is refused: internal/cli's
-	// TestImagePushWatcherRefuses): the watcher image is that binary
-	c.Run(t, "version")
-	b, err := os.ReadFile(c.pullpath)
-	if err != nil {
-		t.Fatal(err)
+	// a plain `go build` with a C compiler at hand is dynamic: refused, with the fix
+	if f, err := elf.Open(c.pullpath); err == nil {
+		dynamic := false
+		for _, p := range f.Progs {
+			dynamic = dynamic || p.Type == elf.PT_INTERP
+		}
+		f.Close()
+		if dynamic {
+			_, errOut, code := c.Run(t, "image", "push", "--watcher", registry+":5000/tools/pullpath-watch:dyn", "--platform", "linux/"+runtime.GOARCH,
+				"--ca-file", c.path("pki", "ca.pem"), "--no-system-cas")
+			if code != 2 || !strings.Contains(errOut, "dynamically linked") || !strings.Contains(errOut, "CGO_ENABLED=0") {
+				t.Errorf("image push --watcher from a dynamic build: exit %d, want 2 naming CGO_ENABLED=0\n%s", code, errOut)
+			}
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pullpath-linux-"+runtime.GOARCH), b, 0o755); err != nil {
-		t.Fatal(err)
+	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(dir, "pullpath-linux-"+runtime.GOARCH), "../../cmd/pullpath")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("static build: %v\n%s", err, out)
 	}
 
 	start := time.Now()
