@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/pullpath/pullpath/internal/capped"
@@ -98,21 +99,35 @@ Exit codes: 0 healthy, 1 broken and diagnosed, 2 could not run, 3 timed out.
 	}
 	lifecycle(cmd, o)
 	f := cmd.Flags()
+	nodeViewFlags(f, o)
+	f.StringVarP(&o.username, "username", "u", "", "registry user; with --password-stdin")
+	f.BoolVar(&o.passwordStdin, "password-stdin", false, "read the password (or token) from stdin")
+	f.StringVarP(&o.output, "output", "o", "text", "text or json")
+	f.StringVar(&o.summaryFile, "summary-file", "", "also write the compact verdict (class, code, failing host, role, step, summary) as one JSON line to this file, e.g. /dev/termination-log in a probe pod")
+	f.BoolVar(&o.allowlist, "allowlist", false, "print only the hosts the pull touched")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every step and hop")
+	f.StringVar(&o.cri, "cri", "", "also ask the runtime (CRI) to pull")
+	f.Lookup("cri").NoOptDefVal = "auto"
+	f.BoolVar(&o.criFresh, "cri-fresh", false, "with --cri: remove a cached image first so the runtime really pulls it, but only when no container uses it (an image in use is never evicted)")
+	f.BoolVar(&o.noDownload, "no-download", false, "stop after each layer's first byte")
+	addQuiet(cmd, &o.quiet)
+	groupFlags(f, "Timeouts", "connect-timeout", "tls-timeout", "header-timeout", "stall-timeout", "timeout")
+	groupFlags(f, "More", "cri-fresh", "anonymous", "expect-private", "concurrency", "summary-file", "node", "dns-server", "hosts-file", "resolv-conf")
+	return cmd
+}
+
+// nodeViewFlags are the flags that say how the node pulls: its resolver, trust, credentials,
+// runtime and timeouts. probe and agent share them, so the resident agent sees what a probe sees.
+func nodeViewFlags(f *pflag.FlagSet, o *probeOptions) {
 	f.StringVar(&o.platform, "platform", "", "os/arch[/variant] (default: this one)")
 	f.StringVar(&o.resolvConf, "resolv-conf", "/etc/resolv.conf", "the node's resolver configuration")
 	f.StringSliceVar(&o.dnsServers, "dns-server", nil, "use these nameservers (ip or ip:port) instead of the resolv.conf ones; repeatable")
 	f.StringVar(&o.hostsFile, "hosts-file", "/etc/hosts", "hosts file consulted before DNS, as the node does; empty to skip (a missing default is skipped, a missing file given is an error)")
 	f.StringArrayVar(&o.caFiles, "ca-file", nil, "a PEM CA trusted beside the system roots")
 	f.BoolVar(&o.insecure, "insecure", false, "do not verify certificates (said loudly)")
-	f.StringVarP(&o.username, "username", "u", "", "registry user; with --password-stdin")
-	f.BoolVar(&o.passwordStdin, "password-stdin", false, "read the password (or token) from stdin")
 	f.StringVar(&o.pullSecret, "pull-secret", "", "a Secret or config.json (- stdin)")
 	f.StringArrayVar(&o.pullSecretEnv, "pull-secret-env", nil, "a docker config in this variable")
 	f.BoolVar(&o.anonymous, "anonymous", false, "present no credentials, not even the docker config's")
-	f.StringVarP(&o.output, "output", "o", "text", "text or json")
-	f.StringVar(&o.summaryFile, "summary-file", "", "also write the compact verdict (class, code, failing host, role, step, summary) as one JSON line to this file, e.g. /dev/termination-log in a probe pod")
-	f.BoolVar(&o.allowlist, "allowlist", false, "print only the hosts the pull touched")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "show every step and hop")
 	f.BoolVar(&o.expectPrivate, "expect-private", false, "fail at dns when the registry resolves to a public address (it should use a private endpoint)")
 	f.StringVar(&o.node, "node", "", "node name for the report (default: the hostname)")
 	f.StringVar(&o.hostRoot, "host-root", "", "the runtime's configuration root")
@@ -123,14 +138,6 @@ Exit codes: 0 healthy, 1 broken and diagnosed, 2 could not run, 3 timed out.
 	f.DurationVar(&o.stallTimeout, "stall-timeout", probe.DefaultStallTimeout, "a blob download with no bytes for this long is a stall")
 	f.DurationVar(&o.timeout, "timeout", probe.DefaultTimeout, "bound on the whole probe")
 	f.IntVar(&o.concurrency, "concurrency", probe.DefaultConcurrency, "parallel blob downloads")
-	f.StringVar(&o.cri, "cri", "", "also ask the runtime (CRI) to pull")
-	f.Lookup("cri").NoOptDefVal = "auto"
-	f.BoolVar(&o.criFresh, "cri-fresh", false, "with --cri: remove a cached image first so the runtime really pulls it, but only when no container uses it (an image in use is never evicted)")
-	f.BoolVar(&o.noDownload, "no-download", false, "stop after each layer's first byte")
-	addQuiet(cmd, &o.quiet)
-	groupFlags(f, "Timeouts", "connect-timeout", "tls-timeout", "header-timeout", "stall-timeout", "timeout")
-	groupFlags(f, "More", "cri-fresh", "anonymous", "expect-private", "concurrency", "summary-file", "node", "dns-server", "hosts-file", "resolv-conf")
-	return cmd
 }
 
 // Complete takes IMAGE.

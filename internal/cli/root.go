@@ -172,7 +172,7 @@ Exit codes: 0 path healthy, 1 path broken and diagnosed, 2 could not run.`,
 	root.SetErr(s.ErrOut)
 	root.SetFlagErrorFunc(flagError)
 	root.SetUsageFunc(usage)
-	root.AddCommand(newProbeCmd(s), newRuntimeCmd(s), newVersionCmd(s))
+	root.AddCommand(newProbeCmd(s), newAgentCmd(s), newRuntimeCmd(s), newVersionCmd(s))
 	if fullCommands != nil {
 		root.AddCommand(fullCommands(s)...)
 	}

@@ -1,0 +1,227 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pullpath/pullpath/internal/report"
+)
+
+type fakeProbe struct {
+	calls atomic.Int32
+	full  atomic.Int32
+	class report.Class
+	err   error
+}
+
+func (f *fakeProbe) probe(_ context.Context, image string, full bool) (*report.Probe, error) {
+	f.calls.Add(1)
+	if full {
+		f.full.Add(1)
+	}
+	if f.err != nil {
+		return nil, f.err
+	}
+	return &report.Probe{Kind: "ProbeReport", Image: image, Class: f.class}, nil
+}
+
+func serve(t *testing.T, a *Agent) string {
+	t.Helper()
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func TestRoundsProbeEveryImageFullFirstAndServeNewerResults(t *testing.T) {
+	fp := &fakeProbe{class: report.ClassOK}
+	a, err := New(Options{Node: "n1", Images: []string{"r.test/a:1", "r.test/b:1"}, Interval: 10 * time.Second, FullEvery: 4, Probe: fp.probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { a.Run(ctx); close(done) }()
+	for deadline := time.Now().Add(5 * time.Second); fp.calls.Load() < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
+	cancel()
+	<-done
+	if fp.calls.Load() != 2 || fp.full.Load() != 2 {
+		t.Fatalf("first round: %d probes, %d full; want 2 and 2", fp.calls.Load(), fp.full.Load())
+	}
+	c := NewClient(5 * time.Second)
+	base := serve(t, a)
+	all, err := c.Results(context.Background(), base, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.Node != "n1" || all.Seq != 2 || len(all.Results) != 2 || all.Results[0].Image != "r.test/a:1" || !all.Results[0].Full {
+		t.Fatalf("results: %+v", all)
+	}
+	if all.Next.IsZero() || all.Next.Before(time.Now().Add(8*time.Second)) {
+		t.Errorf("next round at %v: want about 10s ahead", all.Next)
+	}
+	newer, err := c.Results(context.Background(), base, 1)
+	if err != nil || len(newer.Results) != 1 || newer.Results[0].Seq != 2 {
+		t.Fatalf("after=1: %+v %v", newer, err)
+	}
+	none, err := c.Results(context.Background(), base, 2)
+	if err != nil || len(none.Results) != 0 {
+		t.Fatalf("after=2: %+v %v", none, err)
+	}
+}
+
+func TestAskProbesOnceAMinuteAndOnlyItsImages(t *testing.T) {
+	fp := &fakeProbe{class: report.ClassRoute}
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	a, err := New(Options{Node: "n1", Images: []string{"r.test/a:1"}, Interval: time.Minute, Probe: fp.probe, now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewClient(5 * time.Second)
+	base := serve(t, a)
+	r, err := c.Ask(context.Background(), base, "r.test/a:1")
+	if err != nil || len(r.Results) != 1 || r.Results[0].Report.Class != report.ClassRoute || !r.Results[0].Asked || r.Results[0].Full {
+		t.Fatalf("ask: %+v %v", r, err)
+	}
+	now = now.Add(30 * time.Second)
+	if _, err := c.Ask(context.Background(), base, "r.test/a:1"); err != nil {
+		t.Fatal(err)
+	}
+	if n := fp.calls.Load(); n != 1 {
+		t.Errorf("two asks 30s apart ran %d probes, want 1", n)
+	}
+	now = now.Add(31 * time.Second)
+	if _, err := c.Ask(context.Background(), base, "r.test/a:1"); err != nil || fp.calls.Load() != 2 {
+		t.Errorf("an ask after a minute: %d probes (%v), want 2", fp.calls.Load(), err)
+	}
+	_, err = c.Ask(context.Background(), base, "evil.test/x:1")
+	if err == nil || !strings.Contains(err.Error(), "404") {
+		t.Errorf("an image the agent does not probe: %v, want 404", err)
+	}
+	if fp.calls.Load() != 2 {
+		t.Errorf("the refused image was probed")
+	}
+}
+
+func TestAProbeThatCannotRunIsAnErrorResult(t *testing.T) {
+	fp := &fakeProbe{err: errors.New("--host-root /host: no such directory")}
+	a, _ := New(Options{Node: "n1", Images: []string{"r.test/a:1"}, Interval: time.Minute, Probe: fp.probe})
+	r, err := a.Ask(context.Background(), "r.test/a:1")
+	if err != nil || r.Report != nil || !strings.Contains(r.Error, "no such directory") {
+		t.Fatalf("%+v %v", r, err)
+	}
+	m := httptest.NewRecorder()
+	a.Handler().ServeHTTP(m, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if !strings.Contains(m.Body.String(), `pullpath_agent_probes_total{image="r.test/a:1",class="other"} 1`) {
+		t.Errorf("metrics:\n%s", m.Body)
+	}
+}
+
+func TestNewRefusesWhatCannotRun(t *testing.T) {
+	fp := &fakeProbe{}
+	for _, o := range []Options{
+		{Interval: time.Minute, Probe: fp.probe},
+		{Images: []string{"a"}, Interval: time.Second, Probe: fp.probe},
+		{Images: []string{"a"}, Interval: time.Minute},
+	} {
+		if _, err := New(o); err == nil {
+			t.Errorf("New(%+v) accepted", o)
+		}
+	}
+}
+
+func TestJitterStaysWithinTenPercentAndSpreads(t *testing.T) {
+	seen := map[time.Duration]bool{}
+	for i := range 200 {
+		d := jitter("node-"+string(rune('a'+i%26)), i, 15*time.Minute)
+		if d < 13*time.Minute+30*time.Second || d > 16*time.Minute+30*time.Second {
+			t.Fatalf("jitter %s outside ±10%% of 15m", d)
+		}
+		seen[d.Round(time.Second)] = true
+	}
+	if len(seen) < 100 {
+		t.Errorf("200 rounds gave only %d distinct waits", len(seen))
+	}
+}
+
+// A hostile agent (a node is hostile input): a huge body, another kind, a redirect, a stall.
+func TestClientRefusesHostileAnswers(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/huge/v1/results", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"kind":"AgentResults","node":"`))
+		chunk := []byte(strings.Repeat("x", 1<<20))
+		for range 10 {
+			w.Write(chunk)
+		}
+	})
+	mux.HandleFunc("/kind/v1/results", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"kind":"ProbeReport"}`))
+	})
+	mux.HandleFunc("/inner/v1/results", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"kind":"AgentResults","results":[{"image":"a","report":{"kind":"Secret"}}]}`))
+	})
+	mux.HandleFunc("/empty/v1/results", func(w http.ResponseWriter, _ *http.Request) {
+		w.Write([]byte(`{"kind":"AgentResults","results":[{"image":"a"}]}`))
+	})
+	mux.HandleFunc("/redirect/v1/results", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "http://127.0.0.1:1/elsewhere", http.StatusFound)
+	})
+	mux.HandleFunc("/stall/v1/results", func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	c := NewClient(500 * time.Millisecond)
+	for path, want := range map[string]string{
+		"/huge": "more than 8 MiB", "/kind": `kind "ProbeReport"`, "/inner": "not a probe report",
+		"/empty": "neither a report nor an error", "/redirect": "does not redirect", "/stall": "Timeout",
+	} {
+		_, err := c.Results(context.Background(), srv.URL+path, 0)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %q", path, err, want)
+		}
+	}
+}
+
+func TestServeStopsWithItsContext(t *testing.T) {
+	fp := &fakeProbe{class: report.ClassOK}
+	a, _ := New(Options{Node: "n1", Images: []string{"r.test/a:1"}, Interval: time.Minute, Probe: fp.probe})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, l, time.Second) }()
+	if _, err := NewClient(time.Second).Results(context.Background(), "http://"+l.Addr().String(), 0); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve did not stop")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte(`{"kind":"AgentResults","node":"n","results":[{"seq":1,"image":"a","report":{"kind":"ProbeReport","class":"ok"}}]}`))
+	f.Add([]byte(`{"kind":"AgentResults","results":[{"error":"x"}]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := Decode(b)
+		if err == nil && r.Kind != Kind {
+			t.Fatalf("decoded a %q", r.Kind)
+		}
+	})
+}
