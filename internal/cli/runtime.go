@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
@@ -76,9 +77,10 @@ func (o *runtimeOptions) Run(context.Context) error {
 	if o.quiet {
 		out = io.Discard
 	}
-	err = emit(out, o.output, c, func(w io.Writer) error {
+	r := c.Report()
+	err = emit(out, o.output, r, func(w io.Writer) error {
 		// the terminal's width, or 80 columns when stdout is not a terminal, as probe
-		return runtimeconfig.WriteTextWidth(w, c, textOptions(o.cmd, o.streams.Out, false).Width)
+		return report.WriteRuntimeText(w, r, textOptions(o.cmd, o.streams.Out, false))
 	})
 	if err != nil {
 		return err

@@ -149,7 +149,7 @@ func TestEnumsMatchGoConstants(t *testing.T) {
 	}
 	sort.Strings(warn)
 	sameSet(t, "runtime warning code", schemaEnum(t, "runtimeWarningCode"), warn)
-	sameSet(t, "severity", schemaEnum(t, "severity"), rtConsts["Severity"])
+	sameSet(t, "severity", schemaEnum(t, "severity"), reportConsts["RuntimeSeverity"])
 	var runtimes []string
 	runtimes = append(runtimes, rtConsts["Runtime"]...)
 	sameSet(t, "runtime", enumAt(t, "RuntimeReport", "runtime"), runtimes)

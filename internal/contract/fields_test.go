@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pullpath/pullpath/internal/report"
-	"github.com/pullpath/pullpath/internal/runtimeconfig"
 )
 
 // Documents with every field of the Go types set (omitempty ones included), so that a field added
@@ -20,17 +19,17 @@ var fieldValues = map[string]any{
 	"report.Probe.APIVersion": report.APIVersion, "report.Probe.Kind": "ProbeReport", "report.Probe.Platform": "linux/amd64",
 	"report.Allowlist.APIVersion": report.APIVersion, "report.Allowlist.Kind": "Allowlist",
 	"report.Findings.APIVersion": report.APIVersion, "report.Findings.Kind": "ExplainReport",
-	"runtimeconfig.Config.APIVersion": report.APIVersion, "runtimeconfig.Config.Kind": "RuntimeReport",
+	"report.RuntimeReport.APIVersion": report.APIVersion, "report.RuntimeReport.Kind": "RuntimeReport", "report.RuntimeReport.Runtime": "containerd",
 	"report.Version.APIVersion": report.APIVersion, "report.Version.Kind": "Version", "report.Version.Commit": "0e8f21f4a1b2-dirty",
 	"report.Version.BuildDate": "2026-12-02T10:00:00Z", "report.Version.GoVersion": "go1.26.8", "report.Version.Platform": "linux/arm64",
 	"report.PodDiagnosis.APIVersion": report.APIVersion, "report.PodDiagnosis.Kind": "PodDiagnosis",
 	"report.PullFailures.APIVersion": report.APIVersion, "report.PullFailures.Kind": "PullFailureList",
 	"report.Ref.Digest":          "sha256:4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b",
 	"report.Interruption.Reason": "timeout", "report.Interruption.Signal": "SIGTERM",
-	"report.Address.Scope":    "private",
-	"report.Runtime.Name":     "crio",
-	"runtimeconfig.Host.Role": "mirror", "runtimeconfig.Host.URL": "https://mirror.internal/v2", "runtimeconfig.Host.Capabilities": []string{"pull", "resolve"},
-	"runtimeconfig.Warning.Code":      "SKIP_VERIFY",
+	"report.Address.Scope":          "private",
+	"report.Runtime.Name":           "crio",
+	"report.RuntimeReportHost.Role": "mirror", "report.RuntimeReportHost.URL": "https://mirror.internal/v2", "report.RuntimeReportHost.Capabilities": []string{"pull", "resolve"},
+	"report.RuntimeWarning.Code":      "SKIP_VERIFY",
 	"report.PodRef.Phase":             "Pending",
 	"report.ContainerRef.State":       "waiting",
 	"report.PullSecret.From":          "serviceaccount",
@@ -83,11 +82,8 @@ func fill(v reflect.Value, owner string, field string) {
 	case reflect.TypeFor[report.Duration]():
 		v.SetInt(int64(1500 * time.Microsecond))
 		return
-	case reflect.TypeFor[runtimeconfig.Severity]():
-		v.SetString(string(runtimeconfig.SeverityError))
-		return
-	case reflect.TypeFor[runtimeconfig.Runtime]():
-		v.SetString(string(runtimeconfig.Containerd))
+	case reflect.TypeFor[report.RuntimeSeverity]():
+		v.SetString(string(report.SeverityError))
 		return
 	case reflect.TypeFor[time.Time]():
 		v.Set(reflect.ValueOf(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)))
@@ -149,7 +145,7 @@ func fullDocuments() map[string]any {
 		}),
 		"Allowlist":     filled(func(a *report.Allowlist) { a.Complete = false }),
 		"ExplainReport": filled[report.Findings](nil),
-		"RuntimeReport": filled[runtimeconfig.Config](nil),
+		"RuntimeReport": filled[report.RuntimeReport](nil),
 		"Version":       filled[report.Version](nil),
 		"PodDiagnosis":  filled[report.PodDiagnosis](nil),
 		"PullFailureList": filled(func(l *report.PullFailures) {
@@ -178,6 +174,16 @@ func TestEveryGoFieldIsInTheSchema(t *testing.T) {
 			}
 			validate(t, kind, b)
 		})
+	}
+}
+
+// Every kind's Go type is report's (docs/architecture.md): the command's package builds it, report
+// renders it.
+func TestKindsAreReportTypes(t *testing.T) {
+	for kind, v := range fullDocuments() {
+		if typ := reflect.TypeOf(v).Elem(); typ.PkgPath() != "github.com/pullpath/pullpath/internal/report" {
+			t.Errorf("kind %s is %s, not a type of internal/report", kind, typ)
+		}
 	}
 }
 

@@ -32,20 +32,35 @@ func paint(on bool, style, s string) string {
 // stays copyable. Every line ends with a newline. text may come from a registry or a node: its
 // control and escape characters are shown, never obeyed (first and rest carry pullpath's colours).
 func Wrap(b *strings.Builder, first, rest, text string, width int) {
-	words := strings.Fields(redact.Clean(text))
+	wrapTokens(b, first, rest, strings.Fields(redact.Clean(text)), " ", width)
+}
+
+// wrapList is Wrap for a list with no spaces after its commas (NO_PROXY): it wraps after a comma.
+func wrapList(b *strings.Builder, first, rest, list string, width int) {
+	var items []string
+	for _, it := range strings.SplitAfter(redact.Clean(list), ",") {
+		if it != "" {
+			items = append(items, it)
+		}
+	}
+	wrapTokens(b, first, rest, items, "", width)
+}
+
+// wrapTokens is Wrap's layout: tokens joined by sep, a token that does not fit starting the next line.
+func wrapTokens(b *strings.Builder, first, rest string, tokens []string, sep string, width int) {
 	line := first
 	n := visibleLen(first)
 	empty := true // nothing but the prefix on the line yet
-	for _, w := range words {
+	for _, w := range tokens {
 		wl := utf8.RuneCountInString(w)
-		if !empty && n+1+wl > width {
-			b.WriteString(line)
+		if !empty && n+len(sep)+wl > width {
+			b.WriteString(strings.TrimRight(line, " "))
 			b.WriteByte('\n')
 			line, n, empty = rest, visibleLen(rest), true
 		}
 		if !empty {
-			line += " "
-			n++
+			line += sep
+			n += len(sep)
 		}
 		line += w
 		n += wl

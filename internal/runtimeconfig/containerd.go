@@ -11,6 +11,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 const (
@@ -439,9 +440,7 @@ func (l *loader) dpkgVersion(names ...string) string {
 	return ""
 }
 
-// IgnoredPrefix starts ConfigPath.Why when a config_path is set where containerd 2.x ignores it.
-const IgnoredPrefix = "the config_path on "
-
+// ignoredWhy says why a config_path is ignored; it starts with report.ConfigPathIgnoredPrefix.
 func ignoredWhy(at string) string {
-	return fmt.Sprintf(`%s%s is under [plugins.%q.registry], the containerd 1.x table, which containerd 2.x ignores in a version 3 config: move it to [plugins.%q.registry]`, IgnoredPrefix, at, criV1, criImages)
+	return fmt.Sprintf(`%s%s is under [plugins.%q.registry], the containerd 1.x table, which containerd 2.x ignores in a version 3 config: move it to [plugins.%q.registry]`, report.ConfigPathIgnoredPrefix, at, criV1, criImages)
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 const mirrorToml = "server = \"https://registry-1.docker.io\"\n[host.\"https://mirror.corp.example\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
@@ -213,7 +215,7 @@ func TestConfigPathView(t *testing.T) {
 				t.Fatalf("ConfigPath = %+v, want path %q from %q", c.ConfigPath, tc.path, tc.source)
 			}
 			var b strings.Builder
-			if err := WriteTextWidth(&b, c, 1000); err != nil { // the content, unwrapped
+			if err := report.WriteRuntimeText(&b, c.Report(), report.TextOptions{Width: 1000}); err != nil { // the content, unwrapped
 				t.Fatal(err)
 			}
 			if !strings.Contains(b.String(), tc.text) {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 // TestConfigPathIgnoredTable is a version 3 config with config_path under the 1.x CRI table:
@@ -24,7 +26,7 @@ func TestConfigPathIgnoredTable(t *testing.T) {
 			}
 			c := load(t, fsys, "nginx", "")
 			var b strings.Builder
-			if err := WriteTextWidth(&b, c, 1000); err != nil { // the content, unwrapped
+			if err := report.WriteRuntimeText(&b, c.Report(), report.TextOptions{Width: 1000}); err != nil { // the content, unwrapped
 				t.Fatal(err)
 			}
 			if !strings.Contains(b.String(), tc.want) || strings.Contains(b.String(), "config_path not set") {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/pullpath/pullpath/internal/redact"
 	"github.com/pullpath/pullpath/internal/registry"
-	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/resolver"
 )
 
@@ -115,7 +114,7 @@ func Load(opts Options) (*Config, error) {
 			return nil, err
 		}
 	}
-	l := &loader{ref: ref, root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{APIVersion: report.APIVersion, Kind: "RuntimeReport", Image: ref.Original, Registry: ref.Registry, HostRoot: opts.Name,
+	l := &loader{ref: ref, root: Root{FS: opts.Root, Name: opts.Name}, cfg: &Config{Image: ref.Original, Registry: ref.Registry, HostRoot: opts.Name,
 		Files: []string{}, Warnings: []Warning{}}}
 	rt := opts.Runtime
 	if rt == "" {

@@ -18,62 +18,87 @@ const (
 	Docker     Runtime = "docker"
 )
 
-// Config is the runtime's effective pull configuration for one image. Its JSON is the contract of
-// `pullpath runtime -o json` (docs/contract.md).
+// Config is the runtime's effective pull configuration for one image, as the loader reads it;
+// Report is its JSON and text view, `pullpath runtime`'s (docs/contract.md).
 type Config struct {
-	APIVersion    string      `json:"apiVersion"` // report.APIVersion
-	Kind          string      `json:"kind"`       // "RuntimeReport"
-	Runtime       Runtime     `json:"runtime"`
-	Version       string      `json:"version,omitempty"`       // "" when nothing on the node says it
-	VersionSource string      `json:"versionSource,omitempty"` // dpkg, the RPM database, a marker file or the binary
-	Image         string      `json:"image"`
-	Registry      string      `json:"registry"`
-	HostRoot      string      `json:"hostRoot"`
-	Detected      string      `json:"detected,omitempty"`   // why it was read without --host-root: the file found
-	Files         []string    `json:"files"`                // configuration files read
-	ConfigPath    *ConfigPath `json:"configPath,omitempty"` // containerd: the CRI's config_path and why it applies
-	Hosts         []Host      `json:"hosts"`
-	Proxy         Proxy       `json:"proxy"`
-	Auth          string      `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
-	Resolver      Resolver    `json:"resolver"`
+	Runtime       Runtime
+	Version       string // "" when nothing on the node says it
+	VersionSource string // dpkg, the RPM database, a marker file or the binary
+	Image         string
+	Registry      string
+	HostRoot      string
+	Detected      string      // why it was read without --host-root: the file found
+	Files         []string    // configuration files read
+	ConfigPath    *ConfigPath // containerd: the CRI's config_path and why it applies
+	Hosts         []Host
+	Proxy         Proxy
+	Auth          string // credentials the runtime config holds for it (who, never the secret)
+	Resolver      Resolver
 	// Trust is the system trust the runtime loads on the node (its CA bundle), beside each host's ca
-	Trust      *Trust      `json:"trust,omitempty"`
-	ImageStore *ImageStore `json:"-"` // docker: which of dockerd's pullers runs (not in the schema yet)
-	Warnings   []Warning   `json:"warnings"`
+	Trust      *Trust
+	ImageStore *ImageStore // docker: which of dockerd's pullers runs (not in the schema yet)
+	Warnings   []Warning
 
-	rawProxy Proxy // unredacted, for the probe; never serialised
+	rawProxy Proxy // unredacted, for the probe; never reported
 }
 
-// ConfigPath is the CRI registry config_path containerd runs with, and where it comes from.
-type ConfigPath struct {
-	Path    string `json:"path"`              // possibly a ':'-separated list; "" when none applies
-	Default bool   `json:"default,omitempty"` // containerd 2.2+'s built-in default: the config sets none
-	Source  string `json:"source"`            // file:line, or "containerd 2.4.2's default"
-	Why     string `json:"why,omitempty"`     // why the default applies, or why none does
-}
+// The parts of Config that are plain data are report's types.
+type (
+	ConfigPath = report.RuntimeConfigPath
+	Proxy      = report.RuntimeProxy
+	Resolver   = report.RuntimeResolver
+	Warning    = report.RuntimeWarning
+	Severity   = report.RuntimeSeverity
+)
 
-// Host is one host the runtime tries for the image, in order.
+// Host is one host the runtime tries for the image, in order: what the report shows of it, and
+// what the probe needs besides (the raw headers and credentials).
 type Host struct {
-	Host         string              `json:"host"`                 // host:port
-	URL          string              `json:"url"`                  // scheme://host[:port]/path the API is under (CRI-O: and the location's namespace)
-	Repository   string              `json:"repository,omitempty"` // the repository asked of this host when the runtime rewrites it (CRI-O locations)
-	Role         string              `json:"role"`                 // "mirror" or "registry"
-	Capabilities []string            `json:"capabilities"`
-	CA           []string            `json:"ca"`
-	Client       [][2]string         `json:"client,omitempty"` // cert, key file pairs
-	SkipVerify   bool                `json:"skipVerify"`
-	PlainHTTP    bool                `json:"plainHTTP,omitempty"`
-	HTTPFallback bool                `json:"httpFallback,omitempty"` // HTTPS (unverified) first, then plain HTTP when the handshake is answered in HTTP
-	Header       map[string][]string `json:"header,omitempty"`       // values of credential headers redacted
-	OverridePath bool                `json:"overridePath,omitempty"`
-	DialTimeout  string              `json:"dialTimeout,omitempty"`
-	Proxy        string              `json:"proxy"`          // the proxy this host is reached through, "" for direct
-	Auth         string              `json:"auth,omitempty"` // credentials the runtime config holds for it (who, never the secret)
-	Source       string              `json:"source"`         // file:line, or "default"
+	Host         string // host:port
+	URL          string // scheme://host[:port]/path the API is under (CRI-O: and the location's namespace)
+	Repository   string // the repository asked of this host when the runtime rewrites it (CRI-O locations)
+	Role         string // "mirror" or "registry"
+	Capabilities []string
+	CA           []string
+	Client       [][2]string // cert, key file pairs
+	SkipVerify   bool
+	PlainHTTP    bool
+	HTTPFallback bool                // HTTPS (unverified) first, then plain HTTP when the handshake is answered in HTTP
+	Header       map[string][]string // values of credential headers redacted
+	OverridePath bool
+	DialTimeout  string
+	Proxy        string // the proxy this host is reached through, "" for direct
+	Auth         string // credentials the runtime config holds for it (who, never the secret)
+	Source       string // file:line, or "default"
 
-	headerRaw map[string][]string // unredacted, for the probe; never serialised
+	headerRaw map[string][]string // unredacted, for the probe; never reported
 
-	authUser, authPass, authToken string // registry.configs auth, for the probe; never serialised
+	authUser, authPass, authToken string // registry.configs auth, for the probe; never reported
+}
+
+// Report is c's view for `pullpath runtime`: the contract's RuntimeReport, without what only the
+// probe may see (raw headers, credentials, the proxy's userinfo).
+func (c *Config) Report() *report.RuntimeReport {
+	r := &report.RuntimeReport{APIVersion: report.APIVersion, Kind: "RuntimeReport", Runtime: string(c.Runtime), Version: c.Version,
+		VersionSource: c.VersionSource, Image: c.Image, Registry: c.Registry, HostRoot: c.HostRoot, Detected: c.Detected,
+		Files: c.Files, Proxy: c.Proxy, Auth: c.Auth, Resolver: c.Resolver, Warnings: c.Warnings}
+	if c.ConfigPath != nil {
+		cp := *c.ConfigPath
+		r.ConfigPath = &cp
+	}
+	if c.Hosts != nil {
+		r.Hosts = make([]report.RuntimeReportHost, 0, len(c.Hosts))
+	}
+	for _, h := range c.Hosts {
+		r.Hosts = append(r.Hosts, report.RuntimeReportHost{Host: h.Host, URL: h.URL, Repository: h.Repository, Role: h.Role,
+			Capabilities: h.Capabilities, CA: h.CA, Client: h.Client, SkipVerify: h.SkipVerify, PlainHTTP: h.PlainHTTP,
+			HTTPFallback: h.HTTPFallback, Header: h.Header, OverridePath: h.OverridePath, DialTimeout: h.DialTimeout,
+			Proxy: h.Proxy, Auth: h.Auth, Source: h.Source})
+	}
+	if t := c.Trust; t != nil {
+		r.Trust = &report.RuntimeTrust{File: t.File, Dirs: t.Dirs, CAs: t.CAs, Env: t.Env, Problems: t.Problems}
+	}
+	return r
 }
 
 // APIRoot is the URL the host's API is under: URL, or for a rewritten repository its /v2 root.
@@ -106,39 +131,10 @@ func (c *Config) ProxyFunc() func(*url.URL) (*url.URL, error) {
 	return (&httpproxy.Config{HTTPProxy: p.HTTPProxy, HTTPSProxy: p.HTTPSProxy, NoProxy: p.NoProxy}).ProxyFunc()
 }
 
-// Proxy is the runtime's proxy environment, read from its service unit, not from a shell.
-type Proxy struct {
-	HTTPProxy  string `json:"httpProxy,omitempty"`
-	HTTPSProxy string `json:"httpsProxy,omitempty"`
-	NoProxy    string `json:"noProxy,omitempty"`
-	Source     string `json:"source,omitempty"` // unit file(s) the variables came from
-}
-
-// Resolver is the resolver configuration the runtime's lookups use.
-type Resolver struct {
-	File        string   `json:"file"`
-	Nameservers []string `json:"nameservers"`
-	Search      []string `json:"search,omitempty"`
-	Stub        bool     `json:"stub"` // systemd-resolved's 127.0.0.53 stub
-	Upstream    []string `json:"upstream,omitempty"`
-}
-
-// Warning is a trap in the configuration, with a stable code, a severity and a fix.
-type Warning struct {
-	Code     string   `json:"code"`
-	Severity Severity `json:"severity"`
-	Message  string   `json:"message"`
-	Fix      string   `json:"fix,omitempty"`
-	Source   string   `json:"source,omitempty"`
-}
-
-// Severity says whether a warning changes the pull.
-type Severity string
-
-// Severities: an error breaks or silently changes the pull (exit 1); info does not change the exit code.
+// Severities of a Warning.
 const (
-	SeverityError Severity = "error"
-	SeverityInfo  Severity = "info"
+	SeverityError = report.SeverityError
+	SeverityInfo  = report.SeverityInfo
 )
 
 // Broken reports whether any warning is an error: the runtime's pull breaks or silently changes.

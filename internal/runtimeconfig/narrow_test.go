@@ -148,7 +148,7 @@ func TestNarrowRootAgainstTheWholeRoot(t *testing.T) {
 func configDiff(t *testing.T, a, b *Config) []string {
 	t.Helper()
 	fields := func(c *Config) map[string]json.RawMessage {
-		raw, err := json.Marshal(c)
+		raw, err := json.Marshal(c.Report())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -530,7 +530,7 @@ func TestLegacyAuth(t *testing.T) {
 	if u, p, _ := h.RawAuth(); u != "puller" || p != "s3cret-in-config" {
 		t.Errorf("RawAuth = %q %q", u, p)
 	}
-	b, _ := json.Marshal(c)
+	b, _ := json.Marshal(c.Report())
 	if strings.Contains(string(b), "s3cret") {
 		t.Errorf("the password leaked into the JSON: %s", b)
 	}

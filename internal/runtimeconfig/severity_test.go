@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 // withResolv gives a fixture the resolv.conf every node has, unless it brings its own.
@@ -181,7 +183,7 @@ func TestTextSeparatesNotes(t *testing.T) {
 		"etc/resolv.conf":            file("nameserver 127.0.0.53\n"),
 	}, "nginx", "")
 	var b strings.Builder
-	if err := WriteText(&b, c); err != nil {
+	if err := report.WriteRuntimeText(&b, c.Report(), report.TextOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	out := b.String()
@@ -205,7 +207,7 @@ func TestTextResolverWithoutNameserver(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fsys["etc/containerd/config.toml"] = file(kindConfig)
 			var b strings.Builder
-			if err := WriteText(&b, load(t, tc.fsys, "nginx", "")); err != nil {
+			if err := report.WriteRuntimeText(&b, load(t, tc.fsys, "nginx", "").Report(), report.TextOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if !strings.Contains(b.String(), tc.want) {

@@ -36,12 +36,12 @@ const (
 // Trust is the system trust the runtime's TLS library loads on the node, read under the host root:
 // the runtime trusts these CAs for every registry, besides a host's own ca files.
 type Trust struct {
-	File string   `json:"file,omitempty"` // the bundle file read, as a host path; "" when none reads
-	Dirs []string `json:"dirs,omitempty"` // the directories whose files were read
-	CAs  int      `json:"cas"`            // distinct CA certificates
+	File string   // the bundle file read, as a host path; "" when none reads
+	Dirs []string // the directories whose files were read
+	CAs  int      // distinct CA certificates
 	// Env names SSL_CERT_FILE / SSL_CERT_DIR from the runtime's service environment, with origins
-	Env      string   `json:"env,omitempty"`
-	Problems []string `json:"problems,omitempty"` // files that exist but could not be read
+	Env      string
+	Problems []string // files that exist but could not be read
 
 	pool *x509.CertPool
 }
