@@ -17,6 +17,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/capped"
 	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -76,7 +77,7 @@ Exit codes: 0 every pool passes, 1 a pool fails (diagnosed), 2 could not run.
 	f.StringVar(&o.probeBinary, "probe-binary", "", "the static linux pullpath binary to ship to the nodes (default: pullpath-probe-linux-<arch> next to this program, else the probe-only build embedded in pullpath)")
 	f.StringVar(&o.delivery, "delivery", "auto", "attach, configmap or auto")
 	f.StringVar(&o.probeImage, "probe-image", "", "run this probe image (pullpath image push)")
-	f.StringVar(&o.hostMount, "host-mount", cluster.HostMountRoot, "root (/) or narrow")
+	f.StringVar(&o.hostMount, "host-mount", nodeprobe.HostMountRoot, "root (/) or narrow")
 	f.StringArrayVar(&o.sandboxImages, "sandbox-image", nil, "a repository your nodes' sandbox image comes from, beside the known ones (repeatable): the probe runs on no other image")
 	f.StringVar(&o.fromPod, "from-pod", "", "also probe from this pod's network (NS/NAME)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound on the whole run")
@@ -128,7 +129,7 @@ func (o *verifyOptions) Validate() error {
 		return fmt.Errorf("--node-max-images %d: want 1 or more", o.maxImages)
 	case slices.Contains(o.pools, ""):
 		return errors.New("--pool: an empty pool name (give the pool's name, as pullpath pod shows it)")
-	case o.delivery != "auto" && o.delivery != cluster.ModeAttach && o.delivery != cluster.ModeConfigMap:
+	case o.delivery != "auto" && o.delivery != nodeprobe.ModeAttach && o.delivery != nodeprobe.ModeConfigMap:
 		return fmt.Errorf("--delivery %q: want auto, attach or configmap", o.delivery)
 	case o.probeImage != "" && o.delivery != "auto":
 		return errors.New("--probe-image runs the probe image itself: --delivery attach and configmap ship the binary instead; give one")
@@ -136,10 +137,10 @@ func (o *verifyOptions) Validate() error {
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
 		return err
 	}
-	if err := cluster.CheckSandboxRepos(o.sandboxImages); err != nil {
+	if err := nodeprobe.CheckSandboxRepos(o.sandboxImages); err != nil {
 		return err
 	}
-	if err := cluster.CheckHostMount(o.hostMount); err != nil {
+	if err := nodeprobe.CheckHostMount(o.hostMount); err != nil {
 		return err
 	}
 	if err := checkPodRef("--pod", o.pod); err != nil {
@@ -211,7 +212,7 @@ func (o *verifyOptions) Run(runCtx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(runCtx, o.timeout)
 	defer cancel()
-	vo := cluster.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
+	vo := nodeprobe.VerifyOptions{Image: o.image, Pools: o.pools, AllNodes: o.allNodes, Fresh: o.fresh, Namespace: o.runNamespace,
 		SecretNamespace: ns, Secret: o.secret, FromPod: podRef, IncludeUnready: o.includeUnready, RuntimePull: o.runtimePull,
 		Binary: o.binary, Delivery: o.delivery, ProbeImage: o.probeImage, ProbeFromPod: fromPod, HostMount: o.hostMount, SandboxImages: o.sandboxImages, Timeout: o.probeTimeout, Concurrency: o.concurrency, MaxImages: o.maxImages,
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}}
@@ -219,7 +220,7 @@ func (o *verifyOptions) Run(runCtx context.Context) error {
 		vo.Progress = func(s string) { fmt.Fprintln(o.streams.ErrOut, "verify:", s) }
 	}
 	stopNotice := noticeInterrupt(runCtx, o.streams.ErrOut, o.runNamespace)
-	v, err := cluster.Verify(ctx, cs, vo)
+	v, err := nodeprobe.Verify(ctx, cs, vo)
 	stopNotice()
 	if v == nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/report"
 	"github.com/pullpath/pullpath/internal/watch"
 )
@@ -103,7 +104,7 @@ func (o *watchOptions) Validate() error {
 		return fmt.Errorf("--full-every %d: want 1 or more", o.fullEvery)
 	case o.probeTimeout <= 0:
 		return fmt.Errorf("--probe-timeout %s: want a positive duration", o.probeTimeout)
-	case o.delivery != "auto" && o.delivery != cluster.ModeAttach && o.delivery != cluster.ModeConfigMap:
+	case o.delivery != "auto" && o.delivery != nodeprobe.ModeAttach && o.delivery != nodeprobe.ModeConfigMap:
 		return fmt.Errorf("--delivery %q: want auto, attach or configmap", o.delivery)
 	}
 	if o.metricsAddr != "" {
@@ -117,7 +118,7 @@ func (o *watchOptions) Validate() error {
 	if err := watch.CheckIdentity(o.secret, o.serviceAccount); err != nil {
 		return err
 	}
-	if err := cluster.CheckSandboxRepos(o.sandboxImages); err != nil {
+	if err := nodeprobe.CheckSandboxRepos(o.sandboxImages); err != nil {
 		return err
 	}
 	return o.kube.validate()
@@ -139,7 +140,7 @@ func (o *watchOptions) Run(ctx context.Context) error {
 		}
 		defer ln.Close()
 	}
-	vo := cluster.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""), SandboxImages: o.sandboxImages,
+	vo := nodeprobe.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""), SandboxImages: o.sandboxImages,
 		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}, FromServiceAccount: o.serviceAccount}
 	if o.secret != "" {
 		vo.SecretNamespace, vo.Secret, _ = strings.Cut(o.secret, "/")

@@ -88,15 +88,15 @@ func (a *allRun) readPods(ctx context.Context, ns, sel string) error {
 		return l.ListMeta, len(l.Items), nil
 	})
 	if lerr != nil {
-		return fmt.Errorf("%w; nor could the namespaces be listed to read them one by one (%s)", err, shortErr(apiError(lerr, "list", "namespaces", "", "")))
+		return fmt.Errorf("%w; nor could the namespaces be listed to read them one by one (%s)", err, ShortErr(APIError(lerr, "list", "namespaces", "", "")))
 	}
-	a.note("pods of all namespaces could not be listed (%s): the %d namespaces were read one by one", shortErr(err), len(names))
+	a.note("pods of all namespaces could not be listed (%s): the %d namespaces were read one by one", ShortErr(err), len(names))
 	var refused []string
 	why := ""
 	for _, n := range names {
 		if err := a.listPods(ctx, n, sel, "Pending pods"); err != nil {
 			refused = append(refused, n)
-			why = shortErr(err)
+			why = ShortErr(err)
 			a.out.Partial = true
 			continue
 		}
@@ -131,7 +131,7 @@ func (a *allRun) listPods(ctx context.Context, ns, sel, what string) error {
 		return pl.ListMeta, len(pl.Items), nil
 	})
 	if err != nil {
-		return apiError(err, "list", "pods", ns, "")
+		return APIError(err, "list", "pods", ns, "")
 	}
 	a.out.PodsSeen += l.read
 	a.cut(l, what, ns)
@@ -154,7 +154,7 @@ func (a *allRun) readEvents(ctx context.Context) {
 		})
 		if err != nil {
 			a.out.Partial = true
-			a.note("the pods' events %s could not be read (%s): the pods there are grouped by their waiting message only", where(ns), shortErr(apiError(err, "list", "events", ns, "")))
+			a.note("the pods' events %s could not be read (%s): the pods there are grouped by their waiting message only", where(ns), ShortErr(APIError(err, "list", "events", ns, "")))
 			continue
 		}
 		a.cut(l, "events", ns)
@@ -202,7 +202,7 @@ func (a *allRun) group(ctx context.Context) {
 		w := wording(p, evs)
 		fs, ok := memo[w]
 		if !ok {
-			fs = explain(p, evs)
+			fs = Explain(p, evs)
 			memo[w] = fs
 		}
 		g := report.PullFailureGroup{Image: waitingImage(p), Class: report.ClassOther, Code: report.CodeUnknown, Reason: "no event explains it yet"}
@@ -261,7 +261,7 @@ func (a *allRun) pools(ctx context.Context) map[string]string {
 	}
 	l, err := nodeMetadata(ctx, a.cs, func(n *corev1.Node) { pools[n.Name], _ = Pool(n) })
 	if err != nil {
-		a.note("the nodes could not be listed (%s): the groups name no pools", shortErr(apiError(err, "list", "nodes", "", "")))
+		a.note("the nodes could not be listed (%s): the groups name no pools", ShortErr(APIError(err, "list", "nodes", "", "")))
 		return pools
 	}
 	a.cut(l, "nodes", "")

@@ -64,14 +64,14 @@ func (c *census) read(ctx context.Context, ns string) error {
 		return nl.ListMeta, len(nl.Items), nil
 	})
 	if err != nil {
-		return apiError(err, "list", "nodes", "", "")
+		return APIError(err, "list", "nodes", "", "")
 	}
 	if l.cut != "" {
 		*c.notes = append(*c.notes, "the list of nodes: "+l.cut)
 	}
 	if err := c.readPods(ctx, ""); err != nil {
 		// without cluster-wide rights, the pod's namespace still tells a lot
-		*c.notes = append(*c.notes, fmt.Sprintf("pods of other namespaces not read (%v): pods running or failing on the image elsewhere are not counted", shortErr(err)))
+		*c.notes = append(*c.notes, fmt.Sprintf("pods of other namespaces not read (%v): pods running or failing on the image elsewhere are not counted", ShortErr(err)))
 		if err := c.readPods(ctx, ns); err != nil {
 			return err
 		}
@@ -108,7 +108,7 @@ func (c *census) readPods(ctx context.Context, ns string) error {
 		return pl.ListMeta, len(pl.Items), nil
 	})
 	if err != nil {
-		return apiError(err, "list", "pods", ns, "")
+		return APIError(err, "list", "pods", ns, "")
 	}
 	if l.cut != "" {
 		*c.notes = append(*c.notes, "the list of pods "+where(ns)+": "+l.cut+"; pods running or failing on the image past that point are not counted")
@@ -138,7 +138,9 @@ func (c *census) namesRepo(p *corev1.Pod) bool {
 	return false
 }
 
-func shortErr(err error) string {
+// ShortErr is err in a few words for a note or a report: an RBAC refusal as the missing right, the
+// rest cut at 120 characters.
+func ShortErr(err error) string {
 	var e *RBACError
 	if errors.As(err, &e) {
 		return e.Short()
@@ -255,7 +257,7 @@ func (c *census) readCaps(ctx context.Context, names []string) {
 		g.Go(func() error {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			raw, err := rawRead(cctx, c.cs.Core.RESTClient().Get().Resource("nodes").Name(n).SubResource("proxy").Suffix("configz"), "get", "nodes/proxy", "", n)
+			raw, err := RawRead(cctx, c.cs.Core.RESTClient().Get().Resource("nodes").Name(n).SubResource("proxy").Suffix("configz"), "get", "nodes/proxy", "", n)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -275,7 +277,7 @@ func (c *census) readCaps(ctx context.Context, names []string) {
 	}
 	_ = g.Wait() // a refusal is kept in refused
 	if refused != nil {
-		*c.notes = append(*c.notes, fmt.Sprintf("the kubelet configuration (/configz through nodes/proxy) of some nodes could not be read (%s): their image lists are taken as capped at %d", shortErr(refused), c.o.MaxImages))
+		*c.notes = append(*c.notes, fmt.Sprintf("the kubelet configuration (/configz through nodes/proxy) of some nodes could not be read (%s): their image lists are taken as capped at %d", ShortErr(refused), c.o.MaxImages))
 	}
 }
 

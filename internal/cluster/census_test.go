@@ -2,11 +2,10 @@ package cluster
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/pullpath/pullpath/internal/cluster/clustertest"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -36,17 +35,7 @@ func TestReadCapsForbiddenNamesTheRight(t *testing.T) {
 // refusingAPI is an API server that refuses path with a 403 and status, the Status body a
 // kube-apiserver sends, and finds nothing else; the client talks to it.
 func refusingAPI(t *testing.T, path, status string) *Client {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != path {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		_, _ = w.Write([]byte(status))
-	}))
-	t.Cleanup(srv.Close)
-	cs, err := NewClient(&rest.Config{Host: srv.URL})
+	cs, err := NewClient(&rest.Config{Host: clustertest.RefusingServer(t, path, status)})
 	if err != nil {
 		t.Fatal(err)
 	}

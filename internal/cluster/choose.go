@@ -11,21 +11,35 @@ import (
 	"github.com/pullpath/pullpath/internal/report"
 )
 
-// target is one node to probe, with its pool's result so far.
-type target struct {
-	node   *corev1.Node
-	result report.PoolResult
+// Target is one node to probe, with its pool's result so far; a pool without an eligible node
+// has no Node, and its Result says why.
+type Target struct {
+	Node   *corev1.Node
+	Result report.PoolResult
 }
 
-// choose picks, per pool, the newest eligible node without the image in its cache; with
-// AllNodes, every eligible node.
-func (r *run) choose(ctx context.Context) ([]target, error) {
-	c := &census{cs: r.cs, o: Options{MaxImages: r.o.MaxImages}, image: r.o.Image, notes: &r.notes}
-	if err := c.read(ctx, r.o.Namespace); err != nil {
+// ChooseOptions are what verify's choice of nodes reads: the image, the pools, whether every
+// eligible node or a fresh one, and the delivery the pools start with (report.PoolResult.Delivery).
+type ChooseOptions struct {
+	Image          string
+	Namespace      string
+	Pools          []string
+	AllNodes       bool
+	Fresh          bool
+	IncludeUnready bool
+	MaxImages      int
+	Delivery       string
+}
+
+// Choose picks, per pool, the newest eligible node without the image in its cache; with
+// AllNodes, every eligible node. What could not be read is added to notes.
+func Choose(ctx context.Context, cs *Client, o ChooseOptions, notes *[]string) ([]Target, error) {
+	c := &census{cs: cs, o: Options{MaxImages: o.MaxImages}, image: o.Image, notes: notes}
+	if err := c.read(ctx, o.Namespace); err != nil {
 		return nil, err
 	}
 	want := map[string]bool{}
-	for _, p := range r.o.Pools {
+	for _, p := range o.Pools {
 		want[p] = true
 	}
 	byPool := map[string][]*corev1.Node{}
@@ -48,14 +62,14 @@ func (r *run) choose(ctx context.Context) ([]target, error) {
 			return nil, fmt.Errorf("no node in pool %q (pools: %s)", p, strings.Join(pools, ", "))
 		}
 	}
-	var out []target
+	var out []Target
 	for _, p := range sortedKeys(keysOf(byPool)) {
 		nodes := byPool[p]
 		sort.Slice(nodes, func(i, j int) bool { return nodes[i].CreationTimestamp.After(nodes[j].CreationTimestamp.Time) })
 		var eligible []*corev1.Node
 		var skipped []string
 		for _, n := range nodes {
-			if why := Ineligible(n, r.o.IncludeUnready); why != "" {
+			if why := Ineligible(n, o.IncludeUnready); why != "" {
 				skipped = append(skipped, n.Name+" ("+skipWords[why]+")")
 				continue
 			}
@@ -65,22 +79,22 @@ func (r *run) choose(ctx context.Context) ([]target, error) {
 			if c.inNodeList(imageNames(n)) {
 				return boolp(true)
 			}
-			if len(n.Status.Images) >= r.o.MaxImages {
+			if len(n.Status.Images) >= o.MaxImages {
 				return nil
 			}
 			return boolp(false)
 		}
 		res := func(n *corev1.Node, why string) report.PoolResult {
-			return report.PoolResult{Pool: p, Node: n.Name, NodeCreated: n.CreationTimestamp.UTC(), Choice: why, ImagePresentBefore: presence(n), Delivery: r.delivery()}
+			return report.PoolResult{Pool: p, Node: n.Name, NodeCreated: n.CreationTimestamp.UTC(), Choice: why, ImagePresentBefore: presence(n), Delivery: o.Delivery}
 		}
 		if len(eligible) == 0 {
-			out = append(out, target{result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: r.delivery(),
+			out = append(out, Target{Result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: o.Delivery,
 				Error: "no eligible node: " + strings.Join(skipped, ", ") + " (--include-unready probes NotReady and cordoned nodes)"}})
 			continue
 		}
-		if r.o.AllNodes {
+		if o.AllNodes {
 			for _, n := range eligible {
-				out = append(out, target{node: n, result: res(n, "every node (--all-nodes)")})
+				out = append(out, Target{Node: n, Result: res(n, "every node (--all-nodes)")})
 			}
 			continue
 		}
@@ -97,33 +111,17 @@ func (r *run) choose(ctx context.Context) ([]target, error) {
 		}
 		switch {
 		case len(fresh) > 0:
-			out = append(out, target{node: fresh[0], result: res(fresh[0], "the newest Ready node without the image in its cache")})
-		case r.o.Fresh:
-			out = append(out, target{result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: r.delivery(),
+			out = append(out, Target{Node: fresh[0], Result: res(fresh[0], "the newest Ready node without the image in its cache")})
+		case o.Fresh:
+			out = append(out, Target{Result: report.PoolResult{Pool: p, Class: report.ClassOther, Delivery: o.Delivery,
 				Error: fmt.Sprintf("--fresh: every eligible node of pool %s has the image cached or a full image list (%s); get a fresh node: %s", p, report.JoinCut(names(eligible), 5), freshNodeHint(p, eligible[0]))}})
 		case len(unknown) > 0:
-			out = append(out, target{node: unknown[0], result: res(unknown[0], "the newest Ready node; its image list is full, so the cache may hold the image (the probe never uses it; a --runtime-pull could)")})
+			out = append(out, Target{Node: unknown[0], Result: res(unknown[0], "the newest Ready node; its image list is full, so the cache may hold the image (the probe never uses it; a --runtime-pull could)")})
 		default:
-			out = append(out, target{node: cached[0], result: res(cached[0], "the newest Ready node; every node of the pool has the image cached (the probe never uses the cache; use --fresh to insist on a fresh node)")})
+			out = append(out, Target{Node: cached[0], Result: res(cached[0], "the newest Ready node; every node of the pool has the image cached (the probe never uses the cache; use --fresh to insist on a fresh node)")})
 		}
 	}
 	return out, nil
-}
-
-// ChooseNodes is verify's choice of nodes without the run (nothing is created): per pool, the node
-// a probe would go to and why, from one paged list of the nodes and one of the pods, with no request
-// per node or per pool. Notes say what could not be read.
-func ChooseNodes(ctx context.Context, cs *Client, o VerifyOptions) ([]report.PoolResult, []string, error) {
-	r := newRun(ctx, cs, o)
-	ts, err := r.choose(ctx)
-	if err != nil {
-		return nil, r.notes, err
-	}
-	out := make([]report.PoolResult, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, t.result)
-	}
-	return out, r.notes, nil
 }
 
 func keysOf[V any](m map[string]V) map[string]bool {

@@ -16,6 +16,16 @@ import (
 	"github.com/pullpath/pullpath/internal/registry"
 )
 
+// Labels every object of a run carries; `pullpath cleanup` deletes by them.
+const (
+	LabelManaged = "app.kubernetes.io/managed-by" // = "pullpath"
+	LabelRun     = "pullpath.dev/run"
+	LabelRole    = "pullpath.dev/role" // owner, binary, loader, secret, probe, canary
+	LabelPool    = "pullpath.dev/pool-hash"
+	LabelBy      = "pullpath.dev/by" // = ByWatch on a watcher's objects
+	ByWatch      = "watch"
+)
+
 // CleanupTimeout bounds verify's own cleanup: long enough to outlast an API server restart.
 const CleanupTimeout = 2 * time.Minute
 
@@ -64,20 +74,6 @@ func LiveWatch(ctx context.Context, cs *Client, ns string) (live bool, since tim
 		}
 	}
 	return false, time.Time{}, nil
-}
-
-// cleanup deletes every object of the run, then lists what is left.
-func (r *run) cleanup(ctx context.Context) []string {
-	// a watcher lists no secret and holds no right to: its copies (watch --secret) go by name
-	o := CleanupOptions{Namespace: r.o.Namespace, Run: r.id, DropNamespace: r.madeNS}
-	if r.by == ByWatch {
-		o.NoSecrets, o.Secrets = true, r.secrets
-	}
-	left, err := Cleanup(ctx, r.cs, o)
-	if err != nil && len(left) == 0 {
-		left = []string{"objects of run " + r.id + " in namespace " + r.o.Namespace + " (" + shortErr(err) + ")"}
-	}
-	return left
 }
 
 // CleanupOptions choose what Cleanup deletes.
@@ -165,8 +161,8 @@ func Cleanup(ctx context.Context, cs *Client, o CleanupOptions) (left []string, 
 	said := ""
 	for {
 		found, err := pass()
-		if err != nil && Transient(err) && o.Logf != nil && shortErr(err) != said {
-			said = shortErr(err)
+		if err != nil && Transient(err) && o.Logf != nil && ShortErr(err) != said {
+			said = ShortErr(err)
 			o.Logf(fmt.Sprintf("cleanup of namespace %s: %s; retrying until it answers", ns, said))
 		}
 		switch {
@@ -277,7 +273,7 @@ func withUnknown(left []string, ns string, err error) []string {
 	if len(left) > 0 {
 		return left
 	}
-	return []string{"pods, configmaps and secrets of namespace " + ns + " (cannot list: " + shortErr(err) + ")"}
+	return []string{"pods, configmaps and secrets of namespace " + ns + " (cannot list: " + ShortErr(err) + ")"}
 }
 
 // dropNamespace deletes a namespace verify made and waits until it is gone (its finalizers run

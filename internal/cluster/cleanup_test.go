@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/pullpath/pullpath/internal/cluster/clustertest"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
 )
 
@@ -46,25 +47,7 @@ func remaining(t *testing.T, fc *fake.Clientset) []string {
 	return remainingIn(fc)
 }
 
-// remainingIn lists the pods, ConfigMaps and Secrets of namespace pullpath.
-func remainingIn(fc *fake.Clientset) []string {
-	var out []string
-	ctx := context.Background()
-	pods, _ := fc.CoreV1().Pods("pullpath").List(ctx, metav1.ListOptions{})
-	for _, p := range pods.Items {
-		out = append(out, "pod/"+p.Name)
-	}
-	cms, _ := fc.CoreV1().ConfigMaps("pullpath").List(ctx, metav1.ListOptions{})
-	for _, c := range cms.Items {
-		out = append(out, "configmap/"+c.Name)
-	}
-	secs, _ := fc.CoreV1().Secrets("pullpath").List(ctx, metav1.ListOptions{})
-	for _, s := range secs.Items {
-		out = append(out, "secret/"+s.Name)
-	}
-	slices.Sort(out)
-	return out
-}
+var remainingIn = clustertest.RemainingIn
 
 // cleanup's default (LiveWatch, then NotByWatch) spares a running watcher's objects and deletes a
 // verify run's; a watcher whose heartbeat stopped, or that never wrote one, is not running and its
@@ -103,25 +86,6 @@ func TestCleanupSparesALiveWatcher(t *testing.T) {
 				t.Errorf("left in the namespace %v, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-// A watcher copies no Secret: its cleanup neither lists nor deletes Secrets (watch's role holds
-// no right on them), and a verify run's copy beside it stays.
-func TestWatchCleanupListsNoSecrets(t *testing.T) {
-	fc := fake.NewClientset(watchAndRunObjects(0, true)...)
-	cs := &Client{Core: kubefake.Core(fc.CoreV1())}
-	if err := RemoveWatchLeftovers(context.Background(), cs, "pullpath", nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range fc.Actions() {
-		if a.GetResource().Resource == "secrets" {
-			t.Errorf("a watcher's cleanup requested %s secrets", a.GetVerb())
-		}
-	}
-	want := []string{"configmap/pullpath-run-aa", "pod/pullpath-aa-probe-n1", "secret/pullpath-aa-pull-1"}
-	if got := remaining(t, fc); !slices.Equal(got, want) {
-		t.Errorf("left %v, want the verify run's %v", got, want)
 	}
 }
 

@@ -30,7 +30,7 @@ func credentials(ctx context.Context, cs *Client, p *corev1.Pod, image string, n
 	inPod := map[string]bool{}
 	for _, s := range p.Spec.ImagePullSecrets {
 		inPod[s.Name] = true
-		ps, _, _ := readSecret(ctx, cs, p.Namespace, s.Name, "pod", image)
+		ps, _, _ := ReadSecret(ctx, cs, p.Namespace, s.Name, "pod", image)
 		pc.PullSecrets = append(pc.PullSecrets, ps)
 	}
 	sa, err := cs.Core.ServiceAccounts(p.Namespace).Get(ctx, pc.ServiceAccount, metav1.GetOptions{})
@@ -40,14 +40,14 @@ func credentials(ctx context.Context, cs *Client, p *corev1.Pod, image string, n
 			if inPod[s.Name] {
 				continue
 			}
-			ps, _, _ := readSecret(ctx, cs, p.Namespace, s.Name, "serviceaccount", image)
+			ps, _, _ := ReadSecret(ctx, cs, p.Namespace, s.Name, "serviceaccount", image)
 			ps.Problem = strings.TrimPrefix(ps.Problem+"; ", "; ") + "on the service account but not in the pod: it was added after the pod was created, and the kubelet does not use it for this pod (recreate the pod)"
 			pc.PullSecrets = append(pc.PullSecrets, ps)
 		}
 	case apierrors.IsNotFound(err):
 		*notes = append(*notes, fmt.Sprintf("service account %s/%s does not exist", p.Namespace, pc.ServiceAccount))
 	default:
-		*notes = append(*notes, fmt.Sprintf("service account %s/%s not read (%s)", p.Namespace, pc.ServiceAccount, shortErr(apiError(err, "get", "serviceaccounts", p.Namespace, pc.ServiceAccount))))
+		*notes = append(*notes, fmt.Sprintf("service account %s/%s not read (%s)", p.Namespace, pc.ServiceAccount, ShortErr(APIError(err, "get", "serviceaccounts", p.Namespace, pc.ServiceAccount))))
 	}
 	pc.NodeIdentity = nodeIdentity(node)
 	pc.Order = kubeletOrder(pc, p, image)
@@ -127,26 +127,26 @@ func lookupName(image string) string {
 	return image
 }
 
-// unreadableSecret is a pull secret that could not be read (a missing right, most often): whether
+// UnreadableSecret is a pull secret that could not be read (a missing right, most often): whether
 // it covers the image is unknown. Its Error is the secret's problem in every report.
-type unreadableSecret struct{ err error }
+type UnreadableSecret struct{ Err error }
 
-func (e *unreadableSecret) Error() string {
-	return "not readable: " + shortErr(e.err) + "; cannot tell whether it covers the registry"
+func (e *UnreadableSecret) Error() string {
+	return "not readable: " + ShortErr(e.Err) + "; cannot tell whether it covers the registry"
 }
 
-func (e *unreadableSecret) Unwrap() error { return e.err }
+func (e *UnreadableSecret) Unwrap() error { return e.Err }
 
-// rbac reports whether RBAC refused the read (not admission, not the network): a grant fixes it.
-func (e *unreadableSecret) rbac() bool {
+// RBAC reports whether RBAC refused the read (not admission, not the network): a grant fixes it.
+func (e *UnreadableSecret) RBAC() bool {
 	var re *RBACError
-	return errors.As(e.err, &re) && re.admission() == ""
+	return errors.As(e.Err, &re) && re.admission() == ""
 }
 
-// readSecret reads one pull secret's keys and whether one covers image, and returns the secret
-// when it was read (verify --pod copies it from this read); the error is an *unreadableSecret
+// ReadSecret reads one pull secret's keys and whether one covers image, and returns the secret
+// when it was read (verify --pod copies it from this read); the error is an *UnreadableSecret
 // when the secret could not be read (ps.Problem says the same).
-func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) (report.PullSecret, *corev1.Secret, error) {
+func ReadSecret(ctx context.Context, cs *Client, ns, name, from, image string) (report.PullSecret, *corev1.Secret, error) {
 	ps := report.PullSecret{Name: name, From: from}
 	s, err := cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
@@ -155,7 +155,7 @@ func readSecret(ctx context.Context, cs *Client, ns, name, from, image string) (
 		ps.Problem = "the secret does not exist: the kubelet skips it"
 		return ps, nil, nil
 	case err != nil:
-		u := &unreadableSecret{err: apiError(err, "get", "secrets", ns, name)}
+		u := &UnreadableSecret{Err: APIError(err, "get", "secrets", ns, name)}
 		ps.Problem = u.Error()
 		return ps, nil, u
 	}

@@ -143,6 +143,51 @@ func virtualNode(n *corev1.Node) bool {
 // PathCondition is watch's node condition (watch.ConditionType), which SlimNode keeps beside Ready.
 const PathCondition = "ImagePullPathBroken"
 
+// SandboxRepos are the repositories distributions take their nodes' sandbox (pause) image from:
+// kubeadm, kind, GKE and CRI-O's defaults, AKS, EKS (AL2023 and Bottlerocket import it as
+// localhost/kubernetes/pause; AL2 pulled it from the EKS account's ECR), k3s and RKE2, OpenShift's
+// CRI-O default. Only their publishers can push there, so an image of these repositories that a
+// node lists is the node's own. Any other name, "pause" in it or not, may be a tenant's: a pod can
+// pull anything, and the kubelet lists the largest images first.
+var SandboxRepos = []string{
+	"registry.k8s.io/pause",
+	"k8s.gcr.io/pause",
+	"gke.gcr.io/pause",
+	"mcr.microsoft.com/oss/kubernetes/pause",
+	"mcr.microsoft.com/oss/v2/kubernetes/pause",
+	"localhost/kubernetes/pause",
+	"602401143452.dkr.ecr.us-west-2.amazonaws.com/eks/pause",
+	"602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/pause",
+	"docker.io/rancher/mirrored-pause",
+	"docker.io/rancher/pause",
+	"quay.io/crio/pause",
+}
+
+// IsSandboxRepo says whether repo is a sandbox image's: one of SandboxRepos or of extra (a
+// docker.io/library/ repository also by its short name).
+func IsSandboxRepo(repo string, extra []string) bool {
+	for _, r := range SandboxRepos {
+		if repo == r {
+			return true
+		}
+	}
+	for _, r := range extra {
+		if repo == strings.TrimPrefix(r, "docker.io/library/") || repo == r {
+			return true
+		}
+	}
+	return false
+}
+
+// SplitImageName splits a status.images name into its repository and digest ("" for a tag).
+func SplitImageName(name string) (repo, digest string) {
+	repo, digest, _ = strings.Cut(name, "@")
+	if i := strings.LastIndex(repo, ":"); i > strings.LastIndex(repo, "/") {
+		repo = repo[:i]
+	}
+	return repo, digest
+}
+
 // SlimNode is the part of n that eligibility, Pool and the probe pods read: the labels, the two
 // pool annotations, cordon and taints, the Ready and ImagePullPathBroken conditions, the OS and
 // architecture, and of
@@ -172,7 +217,7 @@ func SlimNode(n *corev1.Node, extra []string) *corev1.Node {
 	}
 	for _, im := range n.Status.Images {
 		for _, name := range im.Names {
-			if repo, _ := splitImageName(name); isSandboxRepo(repo, extra) {
+			if repo, _ := SplitImageName(name); IsSandboxRepo(repo, extra) {
 				s.Status.Images = append(s.Status.Images, im)
 				break
 			}

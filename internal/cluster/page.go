@@ -49,7 +49,7 @@ func paged(ctx context.Context, opts metav1.ListOptions, page func(context.Conte
 			case expired(err):
 				l.cut = fmt.Sprintf("its continue token expired after %d entries, twice (the list outlived etcd's compaction): the rest was not read", l.read)
 			default:
-				l.cut = fmt.Sprintf("stopped after %d entries: %s", l.read, shortErr(err))
+				l.cut = fmt.Sprintf("stopped after %d entries: %s", l.read, ShortErr(err))
 			}
 			return l, nil
 		}

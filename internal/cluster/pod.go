@@ -53,9 +53,9 @@ func DiagnosePod(ctx context.Context, cs *Client, ns, name string, o Options) (*
 	pod, err := cs.Core.Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, notFound(ctx, cs, "pod", ns, name)
+			return nil, NotFound(ctx, cs, "pod", ns, name)
 		}
-		return nil, apiError(err, "get", "pods", ns, name)
+		return nil, APIError(err, "get", "pods", ns, name)
 	}
 	d := &report.PodDiagnosis{APIVersion: report.APIVersion, Kind: "PodDiagnosis", Pod: podRef(pod),
 		Findings: []report.Finding{}, Nodes: []report.NodeImage{}, RunningElsewhere: []report.RunningPod{}, Timeline: []report.TimelineEntry{}}
@@ -63,7 +63,7 @@ func DiagnosePod(ctx context.Context, cs *Client, ns, name string, o Options) (*
 	if err != nil {
 		return nil, err
 	}
-	d.Findings = explain(pod, evs)
+	d.Findings = Explain(pod, evs)
 	image := failingImage(pod, d.Findings)
 	if image == "" {
 		d.Class = report.ClassOK
@@ -137,7 +137,7 @@ func podRef(p *corev1.Pod) report.PodRef {
 func podEvents(ctx context.Context, cs *Client, p *corev1.Pod, notes *[]string) ([]corev1.Event, error) {
 	s, l, err := objectEvents(ctx, cs, p.Namespace, p.UID)
 	if err != nil {
-		return nil, apiError(err, "list", "events", p.Namespace, "")
+		return nil, APIError(err, "list", "events", p.Namespace, "")
 	}
 	sets := []*eventSet{s}
 	if l.cut != "" {
@@ -179,9 +179,9 @@ func lastTime(e *corev1.Event) time.Time {
 	return eventTime(e)
 }
 
-// explain hands the pod and its events to explain's own reader, so that pod and explain say the
+// Explain hands the pod and its events to explain's own reader, so that pod and explain say the
 // same thing about the same failure.
-func explain(p *corev1.Pod, evs []corev1.Event) []report.Finding {
+func Explain(p *corev1.Pod, evs []corev1.Event) []report.Finding {
 	items := []any{podObject(p)}
 	for i := range evs {
 		e := evs[i]
@@ -225,10 +225,10 @@ func failingImage(p *corev1.Pod, fs []report.Finding) string {
 	return ""
 }
 
-// notFound is the error for an object (kind "pod", "secret") the API server did not find. A get on
+// NotFound is the error for an object (kind "pod", "secret") the API server did not find. A get on
 // a namespaced object says NotFound for its namespace too, so the namespace is asked about
 // (bounded: this is an error path), and when it cannot be read the question is left to the reader.
-func notFound(ctx context.Context, cs *Client, kind, ns, name string) error {
+func NotFound(ctx context.Context, cs *Client, kind, ns, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	_, err := cs.Core.Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -238,12 +238,12 @@ func notFound(ctx context.Context, cs *Client, kind, ns, name string) error {
 	case apierrors.IsNotFound(err):
 		return fmt.Errorf("namespace %s does not exist (kubectl get namespaces lists them)", ns)
 	}
-	return fmt.Errorf("%s %s not found in namespace %s (does the namespace exist? kubectl get namespaces lists them; it was not read: %s)", kind, name, ns, shortErr(apiError(err, "get", "namespaces", "", ns)))
+	return fmt.Errorf("%s %s not found in namespace %s (does the namespace exist? kubectl get namespaces lists them; it was not read: %s)", kind, name, ns, ShortErr(APIError(err, "get", "namespaces", "", ns)))
 }
 
-// apiError turns an API error into one that says what was asked and, for a refusal, which RBAC
+// APIError turns an API error into one that says what was asked and, for a refusal, which RBAC
 // verb on which resource the identity lacks.
-func apiError(err error, verb, resource, ns, name string) error {
+func APIError(err error, verb, resource, ns, name string) error {
 	what := resource
 	if name != "" {
 		what += " " + name
@@ -284,14 +284,14 @@ func unreachable(err error) bool {
 // endpoint come from a node, and a node may be tampered with. A probe's report is tens of KB.
 const MaxRawRead = 4 << 20
 
-// rawRead does a raw request (a pod's log, a kubelet's endpoint through nodes/proxy) and returns
+// RawRead does a raw request (a pod's log, a kubelet's endpoint through nodes/proxy) and returns
 // its body, refused when longer than MaxRawRead: the bytes read are bounded here, whatever the
 // server does with LimitBytes. The Status the API server sent with a refusal becomes the error,
 // so a refusal is named as every other one is.
-func rawRead(ctx context.Context, req *rest.Request, verb, resource, ns, name string) ([]byte, error) {
+func RawRead(ctx context.Context, req *rest.Request, verb, resource, ns, name string) ([]byte, error) {
 	rc, err := req.Stream(ctx)
 	if err != nil {
-		return nil, apiError(err, verb, resource, ns, name)
+		return nil, APIError(err, verb, resource, ns, name)
 	}
 	defer rc.Close()
 	raw, err := io.ReadAll(io.LimitReader(rc, MaxRawRead+1))

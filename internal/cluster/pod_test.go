@@ -35,41 +35,12 @@ var (
 	event = clustertest.Event
 )
 
-func dockerSecret(ns, name, registry string) *corev1.Secret {
-	cfg := fmt.Sprintf(`{"auths":{%q:{"auth":"dXNlcjpzM2NyZXQtdmFsdWU="}}}`, registry)
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: corev1.SecretTypeDockerConfigJson,
-		Data: map[string][]byte{corev1.DockerConfigJsonKey: []byte(cfg)}}
-}
+var (
+	dockerSecret = clustertest.DockerSecret
+	scenario     = clustertest.Scenario
+)
 
-// The scenario of the cached-image lie: pool A old nodes run the image from cache; pool B's new
-// node (after a node image upgrade) cannot pull; pool C's node has a full image list.
-// pauseImg is the fixtures' sandbox image: the one the probe borrows.
-const pauseImg = "registry.k8s.io/pause:3.10"
-
-func scenario() []runtime.Object {
-	full := []string{}
-	for i := range 47 {
-		full = append(full, fmt.Sprintf("docker.io/library/filler%d:1", i))
-	}
-	// the sandbox images the probe may borrow (three: verify tries up to three that are gone)
-	full = append(full, "registry.k8s.io/pause:3.10", "registry.k8s.io/pause:3.9", "registry.k8s.io/pause:3.8")
-	failing := pod("shop", "web-new", "b2", false, "regcred")
-	objs := []runtime.Object{
-		node("a1", "poola", t0, "AKSUbuntu-2204gen2-202510.01.0", "registry.corp.example/shop/web@"+digest, img, pauseImg),
-		node("b1", "poolb", t0.Add(10*time.Minute), "AKSUbuntu-2204gen2-202510.01.0", "registry.corp.example/shop/web@"+digest, pauseImg),
-		node("b2", "poolb", t0.Add(2*time.Hour), "AKSUbuntu-2204gen2-202511.15.0", pauseImg),
-		node("c1", "poolc", t0.Add(time.Hour), "AKSUbuntu-2204gen2-202510.01.0", full...),
-		pod("shop", "web-a", "a1", true), pod("shop", "web-b", "b1", true), failing,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "default"}},
-		dockerSecret("shop", "regcred", "ghcr.io"),
-		event(failing, "Pulling", "Normal", `Pulling image "`+img+`"`, t0.Add(3*time.Hour), 4),
-		event(failing, "Failed", "Warning", `Failed to pull image "`+img+`": rpc error: code = Unknown desc = failed to pull and unpack image "`+img+`": failed to resolve reference "`+img+`": failed to do request: Head "https://registry.corp.example/v2/shop/web/manifests/1.4": dial tcp 10.20.30.40:443: i/o timeout`, t0.Add(3*time.Hour+time.Minute), 4),
-		event(failing, "Failed", "Warning", "Error: ErrImagePull", t0.Add(3*time.Hour+time.Minute), 4),
-		event(failing, "BackOff", "Normal", `Back-off pulling image "`+img+`"`, t0.Add(3*time.Hour+2*time.Minute), 12),
-		event(failing, "Unhealthy", "Warning", `Readiness probe failed: Get "http://10.244.1.5:8080/healthz": dial tcp 10.244.1.5:8080: connect: connection refused`, t0.Add(3*time.Hour+3*time.Minute), 2),
-	}
-	return objs
-}
+const pauseImg = clustertest.PauseImage
 
 func TestDiagnosePodCachedImageLie(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)

@@ -77,7 +77,7 @@ func (c *census) timeline(ctx context.Context, pod *corev1.Pod, evs []corev1.Eve
 			// no cluster-wide event rights: the node creations above still tell the story, but
 			// the timeline says what it lacks, not an autoscaler that never ran
 			*c.notes = append(*c.notes, "scale-ups are not on the timeline: the autoscalers' events could not be read ("+
-				shortErr(apiError(err, "list", "events", "", ""))+" at cluster scope); node creations still are")
+				ShortErr(APIError(err, "list", "events", "", ""))+" at cluster scope); node creations still are")
 			break
 		}
 		for i := range l.Items {

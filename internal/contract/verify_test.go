@@ -17,10 +17,11 @@ import (
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/demo"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
+	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
-// verify -o json as cluster.Verify writes it, on the fake clientset (which runs no pod): the
+// verify -o json as nodeprobe.Verify writes it, on the fake clientset (which runs no pod): the
 // probe pods never finish within the timeout, a cordoned pool has no eligible node; every object
 // made is cleaned up.
 func TestVerificationFromVerify(t *testing.T) {
@@ -34,7 +35,7 @@ func TestVerificationFromVerify(t *testing.T) {
 		r.Status.Allowed = true
 		return true, r, nil
 	})
-	v, err := cluster.Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, cluster.VerifyOptions{
+	v, err := nodeprobe.Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, nodeprobe.VerifyOptions{
 		Image: podImage, Namespace: "pullpath", Timeout: 300 * time.Millisecond, RuntimePull: true,
 		Binary: func(string) ([]byte, string, error) { return []byte("\x7fELF not really"), "test", nil },
 	})

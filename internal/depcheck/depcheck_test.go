@@ -4,7 +4,9 @@
 package depcheck
 
 import (
+	"maps"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -54,24 +56,30 @@ func standardLibraryOnly(t *testing.T, pkg string, allowed ...string) {
 	}
 }
 
-// The API is reached from the commands (cli) and the watcher only: the node probe, events and
-// report stay usable without a cluster.
+// The API is reached from the commands (cli) and the watcher only, through cluster (reading) and
+// nodeprobe (the probe pods, built on cluster): the node probe, events and report stay usable
+// without a cluster, and cluster never imports nodeprobe.
 func TestClusterEnteredFromCommandsOnly(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "github.com/pullpath/pullpath/...").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
-	const cluster = "github.com/pullpath/pullpath/internal/cluster"
-	allowed := map[string]bool{"github.com/pullpath/pullpath/internal/cli": true, "github.com/pullpath/pullpath/internal/watch": true}
+	const mod = "github.com/pullpath/pullpath/internal/"
+	entries := map[string]map[string]bool{ // package → who may import it
+		mod + "cluster":   {mod + "cli": true, mod + "watch": true, mod + "nodeprobe": true},
+		mod + "nodeprobe": {mod + "cli": true, mod + "watch": true},
+	}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 || allowed[f[0]] || strings.HasPrefix(f[0], cluster) {
+		if len(f) == 0 {
 			continue
 		}
 		for _, imp := range f[1:] {
-			if imp == cluster {
-				t.Errorf("%s imports internal/cluster; only cli and watch may", f[0])
+			allowed, ok := entries[imp]
+			if !ok || allowed[f[0]] || strings.HasPrefix(f[0], imp) {
+				continue
 			}
+			t.Errorf("%s imports %s; only %s may", f[0], strings.TrimPrefix(imp, "github.com/pullpath/pullpath/"), strings.Join(slices.Sorted(maps.Keys(allowed)), ", "))
 		}
 	}
 }

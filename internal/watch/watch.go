@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -37,7 +38,7 @@ type Options struct {
 	// FullEvery makes every Nth probe of a node a complete download; the others stop after the
 	// manifest and the first byte of every layer, which still reaches every blob host. 1: always full.
 	FullEvery int
-	Probe     cluster.VerifyOptions // run namespace, delivery, pull secret, probe timeout
+	Probe     nodeprobe.VerifyOptions // run namespace, delivery, pull secret, probe timeout
 	Progress  func(string)
 	// API, when set, counts the client's requests and bytes (its transport wraps through it) and
 	// is served with the other metrics.
@@ -51,8 +52,8 @@ type Options struct {
 type Watcher struct {
 	cs      *cluster.Client
 	o       Options
-	quick   *cluster.Prober
-	full    *cluster.Prober
+	quick   *nodeprobe.Prober
+	full    *nodeprobe.Prober
 	metrics *metrics
 
 	mu    sync.Mutex
@@ -104,15 +105,15 @@ func New(ctx context.Context, cs *cluster.Client, o Options) (*Watcher, error) {
 	// bounded: an API server that never answers is "could not run", not a silent wait
 	sctx, cancel := context.WithTimeout(ctx, StartTimeout)
 	defer cancel()
-	if err := cluster.RemoveWatchLeftovers(sctx, cs, o.Probe.Namespace, o.Progress); err != nil {
+	if err := nodeprobe.RemoveWatchLeftovers(sctx, cs, o.Probe.Namespace, o.Progress); err != nil {
 		return nil, err
 	}
 	var err error
-	if w.full, err = cluster.NewProber(ctx, cs, o.Probe, o.Images); err != nil {
+	if w.full, err = nodeprobe.NewProber(ctx, cs, o.Probe, o.Images); err != nil {
 		return nil, err
 	}
 	if o.FullEvery > 1 {
-		if w.quick, err = cluster.NewProber(ctx, cs, quick, o.Images); err != nil {
+		if w.quick, err = nodeprobe.NewProber(ctx, cs, quick, o.Images); err != nil {
 			w.full.Close(ctx)
 			return nil, err
 		}
@@ -174,7 +175,7 @@ func (w *Watcher) Run(ctx context.Context) []string {
 			// the status goes too: nothing of a watcher stays after it (the node conditions do)
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cluster.CleanupTimeout)
 			defer cancel()
-			if err := cluster.RemoveWatchLeftovers(cctx, w.cs, w.o.Probe.Namespace, w.o.Progress); err != nil {
+			if err := nodeprobe.RemoveWatchLeftovers(cctx, w.cs, w.o.Probe.Namespace, w.o.Progress); err != nil {
 				left = append(left, "configmap/"+w.o.Probe.Namespace+"/"+StatusConfigMap+" ("+err.Error()+")")
 			}
 			return left

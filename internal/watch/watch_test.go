@@ -23,6 +23,7 @@ import (
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/cluster/clustertest"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
+	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -96,7 +97,7 @@ func TestWatchRound(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := New(ctx, cs, Options{Images: []string{clustertest.Image}, Interval: time.Hour, Concurrency: 1, FullEvery: 1,
-		Probe: cluster.VerifyOptions{Namespace: "pullpath", Delivery: cluster.ModeConfigMap, Timeout: 5 * time.Second,
+		Probe: nodeprobe.VerifyOptions{Namespace: "pullpath", Delivery: nodeprobe.ModeConfigMap, Timeout: 5 * time.Second,
 			Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}})
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +176,7 @@ func TestWatchRequestsOnlyItsRights(t *testing.T) {
 	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1()), NoWatchList: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	w, err := New(ctx, cs, Options{Images: []string{clustertest.Image}, Interval: time.Hour, Concurrency: 2, FullEvery: 2,
-		Probe: cluster.VerifyOptions{Namespace: "pullpath", Timeout: 5 * time.Second, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}})
+		Probe: nodeprobe.VerifyOptions{Namespace: "pullpath", Timeout: 5 * time.Second, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,10 +245,10 @@ func TestWatchRequestsOnlyItsRights(t *testing.T) {
 func TestWatchPresentsItsPullIdentity(t *testing.T) {
 	for _, tc := range []struct {
 		line string
-		set  func(*cluster.VerifyOptions)
+		set  func(*nodeprobe.VerifyOptions)
 	}{
-		{"watch --secret", func(o *cluster.VerifyOptions) { o.SecretNamespace, o.Secret = "shop", "corp" }},
-		{"watch --service-account", func(o *cluster.VerifyOptions) { o.FromServiceAccount = "shop/puller" }},
+		{"watch --secret", func(o *nodeprobe.VerifyOptions) { o.SecretNamespace, o.Secret = "shop", "corp" }},
+		{"watch --service-account", func(o *nodeprobe.VerifyOptions) { o.FromServiceAccount = "shop/puller" }},
 	} {
 		t.Run(tc.line, func(t *testing.T) {
 			fc, _ := fakeCluster(t)
@@ -271,7 +272,7 @@ func TestWatchPresentsItsPullIdentity(t *testing.T) {
 				return false, nil, nil
 			})
 			cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1()), NoWatchList: true}
-			o := cluster.VerifyOptions{Namespace: "pullpath", Delivery: cluster.ModeConfigMap, Timeout: 5 * time.Second,
+			o := nodeprobe.VerifyOptions{Namespace: "pullpath", Delivery: nodeprobe.ModeConfigMap, Timeout: 5 * time.Second,
 				Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}
 			tc.set(&o)
 			ctx, cancel := context.WithCancel(context.Background())
@@ -364,7 +365,7 @@ func TestPullFailureTriggersAProbe(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	w, err := New(ctx, cs, Options{Images: []string{clustertest.Image}, Interval: time.Hour, Concurrency: 3, FullEvery: 1,
-		Probe: cluster.VerifyOptions{Namespace: "pullpath", Delivery: cluster.ModeConfigMap, Timeout: 5 * time.Second,
+		Probe: nodeprobe.VerifyOptions{Namespace: "pullpath", Delivery: nodeprobe.ModeConfigMap, Timeout: 5 * time.Second,
 			Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }}})
 	if err != nil {
 		t.Fatal(err)
@@ -462,7 +463,7 @@ func TestStatusRefusalIsSaidOnce(t *testing.T) {
 		return true, nil, apierrors.NewRequestEntityTooLargeError("limit is 3145728")
 	})
 	var lines []string
-	w := &Watcher{cs: &cluster.Client{Core: kubefake.Core(fc.CoreV1())}, o: Options{Interval: time.Minute, Probe: cluster.VerifyOptions{Namespace: "pullpath"},
+	w := &Watcher{cs: &cluster.Client{Core: kubefake.Core(fc.CoreV1())}, o: Options{Interval: time.Minute, Probe: nodeprobe.VerifyOptions{Namespace: "pullpath"},
 		Progress: func(s string) { lines = append(lines, s) }}, metrics: newMetrics(time.Minute, nil, "test"), nodes: map[string]*nodeState{}}
 	for range 3 {
 		w.writeStatus(context.Background())

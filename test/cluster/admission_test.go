@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	ppcluster "github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/watch"
 )
 
@@ -100,7 +101,7 @@ func TestAdmissionPolicyAdmitsOnlyTheProbePod(t *testing.T) {
 		_, err := c.Client.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err
 	}
-	good := ppcluster.ProbePodShapes(ns, "poola-1", "registry.k8s.io/pause:3.10", probeImage)
+	good := nodeprobe.ProbePodShapes(ns, "poola-1", "registry.k8s.io/pause:3.10", probeImage)
 	base := good[0]
 	mutate := func(f func(p *corev1.Pod)) *corev1.Pod {
 		p := base.DeepCopy()

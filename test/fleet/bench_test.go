@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/pullpath/pullpath/internal/nodeprobe"
+	"github.com/pullpath/pullpath/internal/report"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,9 +15,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/pullpath/pullpath/internal/cluster"
-	"github.com/pullpath/pullpath/internal/report"
 )
 
 // run is one measured command: wall time, peak RSS, API requests by verb and resource.
@@ -222,7 +221,7 @@ func TestFleetBenchmark(t *testing.T) {
 	for range rounds {
 		off := tr.srv.AuditOffset()
 		start := time.Now()
-		res, _, err := cluster.ChooseNodes(context.Background(), tr.client(t, "pullpath"), cluster.VerifyOptions{Image: f.Images[0], Namespace: "pullpath"})
+		res, _, err := nodeprobe.ChooseNodes(context.Background(), tr.client(t, "pullpath"), nodeprobe.VerifyOptions{Image: f.Images[0], Namespace: "pullpath"})
 		wall := time.Since(start)
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/events"
+	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -163,7 +164,7 @@ func TestVerifyChoice(t *testing.T) {
 	im := tr.fleet.Images[0]
 	off := tr.srv.AuditOffset()
 	start := time.Now()
-	res, notes, err := cluster.ChooseNodes(context.Background(), tr.client(t, "pullpath"), cluster.VerifyOptions{Image: im, Namespace: "pullpath"})
+	res, notes, err := nodeprobe.ChooseNodes(context.Background(), tr.client(t, "pullpath"), nodeprobe.VerifyOptions{Image: im, Namespace: "pullpath"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -21,9 +22,9 @@ type Prober struct {
 }
 
 // NewProber prepares a run per image in o.Namespace with o's delivery, secret and timeouts.
-// o.Image is ignored. Its objects carry LabelBy=ByWatch and no expiry: a watcher lives long, and
+// o.Image is ignored. Its objects carry cluster.LabelBy=cluster.ByWatch and no expiry: a watcher lives long, and
 // the next one removes what a killed one left (RemoveWatchLeftovers).
-func NewProber(ctx context.Context, cs *Client, o VerifyOptions, images []string) (*Prober, error) {
+func NewProber(ctx context.Context, cs *cluster.Client, o VerifyOptions, images []string) (*Prober, error) {
 	if len(images) == 0 {
 		return nil, errors.New("no image to probe")
 	}
@@ -33,7 +34,7 @@ func NewProber(ctx context.Context, cs *Client, o VerifyOptions, images []string
 		io.Image = img
 		io.RuntimePull = false
 		r := newRun(ctx, cs, io)
-		r.by = ByWatch
+		r.by = cluster.ByWatch
 		r.expires = time.Time{} // lives as long as the watcher: never expired, removed by the next one
 		if _, err := r.decideMode(ctx); err != nil {
 			p.Close(context.WithoutCancel(ctx))
@@ -55,7 +56,7 @@ func NewProber(ctx context.Context, cs *Client, o VerifyOptions, images []string
 // Probe runs the probe of image on n and returns its result, as verify reports a pool.
 func (p *Prober) Probe(ctx context.Context, n *corev1.Node, image string) report.PoolResult {
 	r := p.runs[image]
-	pool, _ := Pool(n)
+	pool, _ := cluster.Pool(n)
 	res := report.PoolResult{Pool: pool, Node: n.Name, NodeCreated: n.CreationTimestamp.UTC(), Choice: "every node (watch)"}
 	if r == nil {
 		res.Class, res.Error = report.ClassOther, "no run prepared for "+image
@@ -69,7 +70,7 @@ func (p *Prober) Probe(ctx context.Context, n *corev1.Node, image string) report
 // Close deletes every object the runs made, retrying while the API server is away, and returns
 // what is left.
 func (p *Prober) Close(ctx context.Context) []string {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cluster.CleanupTimeout)
 	defer cancel()
 	var left []string
 	for _, r := range p.runs {
@@ -83,8 +84,8 @@ func (p *Prober) Close(ctx context.Context) []string {
 // listed: a watcher's copies (watch --secret) are owned by its owner ConfigMap, and the garbage
 // collector deletes them with it. What ctx's end leaves (an API server that never answered) is an
 // error naming it.
-func RemoveWatchLeftovers(ctx context.Context, cs *Client, ns string, logf func(string)) error {
-	left, err := Cleanup(ctx, cs, CleanupOptions{Namespace: ns, Selector: LabelBy + "=" + ByWatch, NoSecrets: true, Logf: logf})
+func RemoveWatchLeftovers(ctx context.Context, cs *cluster.Client, ns string, logf func(string)) error {
+	left, err := cluster.Cleanup(ctx, cs, cluster.CleanupOptions{Namespace: ns, Selector: cluster.LabelBy + "=" + cluster.ByWatch, NoSecrets: true, Logf: logf})
 	if err == nil && len(left) > 0 {
 		err = fmt.Errorf("what earlier watchers left in namespace %s could not be removed: %s", ns, strings.Join(left, ", "))
 	}

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"bytes"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/loader"
 	"github.com/pullpath/pullpath/internal/report"
@@ -66,8 +67,8 @@ func newAttachCluster(t *testing.T, bin []byte, deny ...string) *attachCluster {
 	return a
 }
 
-func (a *attachCluster) client() *Client {
-	return &Client{Core: kubefake.Core(a.fc.CoreV1()), Authz: kubefake.Authz(a.fc.AuthorizationV1()), Attach: func(ctx context.Context, ns, pod, container string, stdin io.Reader) error {
+func (a *attachCluster) client() *cluster.Client {
+	return &cluster.Client{Core: kubefake.Core(a.fc.CoreV1()), Authz: kubefake.Authz(a.fc.AuthorizationV1()), Attach: func(ctx context.Context, ns, pod, container string, stdin io.Reader) error {
 		if a.fail != nil {
 			if err := a.fail(pod); err != nil {
 				return err
@@ -110,7 +111,7 @@ func (a *attachCluster) verify(t *testing.T, delivery string) *report.Verificati
 func (a *attachCluster) binaryConfigMaps() int {
 	n := 0
 	for _, cm := range a.cms {
-		if cm.Labels[LabelRole] == "binary" {
+		if cm.Labels[cluster.LabelRole] == "binary" {
 			n++
 		}
 	}
@@ -242,7 +243,7 @@ func TestVerifyDeliveryThatNeverMounts(t *testing.T) {
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolc"}, MaxImages: 50, Timeout: 1500 * time.Millisecond, Delivery: ModeConfigMap,
 		Binary: func(string) ([]byte, string, error) { return []byte("bin"), "t", nil }}
-	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+	v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func TestVerifyDropsTheNamespaceItMade(t *testing.T) {
 // replaced by pullpath's own, never run (issue 33 items 2 and 5).
 func TestDeliveryHealsAndRefusesAnImpostor(t *testing.T) {
 	fc := fake.NewClientset()
-	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
+	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	bin := []byte("\x7fELF probe")
 	r := newRun(context.Background(), cs, VerifyOptions{Namespace: "pullpath", Binary: func(string) ([]byte, string, error) { return bin, "test", nil }})
 	ctx := context.Background()

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/loader"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -27,10 +28,10 @@ func (r *run) readSources(ctx context.Context) error {
 		ns, name, _ := strings.Cut(ref, "/")
 		p, err := r.cs.Core.Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%s %s: %w — nothing was created", flag, ref, notFound(ctx, r.cs, "pod", ns, name))
+			return nil, fmt.Errorf("%s %s: %w — nothing was created", flag, ref, cluster.NotFound(ctx, r.cs, "pod", ns, name))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w — nothing was created", flag, ref, apiError(err, "get", "pods", ns, name))
+			return nil, fmt.Errorf("%s %s: %w — nothing was created", flag, ref, cluster.APIError(err, "get", "pods", ns, name))
 		}
 		return p, nil
 	}
@@ -46,9 +47,9 @@ func (r *run) readSources(ctx context.Context) error {
 		sa, err := r.cs.Core.ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return fmt.Errorf("--service-account %s: %w — nothing was created", r.o.FromServiceAccount, notFound(ctx, r.cs, "serviceaccount", ns, name))
+			return fmt.Errorf("--service-account %s: %w — nothing was created", r.o.FromServiceAccount, cluster.NotFound(ctx, r.cs, "serviceaccount", ns, name))
 		case err != nil:
-			return fmt.Errorf("--service-account %s: %w — nothing was created", r.o.FromServiceAccount, apiError(err, "get", "serviceaccounts", ns, name))
+			return fmt.Errorf("--service-account %s: %w — nothing was created", r.o.FromServiceAccount, cluster.APIError(err, "get", "serviceaccounts", ns, name))
 		}
 		r.srcPod = &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: corev1.PodSpec{ServiceAccountName: name, ImagePullSecrets: sa.ImagePullSecrets}}
 	} else if r.o.Secret != "" {
@@ -56,9 +57,9 @@ func (r *run) readSources(ctx context.Context) error {
 		s, err := r.cs.Core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			return fmt.Errorf("--secret %s: %w — nothing was created", name, notFound(ctx, r.cs, "secret", ns, name))
+			return fmt.Errorf("--secret %s: %w — nothing was created", name, cluster.NotFound(ctx, r.cs, "secret", ns, name))
 		case err != nil:
-			return fmt.Errorf("--secret %s: %w — nothing was created", name, apiError(err, "get", "secrets", ns, name))
+			return fmt.Errorf("--secret %s: %w — nothing was created", name, cluster.APIError(err, "get", "secrets", ns, name))
 		case secretKey(s.Type) == "":
 			return fmt.Errorf("--secret: secret %s/%s has type %s: the kubelet only pulls with kubernetes.io/dockerconfigjson and kubernetes.io/dockercfg secrets — nothing was created", ns, name, s.Type)
 		}
@@ -91,14 +92,14 @@ func (r *run) prepare(ctx context.Context) error {
 		// exists, made by the admin who bound the roles. Whether it does shows when the owner
 		// ConfigMap is created.
 	case apierrors.IsNotFound(err):
-		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{LabelManaged: "pullpath",
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{cluster.LabelManaged: "pullpath",
 			"pod-security.kubernetes.io/enforce": "privileged", "pod-security.kubernetes.io/warn": "privileged"}}}
 		if _, err := r.cs.Core.Namespaces().Create(ctx, n, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("namespace %s does not exist and cannot be created (%v): create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", ns, shortErr(apiError(err, "create", "namespaces", "", ns)))
+			return fmt.Errorf("namespace %s does not exist and cannot be created (%v): create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", ns, cluster.ShortErr(cluster.APIError(err, "create", "namespaces", "", ns)))
 		}
 		r.madeNS = true
 	case err != nil:
-		return apiError(err, "get", "namespaces", "", ns)
+		return cluster.APIError(err, "get", "namespaces", "", ns)
 	}
 	if err := r.admitProbe(ctx); err != nil {
 		return err
@@ -113,7 +114,7 @@ func (r *run) prepare(ctx context.Context) error {
 		if missingNamespace(err) {
 			return fmt.Errorf("namespace %s does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace", ns)
 		}
-		return apiError(err, "create", "configmaps", ns, owner.Name)
+		return cluster.APIError(err, "create", "configmaps", ns, owner.Name)
 	}
 	r.owner = o
 	return r.copySecrets(ctx)
@@ -135,7 +136,7 @@ func (r *run) admitProbe(ctx context.Context) error {
 	} else {
 		// the shape of the delivered probe: the loader on a sandbox image, the parts projected
 		d := &delivery{mode: r.mode, loader: "pullpath-" + r.id + "-loader", parts: []string{"pullpath-" + r.id + "-bin-000"}, size: 1 << 20, sha256: strings.Repeat("0", 64)}
-		p = r.probeSpec("pullpath-"+r.id+"-admit", n, d, SandboxRepos[0]+":3.10")
+		p = r.probeSpec("pullpath-"+r.id+"-admit", n, d, cluster.SandboxRepos[0]+":3.10")
 	}
 	ns := r.o.Namespace
 	_, err := r.cs.Core.Pods(ns).Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -152,7 +153,7 @@ func (r *run) admitProbe(ctx context.Context) error {
 		// an admission webhook or policy, not RBAC
 		return fmt.Errorf("namespace %s refuses the probe pod: %s — nothing was created", ns, se.Status().Message)
 	}
-	return apiError(err, "create", "pods", ns, p.Name)
+	return cluster.APIError(err, "create", "pods", ns, p.Name)
 }
 
 // missingNamespace reports whether a create failed because its namespace does not exist (the
@@ -179,7 +180,7 @@ func (r *run) copySecrets(ctx context.Context) error {
 		cp := &corev1.Secret{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-pull-%d", r.id, len(refs)+1), "secret"), Type: s.Type,
 			Data: map[string][]byte{key: s.Data[key]}}
 		if _, err := r.cs.Core.Secrets(r.o.Namespace).Create(ctx, cp, metav1.CreateOptions{}); err != nil {
-			return apiError(err, "create", "secrets", r.o.Namespace, cp.Name)
+			return cluster.APIError(err, "create", "secrets", r.o.Namespace, cp.Name)
 		}
 		r.store(cp.Data)
 		r.secrets = append(r.secrets, cp.Name)
@@ -201,7 +202,7 @@ func (r *run) copySecrets(ctx context.Context) error {
 				return err
 			}
 		}
-		var u *unreadableSecret
+		var u *cluster.UnreadableSecret
 		unread := errors.As(unreadErr, &u)
 		switch {
 		case len(refs) == 0 && unread:
@@ -260,7 +261,7 @@ func (r *run) deliver(ctx context.Context, goarch, mode string) *delivery {
 		cm := &corev1.ConfigMap{ObjectMeta: r.meta(fmt.Sprintf("pullpath-%s-bin-%s-%03d", r.id, goarch, i), "binary"), BinaryData: map[string][]byte{p.Name: p.Data},
 			Immutable: &immutable}
 		if _, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
-			d.err = apiError(err, "create", "configmaps", r.o.Namespace, cm.Name)
+			d.err = cluster.APIError(err, "create", "configmaps", r.o.Namespace, cm.Name)
 			return d
 		}
 		r.store(cm.BinaryData)
@@ -282,7 +283,7 @@ func (r *run) loaderConfigMap(ctx context.Context, goarch string) (string, error
 		Immutable: &immutable}
 	made, err := r.cs.Core.ConfigMaps(r.o.Namespace).Create(ctx, lcm, metav1.CreateOptions{})
 	if err != nil {
-		return "", apiError(err, "create", "configmaps", r.o.Namespace, lcm.Name)
+		return "", cluster.APIError(err, "create", "configmaps", r.o.Namespace, lcm.Name)
 	}
 	r.store(lcm.BinaryData)
 	r.loaders[goarch] = lcm.Name

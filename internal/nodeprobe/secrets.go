@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -61,7 +62,7 @@ func secretKey(t corev1.SecretType) string {
 // as they were read. A secret the operator cannot read is not handed over (its type and coverage
 // are unknown, and the run does not route around the missing right): a note names it and the
 // right, since whom (the probe in the pod, the node probes) then presents less than the kubelet.
-// The error joins the *unreadableSecret of each secret that could not be read.
+// The error joins the *cluster.UnreadableSecret of each secret that could not be read.
 func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string) ([]report.PodPullSecret, []*corev1.Secret, error) {
 	var out []report.PodPullSecret
 	var handed []*corev1.Secret
@@ -69,14 +70,14 @@ func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string
 	// the pod's own only, as credentials reads them: a service account's secret that is not in the
 	// pod is not the kubelet's for this pod, so neither the account nor its secrets are read
 	for _, ref := range pod.Spec.ImagePullSecrets {
-		s, secret, err := readSecret(ctx, r.cs, pod.Namespace, ref.Name, "pod", r.o.Image)
+		s, secret, err := cluster.ReadSecret(ctx, r.cs, pod.Namespace, ref.Name, "pod", r.o.Image)
 		ps := report.PodPullSecret{Name: s.Name, Problem: s.Problem, Key: secretKey(corev1.SecretType(s.Type))}
-		var u *unreadableSecret
+		var u *cluster.UnreadableSecret
 		switch {
 		case errors.As(err, &u):
 			unread = append(unread, err)
 			fix := ""
-			if u.rbac() {
+			if u.RBAC() {
 				fix = "; grant get on secrets in namespace " + pod.Namespace + " to hand it over"
 			}
 			of := "pod"
@@ -84,7 +85,7 @@ func (r *run) podSecrets(ctx context.Context, pod *corev1.Pod, flag, whom string
 				of = "service account"
 			}
 			r.note("%s: pull secret %s/%s of %s %s/%s was not read (%s): the kubelet uses it if it covers the image, %s cannot present it%s",
-				flag, pod.Namespace, s.Name, of, pod.Namespace, pod.Name, shortErr(u.err), whom, fix)
+				flag, pod.Namespace, s.Name, of, pod.Namespace, pod.Name, cluster.ShortErr(u.Err), whom, fix)
 		case ps.Key != "" && s.CoversRegistry != nil && *s.CoversRegistry:
 			ps.HandedOver, ps.Problem = true, ""
 			handed = append(handed, secret)

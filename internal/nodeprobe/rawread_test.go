@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/pullpath/pullpath/internal/cluster"
 )
 
 // A node's log is read with a client-side cap, whatever the server does with LimitBytes: a 64 MiB
@@ -28,13 +30,13 @@ func TestProbeLogReadIsCapped(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	cs, err := NewClient(&rest.Config{Host: srv.URL})
+	cs, err := cluster.NewClient(&rest.Config{Host: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := rawRead(context.Background(), cs.Core.Pods("pullpath").GetLogs("pp-1", &corev1.PodLogOptions{Container: "probe"}), "get", "pods/log", "pullpath", "pp-1")
+	raw, err := cluster.RawRead(context.Background(), cs.Core.Pods("pullpath").GetLogs("pp-1", &corev1.PodLogOptions{Container: "probe"}), "get", "pods/log", "pullpath", "pp-1")
 	if err == nil || raw != nil || !strings.Contains(err.Error(), "longer than") {
-		t.Fatalf("rawRead: %d bytes, error %v; want refused", len(raw), err)
+		t.Fatalf("RawRead: %d bytes, error %v; want refused", len(raw), err)
 	}
 	r := &run{cs: cs, o: VerifyOptions{Namespace: "pullpath"}}
 	if p := r.fullReport(context.Background(), "pp-1"); p != nil {

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/pullpath/pullpath/internal/cluster"
 )
 
 // attachStream is the probe binary on its way into a probe pod's stdin, through the API server's
@@ -74,7 +76,7 @@ func (r *run) stream(ctx context.Context, name string, in io.Reader) error {
 		return err
 	}
 	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: in}); err != nil {
-		return fmt.Errorf("attach to pod %s/%s: %s", r.o.Namespace, name, shortErr(apiError(err, "create", "pods/attach", r.o.Namespace, name)))
+		return fmt.Errorf("attach to pod %s/%s: %s", r.o.Namespace, name, cluster.ShortErr(cluster.APIError(err, "create", "pods/attach", r.o.Namespace, name)))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -24,17 +25,17 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 	pp := &report.PodProbe{Pod: r.o.ProbeFromPod, Container: ec, Class: report.ClassOther}
 	pod, err := r.cs.Core.Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		pp.Error = apiError(err, "get", "pods", ns, name).Error()
+		pp.Error = cluster.APIError(err, "get", "pods", ns, name).Error()
 		return pp
 	}
 	pp.Node = pod.Spec.NodeName
 	if n, err := r.cs.Core.Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{}); err == nil {
-		pp.Pool, _ = Pool(n)
+		pp.Pool, _ = cluster.Pool(n)
 	} else if pod.Spec.NodeName != "" {
 		// optional, as the other reads beside the run: the probe in the pod runs all the same, and
 		// the comparison falls back to a probe on that same node
 		r.note("--from-pod: node %s of pod %s was not read (%s): its pool is unknown, so the probe in the pod is compared only with a probe on that node; grant get on nodes to compare it with its pool",
-			pod.Spec.NodeName, r.o.ProbeFromPod, shortErr(apiError(err, "get", "nodes", "", pod.Spec.NodeName)))
+			pod.Spec.NodeName, r.o.ProbeFromPod, cluster.ShortErr(cluster.APIError(err, "get", "nodes", "", pod.Spec.NodeName)))
 	}
 	if pod.Spec.HostNetwork {
 		r.note("--from-pod %s uses hostNetwork: its network namespace is the node's, so the comparison shows nothing new", r.o.ProbeFromPod)
@@ -66,7 +67,7 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 		_, err = r.cs.Core.Pods(ns).UpdateEphemeralContainers(ctx, name, pod, metav1.UpdateOptions{})
 	}
 	if err != nil {
-		pp.Error = "cannot add the probe as an ephemeral container: " + apiError(err, "update", "pods/ephemeralcontainers", ns, name).Error()
+		pp.Error = "cannot add the probe as an ephemeral container: " + cluster.APIError(err, "update", "pods/ephemeralcontainers", ns, name).Error()
 		return pp
 	}
 	r.note("--from-pod: the ephemeral container %s stays in the spec of pod %s (Kubernetes cannot remove one); it has exited", ec, r.o.ProbeFromPod)
@@ -98,7 +99,7 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 		pp.Error = fmt.Sprintf("the ephemeral container could not start: %s: %s", st.State.Waiting.Reason, st.State.Waiting.Message)
 		// the node pulled the probe image for the pod and failed: as for a pool's probe pod
 		// (report.PoolResult.PodCause), that failed pull is the class when explain names a cause
-		if fs := explain(pod, []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "Failed", Message: st.State.Waiting.Message,
+		if fs := cluster.Explain(pod, []corev1.Event{{Type: corev1.EventTypeWarning, Reason: "Failed", Message: st.State.Waiting.Message,
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: name, FieldPath: "spec.ephemeralContainers{" + ec + "}"}}}); len(fs) > 0 {
 			pp.Findings = fs
 			if f := report.Cause(fs); f != nil {
@@ -107,10 +108,10 @@ func (r *run) probeFromPod(ctx context.Context) *report.PodProbe {
 		}
 		return pp
 	}
-	raw, err := rawRead(ctx, r.cs.Core.Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: ec, LimitBytes: int64p(MaxRawRead + 1)}), "get", "pods/log", ns, name)
-	var re *RBACError
+	raw, err := cluster.RawRead(ctx, r.cs.Core.Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: ec, LimitBytes: int64p(cluster.MaxRawRead + 1)}), "get", "pods/log", ns, name)
+	var re *cluster.RBACError
 	if errors.As(err, &re) {
-		r.note("--from-pod: the log of the probe in pod %s was not read (%s): only its compact verdict is known", r.o.ProbeFromPod, shortErr(err))
+		r.note("--from-pod: the log of the probe in pod %s was not read (%s): only its compact verdict is known", r.o.ProbeFromPod, cluster.ShortErr(err))
 	}
 	var rep report.Probe
 	if err == nil && json.Unmarshal(raw, &rep) == nil && rep.Kind == "ProbeReport" {

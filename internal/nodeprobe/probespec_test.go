@@ -1,8 +1,9 @@
-package cluster
+package nodeprobe
 
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -14,12 +15,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	"sigs.k8s.io/yaml"
+
+	"github.com/pullpath/pullpath/internal/cluster"
 )
 
 // documentedProbeSpec is the probe pod docs/rbac.md shows: run 0a1b2c3d on node-1, with the probe
 // image (--probe-image), or with the binary in ConfigMaps when configMaps is set.
 func documentedProbeSpec(mount string, configMaps bool) *corev1.Pod {
-	r := &run{cs: &Client{Core: kubefake.Core(fake.NewClientset().CoreV1())}, id: "0a1b2c3d",
+	r := &run{cs: &cluster.Client{Core: kubefake.Core(fake.NewClientset().CoreV1())}, id: "0a1b2c3d",
 		o: VerifyOptions{Image: "registry.example/team/app:1.4", Namespace: "pullpath", Timeout: 3 * time.Minute, HostMount: mount,
 			ProbeImage: "registry.example/tools/pullpath-probe:v1", ProbeArgs: []string{"--timeout", "2m30s"}},
 		owner: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-0a1b2c3d", UID: "5b0c8f6e-0000-4000-8000-000000000001"}}}
@@ -58,10 +61,10 @@ func fieldDiff(path string, a, b any) []string {
 			return []string{fmt.Sprintf("%s: %v != %v", path, a, b)}
 		}
 		var out []string
-		for _, k := range sortedKeys(keysOf(av)) {
+		for _, k := range slices.Sorted(maps.Keys(av)) {
 			out = append(out, fieldDiff(strings.TrimPrefix(path+"."+k, "."), av[k], bv[k])...)
 		}
-		for _, k := range sortedKeys(keysOf(bv)) {
+		for _, k := range slices.Sorted(maps.Keys(bv)) {
 			if _, ok := av[k]; !ok {
 				out = append(out, fmt.Sprintf("%s: missing != %v", strings.TrimPrefix(path+"."+k, "."), bv[k]))
 			}

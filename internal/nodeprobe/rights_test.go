@@ -1,24 +1,20 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -35,7 +31,7 @@ func TestVerifyRunNamespaceMissingAndUnreadable(t *testing.T) {
 		// what the NamespaceLifecycle admission plugin answers
 		return true, nil, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, a.GetNamespace())
 	})
-	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())},
+	v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())},
 		VerifyOptions{Image: img, Namespace: "pp-run", Timeout: time.Minute, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }})
 	want := "namespace pp-run does not exist: create it (kubectl apply -f deploy/rbac.yaml makes \"pullpath\") or pass --run-namespace"
 	if err == nil || err.Error() != want {
@@ -61,7 +57,7 @@ func TestVerifyFromPodWithoutGetNodes(t *testing.T) {
 	})
 	podReachesNodeDoesNot(fc, new([]corev1.EphemeralContainer))
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, AllNodes: true, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
-	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+	v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,69 +85,20 @@ func TestRawReadRefusalNamesTheRight(t *testing.T) {
 	logs := func() *rest.Request {
 		return cs.Core.Pods("pullpath").GetLogs("pp-1", &corev1.PodLogOptions{Container: "probe"})
 	}
-	_, err := rawRead(context.Background(), logs(), "get", "pods/log", "pullpath", "pp-1")
-	var re *RBACError
-	if !asRBAC(err, &re) || shortErr(err) != "no RBAC get on pods/log" ||
+	_, err := cluster.RawRead(context.Background(), logs(), "get", "pods/log", "pullpath", "pp-1")
+	var re *cluster.RBACError
+	if !asRBAC(err, &re) || cluster.ShortErr(err) != "no RBAC get on pods/log" ||
 		err.Error() != `not allowed to get pods/log in namespace pullpath: the identity needs RBAC verb "get" on "pods/log" in namespace pullpath (see deploy/rbac.yaml)` {
-		t.Errorf("rawRead: %v (short %q)", err, shortErr(err))
+		t.Errorf("RawRead: %v (short %q)", err, cluster.ShortErr(err))
 	}
 	// DoRaw's own error, without the body, reads as RBAC's too
 	_, raw := logs().DoRaw(context.Background())
-	if got := shortErr(apiError(raw, "get", "pods/log", "pullpath", "pp-1")); got != "no RBAC get on pods/log" {
+	if got := cluster.ShortErr(cluster.APIError(raw, "get", "pods/log", "pullpath", "pp-1")); got != "no RBAC get on pods/log" {
 		t.Errorf("DoRaw's error: %q", got)
 	}
 	r := &run{cs: cs, o: VerifyOptions{Namespace: "pullpath"}}
 	if p := r.fullReport(context.Background(), "pp-1"); p != nil || len(r.notes) != 1 ||
 		r.notes[0] != "the probes' logs in namespace pullpath were not read (no RBAC get on pods/log): only their compact verdicts are known" {
 		t.Errorf("fullReport: %+v, notes %q", p, r.notes)
-	}
-}
-
-// A refusal by admission, not RBAC, keeps the server's words.
-func TestAdmissionRefusalKeepsTheServerMessage(t *testing.T) {
-	m := `pods "pp-1" is forbidden: unable to create new content in namespace pullpath because it is being terminated`
-	se := apierrors.NewForbidden(schema.GroupResource{Resource: "pods"}, "pp-1", nil)
-	se.ErrStatus.Message = m
-	err := apiError(se, "create", "pods", "pullpath", "pp-1")
-	if shortErr(err) != m || !strings.Contains(err.Error(), m) {
-		t.Errorf("admission: %v (short %q)", err, shortErr(err))
-	}
-}
-
-// A request client-go refuses before sending it (an invalid name, as `pod shop/web-1` once passed)
-// says what is invalid; only a connection that fails says the cluster cannot be reached.
-func TestAPIErrorTellsInvalidFromUnreachable(t *testing.T) {
-	var asked atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		asked.Add(1)
-		http.NotFound(w, r)
-	}))
-	t.Cleanup(srv.Close)
-	cs, err := NewClient(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, raw := cs.Core.Pods("default").Get(context.Background(), "shop/web-1", metav1.GetOptions{})
-	err = apiError(raw, "get", "pods", "default", "shop/web-1")
-	if asked.Load() != 0 || strings.Contains(err.Error(), "reach") ||
-		!strings.HasPrefix(err.Error(), `cannot get pods shop/web-1 in namespace default: invalid resource name "shop/web-1"`) {
-		t.Errorf("invalid name (%d requests): %v", asked.Load(), err)
-	}
-
-	// a loopback port nobody listens on any more
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	cs, err = NewClient(&rest.Config{Host: "http://" + addr, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, raw = cs.Core.Pods("default").Get(context.Background(), "web-1", metav1.GetOptions{})
-	err = apiError(raw, "get", "pods", "default", "web-1")
-	if !strings.HasPrefix(err.Error(), "cannot reach the cluster to get pods web-1: ") || !strings.Contains(err.Error(), "connection refused") {
-		t.Errorf("refused connection: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -36,7 +37,7 @@ func (r *run) runtimePull(ctx context.Context, n *corev1.Node, presentBefore *bo
 	}
 	rp := &report.RuntimePull{Result: "failed", Cached: presentBefore != nil && *presentBefore}
 	if _, err := r.cs.Core.Pods(r.o.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		rp.Result, rp.Note = "skipped", "cannot create the canary pod: "+apiError(err, "create", "pods", r.o.Namespace, name).Error()
+		rp.Result, rp.Note = "skipped", "cannot create the canary pod: "+cluster.APIError(err, "create", "pods", r.o.Namespace, name).Error()
 		return rp
 	}
 	defer r.deletePod(name)
@@ -71,7 +72,7 @@ func (r *run) runtimePull(ctx context.Context, n *corev1.Node, presentBefore *bo
 			rp.Note = "the node had the image cached before: the runtime's pull re-checked the manifest but not the layers, which proves nothing about the blob path"
 		}
 	case failed != nil:
-		fs := explain(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.o.Namespace}}, []corev1.Event{*failed})
+		fs := cluster.Explain(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.o.Namespace}}, []corev1.Event{*failed})
 		rp.Message = failed.Message
 		if len(fs) > 0 {
 			rp.Class, rp.Code, rp.Host, rp.Role = fs[0].Class, fs[0].Code, fs[0].Host, fs[0].Role

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pullpath/pullpath/internal/cluster"
 )
 
 // A slim node answers every question watch asks of a node as the whole node does (pool,
@@ -31,16 +33,16 @@ func TestSlimNodeAnswersAsTheNode(t *testing.T) {
 	}
 	full.Status.Images = append(full.Status.Images, corev1.ContainerImage{Names: []string{"registry.k8s.io/pause@sha256:" + fmt.Sprintf("%064d", 7), "registry.k8s.io/pause:3.10"}},
 		corev1.ContainerImage{Names: []string{"corp.example/base/pause:1"}})
-	slim := SlimNode(full, []string{"corp.example/base/pause"})
-	if p1, _ := Pool(full); p1 != func() string { p, _ := Pool(slim); return p }() {
+	slim := cluster.SlimNode(full, []string{"corp.example/base/pause"})
+	if p1, _ := cluster.Pool(full); p1 != func() string { p, _ := cluster.Pool(slim); return p }() {
 		t.Errorf("pool differs")
 	}
 	for _, unready := range []bool{true, false} {
-		if Ineligible(full, unready) != Ineligible(slim, unready) {
-			t.Errorf("eligibility (includeUnready %v): %q, slim %q", unready, Ineligible(full, unready), Ineligible(slim, unready))
+		if cluster.Ineligible(full, unready) != cluster.Ineligible(slim, unready) {
+			t.Errorf("eligibility (includeUnready %v): %q, slim %q", unready, cluster.Ineligible(full, unready), cluster.Ineligible(slim, unready))
 		}
 	}
-	if NodeReady(full) != NodeReady(slim) || slim.Status.NodeInfo.Architecture != "arm64" || !slim.CreationTimestamp.Equal(&full.CreationTimestamp) {
+	if cluster.NodeReady(full) != cluster.NodeReady(slim) || slim.Status.NodeInfo.Architecture != "arm64" || !slim.CreationTimestamp.Equal(&full.CreationTimestamp) {
 		t.Error("Ready, architecture or age differ")
 	}
 	if a, b := borrowable(full, []string{"corp.example/base/pause"}), borrowable(slim, []string{"corp.example/base/pause"}); !slices.Equal(a, b) || len(a) != 2 {

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
 )
 
@@ -55,19 +56,19 @@ func TestPodSecurityRefusalBeforeAnythingIsCreated(t *testing.T) {
 	bin := func(string) ([]byte, string, error) { return []byte("\x7fELF not really"), "test", nil }
 	for _, tc := range []struct {
 		name string
-		run  func(cs *Client) error
+		run  func(cs *cluster.Client) error
 	}{
-		{"verify --secret", func(cs *Client) error {
+		{"verify --secret", func(cs *cluster.Client) error {
 			_, err := Verify(context.Background(), cs, VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poola"}, MaxImages: 50,
 				Timeout: 2 * time.Second, Binary: bin, SecretNamespace: "shop", Secret: "corp"})
 			return err
 		}},
-		{"verify --probe-image", func(cs *Client) error {
+		{"verify --probe-image", func(cs *cluster.Client) error {
 			_, err := Verify(context.Background(), cs, VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poola"}, MaxImages: 50,
 				Timeout: 2 * time.Second, ProbeImage: probeImg})
 			return err
 		}},
-		{"watch", func(cs *Client) error {
+		{"watch", func(cs *cluster.Client) error {
 			_, err := NewProber(context.Background(), cs, VerifyOptions{Namespace: "pullpath", Timeout: 2 * time.Second, Binary: bin, Delivery: ModeConfigMap}, []string{img})
 			return err
 		}},
@@ -75,7 +76,7 @@ func TestPodSecurityRefusalBeforeAnythingIsCreated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			fc := fake.NewClientset(withCorp...)
 			allowing(fc)
-			cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
+			cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 			var dryRuns int
 			refusePodSecurity(fc, &dryRuns)
 			err := tc.run(cs)
@@ -102,7 +103,7 @@ func TestPodSecurityRefusalBeforeAnythingIsCreated(t *testing.T) {
 func TestAdmitProbeDryRunsTheProbePod(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
 	allowing(fc)
-	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
+	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	var dry, real *corev1.Pod
 	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		c := a.(k8stesting.CreateActionImpl)

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pullpath/pullpath/internal/cluster"
 )
 
 // need is one permission the run requires.
@@ -87,7 +89,7 @@ func (r *run) allowed(ctx context.Context, n need) (bool, error) {
 		Namespace: n.ns, Verb: n.verb, Resource: n.resource, Subresource: n.sub}}}
 	res, err := r.cs.Authz.SelfSubjectAccessReviews().Create(ctx, ssar, metav1.CreateOptions{})
 	if err != nil {
-		return false, apiError(err, "create", "selfsubjectaccessreviews", "", "")
+		return false, cluster.APIError(err, "create", "selfsubjectaccessreviews", "", "")
 	}
 	return res.Status.Allowed, nil
 }

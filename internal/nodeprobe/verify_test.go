@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/kube/kubefake"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -43,7 +44,7 @@ func allowing(fc *fake.Clientset, deny ...string) {
 func TestVerifyChecksRightsFirst(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
 	allowing(fc, "create pods pullpath", "list nodes")
-	_, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, VerifyOptions{Image: img, Namespace: "pullpath"})
+	_, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, VerifyOptions{Image: img, Namespace: "pullpath"})
 	if err == nil || !strings.Contains(err.Error(), "lacks 2 permission(s)") || !strings.Contains(err.Error(), "create pods in namespace pullpath (the probe pods)") ||
 		!strings.Contains(err.Error(), "list nodes cluster-wide") {
 		t.Fatalf("err = %v", err)
@@ -56,14 +57,14 @@ func TestVerifyChecksRightsFirst(t *testing.T) {
 func TestVerifyChoosesTheNewestNodeWithoutTheImage(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
 	allowing(fc)
-	r := &run{cs: &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o: VerifyOptions{Image: img, Namespace: "pullpath", MaxImages: 50}}
+	r := &run{cs: &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o: VerifyOptions{Image: img, Namespace: "pullpath", MaxImages: 50}}
 	ts, err := r.choose(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]report.PoolResult{}
 	for _, tg := range ts {
-		got[tg.result.Pool] = tg.result
+		got[tg.Result.Pool] = tg.Result
 	}
 	if p := got["poolb"]; p.Node != "b2" || p.ImagePresentBefore == nil || *p.ImagePresentBefore || !strings.Contains(p.Choice, "without the image") {
 		t.Errorf("pool b: %+v (the cached old node b1 must not be chosen)", p)
@@ -78,8 +79,8 @@ func TestVerifyChoosesTheNewestNodeWithoutTheImage(t *testing.T) {
 	r.o.Fresh = true
 	ts, _ = r.choose(context.Background())
 	for _, tg := range ts {
-		if tg.result.Pool == "poola" && (tg.node != nil || !strings.Contains(tg.result.Error, "az aks nodepool scale") || !strings.Contains(tg.result.Error, "--name poola")) {
-			t.Errorf("--fresh pool a: %+v", tg.result)
+		if tg.Result.Pool == "poola" && (tg.Node != nil || !strings.Contains(tg.Result.Error, "az aks nodepool scale") || !strings.Contains(tg.Result.Error, "--name poola")) {
+			t.Errorf("--fresh pool a: %+v", tg.Result)
 		}
 	}
 	// cordoned and NotReady nodes are not chosen unless asked
@@ -89,8 +90,8 @@ func TestVerifyChoosesTheNewestNodeWithoutTheImage(t *testing.T) {
 	r.o.Fresh = false
 	ts, _ = r.choose(context.Background())
 	for _, tg := range ts {
-		if tg.result.Pool == "poolb" && tg.result.Node != "b1" {
-			t.Errorf("cordoned b2 chosen: %+v", tg.result)
+		if tg.Result.Pool == "poolb" && tg.Result.Node != "b1" {
+			t.Errorf("cordoned b2 chosen: %+v", tg.Result)
 		}
 	}
 	r.o.Pools = []string{"nope"}
@@ -101,7 +102,7 @@ func TestVerifyChoosesTheNewestNodeWithoutTheImage(t *testing.T) {
 
 func TestProbePodSpec(t *testing.T) {
 	fc := fake.NewClientset()
-	r := &run{cs: &Client{Core: kubefake.Core(fc.CoreV1())}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute},
+	r := &run{cs: &cluster.Client{Core: kubefake.Core(fc.CoreV1())}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute},
 		secretEnv: secretEnv([]secretRef{{secret: "pullpath-abcd1234-pull-1", key: corev1.DockerConfigJsonKey, label: "shop/regcred key .dockerconfigjson"}}),
 		owner:     &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pullpath-run-abcd1234", UID: "u1"}}}
 	n := node("b2", "poolb", t0, "v")
@@ -119,7 +120,7 @@ func TestProbePodSpec(t *testing.T) {
 		t.Errorf("security: %+v", c.SecurityContext)
 	case c.Resources.Limits.Memory().IsZero() || c.Resources.Limits.Cpu().IsZero():
 		t.Errorf("limits: %+v", c.Resources)
-	case p.Labels[LabelRun] != "abcd1234" || len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Name != "pullpath-run-abcd1234":
+	case p.Labels[cluster.LabelRun] != "abcd1234" || len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Name != "pullpath-run-abcd1234":
 		t.Errorf("labels/owner: %+v %+v", p.Labels, p.OwnerReferences)
 	}
 	for _, m := range c.VolumeMounts {
@@ -181,7 +182,7 @@ func TestBorrowableIsTheNodesSandbox(t *testing.T) {
 const probeImg = "registry.corp.example/tools/pullpath-probe@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 func TestProbePodSpecWithProbeImage(t *testing.T) {
-	r := &run{cs: &Client{Core: kubefake.Core(fake.NewClientset().CoreV1())}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, ProbeImage: probeImg}}
+	r := &run{cs: &cluster.Client{Core: kubefake.Core(fake.NewClientset().CoreV1())}, id: "abcd1234", o: VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, ProbeImage: probeImg}}
 	p := r.probeSpec("pullpath-abcd1234-probe-b2", node("b2", "poolb", t0, "v"), nil, probeImg)
 	s, c := p.Spec, p.Spec.Containers[0]
 	if c.Image != probeImg || c.ImagePullPolicy != corev1.PullIfNotPresent {
@@ -225,7 +226,7 @@ func TestVerifyWithProbeImage(t *testing.T) {
 			t.Error("the binary was asked for with --probe-image")
 			return nil, "", nil
 		}}
-	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+	v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +269,7 @@ func TestVerifyFromPod(t *testing.T) {
 	var added []corev1.EphemeralContainer
 	podReachesNodeDoesNot(fc, &added)
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
-	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
+	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	v, err := Verify(context.Background(), cs, o)
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +308,7 @@ func TestVerifyFromPod(t *testing.T) {
 	})
 	o3, added := o, nil
 	o3.Timeout = 2 * time.Second // the pool's probe pod never ends here; the ephemeral container is what counts
-	_, _ = Verify(context.Background(), &Client{Core: kubefake.Core(fc3.CoreV1()), Authz: kubefake.Authz(fc3.AuthorizationV1())}, o3)
+	_, _ = Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc3.CoreV1()), Authz: kubefake.Authz(fc3.AuthorizationV1())}, o3)
 	if len(added) != 1 {
 		t.Fatalf("ephemeral containers with a covering secret: %+v", added)
 	}
@@ -327,12 +328,12 @@ func TestVerifyFromPod(t *testing.T) {
 	// the right to add an ephemeral container is checked first, and only with --from-pod
 	fc2 := fake.NewClientset(scenario()...)
 	allowing(fc2, "update pods shop")
-	_, err = Verify(context.Background(), &Client{Core: kubefake.Core(fc2.CoreV1()), Authz: kubefake.Authz(fc2.AuthorizationV1())}, o)
+	_, err = Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc2.CoreV1()), Authz: kubefake.Authz(fc2.AuthorizationV1())}, o)
 	if err == nil || !strings.Contains(err.Error(), "update pods/ephemeralcontainers in namespace shop") {
 		t.Errorf("rights: %v", err)
 	}
 	o.ProbeFromPod, o.Timeout = "", time.Second // its probe pod never ends here
-	if _, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc2.CoreV1()), Authz: kubefake.Authz(fc2.AuthorizationV1())}, o); err != nil {
+	if _, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc2.CoreV1()), Authz: kubefake.Authz(fc2.AuthorizationV1())}, o); err != nil {
 		t.Errorf("without --from-pod the right is not needed: %v", err)
 	}
 }
@@ -367,7 +368,7 @@ func TestVerifyWithoutItsNamespace(t *testing.T) {
 	fc.PrependReactor("create", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, &forbidden{}
 	})
-	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())},
+	v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())},
 		VerifyOptions{Image: img, Namespace: "pullpath", Timeout: time.Minute, Binary: func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }})
 	if err == nil || !strings.Contains(err.Error(), "namespace pullpath does not exist and cannot be created") {
 		t.Fatalf("err = %v", err)
@@ -439,7 +440,7 @@ func TestVerifyFromPodHandsOverEverySecret(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 2 * time.Second}
-	v, _ := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+	v, _ := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if len(added) != 1 {
 		t.Fatalf("ephemeral containers: %+v", added)
 	}
@@ -509,13 +510,13 @@ func TestVerifyPodHandsEverySecretToTheNodeProbes(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, FromPod: "shop/web-new", RuntimePull: true, MaxImages: 50, Timeout: 2 * time.Second}
-	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+	v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if v == nil {
 		t.Fatalf("Verify: %v", err)
 	}
 	var probe, canary *corev1.Pod
 	for _, p := range pods {
-		switch p.Labels[LabelRole] {
+		switch p.Labels[cluster.LabelRole] {
 		case "probe":
 			probe = p
 		case "canary":
@@ -536,7 +537,7 @@ func TestVerifyPodHandsEverySecretToTheNodeProbes(t *testing.T) {
 			}
 			ref := e.ValueFrom.SecretKeyRef
 			cp := copies[ref.Name]
-			if cp == nil || cp.Namespace != "pullpath" || cp.Labels[LabelRun] != v.Run || len(cp.Data) != 1 || cp.Data[ref.Key] == nil {
+			if cp == nil || cp.Namespace != "pullpath" || cp.Labels[cluster.LabelRun] != v.Run || len(cp.Data) != 1 || cp.Data[ref.Key] == nil {
 				t.Errorf("%s refers to %s key %s, not a labelled copy in the run's namespace holding that key: %+v", e.Name, ref.Name, ref.Key, cp)
 				continue
 			}
@@ -627,7 +628,7 @@ func TestVerifySecretFlagAndUnreadablePodSecret(t *testing.T) {
 		probes = append(probes, a.(k8stesting.CreateAction).GetObject().(*corev1.Pod).DeepCopy())
 		return false, nil, nil
 	})
-	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
+	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, SecretNamespace: "shop", Secret: "legacy", MaxImages: 50, Timeout: time.Second}
 	v, _ := Verify(context.Background(), cs, o)
 	if v == nil || len(probes) != 1 {
@@ -668,7 +669,7 @@ func TestVerifyPodWithoutSecretRights(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, FromPod: "shop/web-new", MaxImages: 50, Timeout: time.Second}
-	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+	v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil || v == nil {
 		t.Fatalf("Verify stopped: %v", err)
 	}
@@ -683,7 +684,7 @@ func TestVerifyPodWithoutSecretRights(t *testing.T) {
 	}
 	// --secret still needs the right up front: that secret is the whole point of the flag
 	o.FromPod, o.SecretNamespace, o.Secret = "", "shop", "regcred"
-	if _, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o); err == nil || !strings.Contains(err.Error(), "get secrets in namespace shop (read the pull secret)") {
+	if _, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o); err == nil || !strings.Contains(err.Error(), "get secrets in namespace shop (read the pull secret)") {
 		t.Errorf("--secret without the right: %v", err)
 	}
 }
@@ -710,7 +711,7 @@ func TestVerifyFromPodRetriesAConflict(t *testing.T) {
 		return false, nil, nil
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 2 * time.Second}
-	v, _ := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+	v, _ := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if v == nil || v.FromPod == nil {
 		t.Fatal("no result from the pod")
 	}
@@ -734,7 +735,7 @@ func TestVerifyEveryListedImageGone(t *testing.T) {
 	})
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolc"}, MaxImages: 50, Timeout: 20 * time.Second,
 		Binary: func(string) ([]byte, string, error) { return []byte("\x7fELF not really"), "test", nil }}
-	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+	v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -748,7 +749,7 @@ func TestVerifyEveryListedImageGone(t *testing.T) {
 // fixed by a grant, admission's or the network's is not; each says why in the same problem.
 func TestUnreadableSecretByType(t *testing.T) {
 	fc := fake.NewClientset(scenario()...)
-	cs := &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
+	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}
 	for _, c := range []struct {
 		name string
 		err  error
@@ -760,16 +761,16 @@ func TestUnreadableSecretByType(t *testing.T) {
 		{"network", &url.Error{Op: "Get", URL: "https://10.0.0.1:6443/api/v1/namespaces/shop/secrets/regcred", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}, false, "not readable: cannot reach the cluster to get secrets regcred"},
 	} {
 		fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) { return true, nil, c.err })
-		ps, _, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img)
-		var u *unreadableSecret
-		if !errors.As(err, &u) || u.rbac() != c.rbac || ps.Problem != err.Error() || !strings.HasPrefix(ps.Problem, c.why) || ps.Exists != nil {
-			t.Errorf("%s: err %v (rbac %t), problem %q, want %q…", c.name, err, u != nil && u.rbac(), ps.Problem, c.why)
+		ps, _, err := cluster.ReadSecret(context.Background(), cs, "shop", "regcred", "pod", img)
+		var u *cluster.UnreadableSecret
+		if !errors.As(err, &u) || u.RBAC() != c.rbac || ps.Problem != err.Error() || !strings.HasPrefix(ps.Problem, c.why) || ps.Exists != nil {
+			t.Errorf("%s: err %v (rbac %t), problem %q, want %q…", c.name, err, u != nil && u.RBAC(), ps.Problem, c.why)
 		}
 	}
 	fc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewNotFound(corev1.Resource("secrets"), "regcred")
 	})
-	if ps, _, err := readSecret(context.Background(), cs, "shop", "regcred", "pod", img); err != nil || ps.Exists == nil || *ps.Exists {
+	if ps, _, err := cluster.ReadSecret(context.Background(), cs, "shop", "regcred", "pod", img); err != nil || ps.Exists == nil || *ps.Exists {
 		t.Errorf("a missing secret was read as unreadable: %v %+v", err, ps)
 	}
 }
@@ -792,7 +793,7 @@ func TestVerifyFromPodProbeImageNotPulled(t *testing.T) {
 	var added []corev1.EphemeralContainer
 	podReachesNodeDoesNot(fc, &added) // runs first: the pools' probe pods, and a status this test's reactor replaces
 	o := VerifyOptions{Image: img, Namespace: "pullpath", Pools: []string{"poolb"}, ProbeImage: probeImg, ProbeFromPod: "shop/web-new", MaxImages: 50, Timeout: 20 * time.Second}
-	v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+	v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -843,7 +844,7 @@ func TestVerifyReadsItsSourcesBeforeCreating(t *testing.T) {
 			o := c.o
 			o.Image, o.Namespace, o.MaxImages, o.Timeout = img, "pullpath", 50, time.Second
 			o.Binary = func(string) ([]byte, string, error) { return []byte("bin"), "test", nil }
-			v, err := Verify(context.Background(), &Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
+			v, err := Verify(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1())}, o)
 			if v != nil || err == nil || err.Error() != c.want {
 				t.Errorf("report %v, err\n%v\nwant\n%s", v, err, c.want)
 			}

@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/report"
 )
 
@@ -23,16 +24,6 @@ const (
 	ModeAttach    = "attach"
 	ModeConfigMap = "configmap"
 	ModeImage     = "image"
-)
-
-// Labels every object of a run carries; `pullpath cleanup` deletes by them.
-const (
-	LabelManaged = "app.kubernetes.io/managed-by" // = "pullpath"
-	LabelRun     = "pullpath.dev/run"
-	LabelRole    = "pullpath.dev/role" // owner, binary, loader, secret, probe, canary
-	LabelPool    = "pullpath.dev/pool-hash"
-	LabelBy      = "pullpath.dev/by" // = ByWatch on a watcher's objects
-	ByWatch      = "watch"
 )
 
 // VerifyOptions describe one verification run.
@@ -66,7 +57,7 @@ type VerifyOptions struct {
 	// ephemeral container, to set beside the node's verdict.
 	ProbeFromPod string
 	HostMount    string // what of the node the probe pods mount under /host: HostMountRoot ("") or HostMountNarrow
-	// SandboxImages are more repositories a node's sandbox image comes from, beside SandboxRepos:
+	// SandboxImages are more repositories a node's sandbox image comes from, beside cluster.SandboxRepos:
 	// the probe runs on no other image without a pull
 	SandboxImages []string
 	ProbeArgs     []string      // extra probe flags (timeouts)
@@ -78,7 +69,7 @@ type VerifyOptions struct {
 
 // run is one verification in flight.
 type run struct {
-	cs    *Client
+	cs    *cluster.Client
 	o     VerifyOptions
 	id    string
 	owner *corev1.ConfigMap
@@ -94,8 +85,8 @@ type run struct {
 	loaderUIDs  map[string]types.UID // goarch → the UID of the loader ConfigMap the run made
 	mode        string               // the delivery the pools start with: attach, configmap or image
 	stored      report.Stored        // what the run wrote to the API
-	expires     time.Time            // after this the run is surely over (LabelExpires); zero: a watcher's
-	by          string               // LabelBy: who made the run's objects, when not verify
+	expires     time.Time            // after this the run is surely over (cluster.LabelExpires); zero: a watcher's
+	by          string               // cluster.LabelBy: who made the run's objects, when not verify
 	notes       []string
 	madeNS      bool
 	// srcPod and srcSecret are what --pod and --secret name, read before anything is created
@@ -119,7 +110,7 @@ type delivery struct {
 // Verify runs the probe on a node of every pool (or every node) through probe pods that need no
 // pull, and returns the verdict per pool. Everything it creates is deleted before it returns, on
 // every path (ctx cancelled included); what could not be deleted is listed in LeftBehind.
-func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verification, err error) {
+func Verify(ctx context.Context, cs *cluster.Client, o VerifyOptions) (v *report.Verification, err error) {
 	start := time.Now()
 	r := newRun(ctx, cs, o)
 	o = r.o
@@ -138,7 +129,7 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 	defer func() {
 		// cleanup on every path, with its own time and retries: ctx may be cancelled already, and
 		// the API server may be restarting
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cluster.CleanupTimeout)
 		defer cancel()
 		v.LeftBehind = r.cleanup(cctx)
 		v.Stored = r.stored
@@ -158,8 +149,8 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 	var g errgroup.Group
 	g.SetLimit(o.Concurrency) // Go waits for a free slot
 	for i, t := range targets {
-		results[i] = t.result
-		if t.node == nil {
+		results[i] = t.Result
+		if t.Node == nil {
 			continue
 		}
 		g.Go(func() error {
@@ -167,7 +158,7 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 				results[i].Class, results[i].Error = report.ClassOther, "cut before the probe started: "+context.Cause(ctx).Error()
 				return nil
 			}
-			r.verifyNode(ctx, t.node, &results[i])
+			r.verifyNode(ctx, t.Node, &results[i])
 			r.progress(fmt.Sprintf("pool %s: %s on %s", results[i].Pool, results[i].Class, results[i].Node))
 			return nil
 		})
@@ -189,7 +180,7 @@ func Verify(ctx context.Context, cs *Client, o VerifyOptions) (v *report.Verific
 }
 
 // newRun is a run with o's defaults filled in and its expiry after ctx's deadline.
-func newRun(ctx context.Context, cs *Client, o VerifyOptions) *run {
+func newRun(ctx context.Context, cs *cluster.Client, o VerifyOptions) *run {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 10
 	}
@@ -197,11 +188,11 @@ func newRun(ctx context.Context, cs *Client, o VerifyOptions) *run {
 		o.Timeout = 3 * time.Minute
 	}
 	if o.MaxImages <= 0 {
-		o.MaxImages = DefaultMaxImages
+		o.MaxImages = cluster.DefaultMaxImages
 	}
 	r := &run{cs: cs, o: o, id: newID(), bins: map[string]*delivery{}, loaders: map[string]string{}, loaderUIDs: map[string]types.UID{}, expires: time.Now().Add(24 * time.Hour)}
 	if d, ok := ctx.Deadline(); ok {
-		r.expires = d.Add(CleanupTimeout + time.Minute)
+		r.expires = d.Add(cluster.CleanupTimeout + time.Minute)
 	}
 	return r
 }
@@ -229,12 +220,12 @@ func (r *run) note(format string, args ...any) {
 }
 
 func (r *run) labels(role string) map[string]string {
-	l := map[string]string{LabelManaged: "pullpath", LabelRun: r.id, LabelRole: role}
+	l := map[string]string{cluster.LabelManaged: "pullpath", cluster.LabelRun: r.id, cluster.LabelRole: role}
 	if !r.expires.IsZero() {
-		l[LabelExpires] = strconv.FormatInt(r.expires.Unix(), 10)
+		l[cluster.LabelExpires] = strconv.FormatInt(r.expires.Unix(), 10)
 	}
 	if r.by != "" {
-		l[LabelBy] = r.by
+		l[cluster.LabelBy] = r.by
 	}
 	return l
 }
@@ -260,4 +251,18 @@ func (r *run) store(data map[string][]byte) {
 	for k, v := range data {
 		r.stored.Bytes += len(k) + len(v)
 	}
+}
+
+// cleanup deletes every object of the run, then lists what is left.
+func (r *run) cleanup(ctx context.Context) []string {
+	// a watcher lists no secret and holds no right to: its copies (watch --secret) go by name
+	o := cluster.CleanupOptions{Namespace: r.o.Namespace, Run: r.id, DropNamespace: r.madeNS}
+	if r.by == cluster.ByWatch {
+		o.NoSecrets, o.Secrets = true, r.secrets
+	}
+	left, err := cluster.Cleanup(ctx, r.cs, o)
+	if err != nil && len(left) == 0 {
+		left = []string{"objects of run " + r.id + " in namespace " + r.o.Namespace + " (" + cluster.ShortErr(err) + ")"}
+	}
+	return left
 }

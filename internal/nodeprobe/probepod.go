@@ -1,4 +1,4 @@
-package cluster
+package nodeprobe
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
+	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/loader"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -137,7 +138,7 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 	pod := r.probeSpec(name, n, d, img)
 	created := time.Now()
 	if _, err := r.cs.Core.Pods(r.o.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		res.Error = "cannot create the probe pod: " + apiError(err, "create", "pods", r.o.Namespace, name).Error()
+		res.Error = "cannot create the probe pod: " + cluster.APIError(err, "create", "pods", r.o.Namespace, name).Error()
 		return podOutcome{}
 	}
 	defer r.deletePod(name)
@@ -463,11 +464,11 @@ func terminated(p *corev1.Pod) *corev1.ContainerStateTerminated {
 
 // fullReport reads the probe's JSON report from its log.
 func (r *run) fullReport(ctx context.Context, name string) *report.Probe {
-	raw, err := rawRead(ctx, r.cs.Core.Pods(r.o.Namespace).GetLogs(name, &corev1.PodLogOptions{Container: "probe", LimitBytes: int64p(MaxRawRead + 1)}), "get", "pods/log", r.o.Namespace, name)
+	raw, err := cluster.RawRead(ctx, r.cs.Core.Pods(r.o.Namespace).GetLogs(name, &corev1.PodLogOptions{Container: "probe", LimitBytes: int64p(cluster.MaxRawRead + 1)}), "get", "pods/log", r.o.Namespace, name)
 	if err != nil {
-		var re *RBACError
+		var re *cluster.RBACError
 		if errors.As(err, &re) {
-			r.note("the probes' logs in namespace %s were not read (%s): only their compact verdicts are known", r.o.Namespace, shortErr(err))
+			r.note("the probes' logs in namespace %s were not read (%s): only their compact verdicts are known", r.o.Namespace, cluster.ShortErr(err))
 		}
 		return nil
 	}
@@ -479,6 +480,8 @@ func (r *run) fullReport(ctx context.Context, name string) *report.Probe {
 }
 
 func int64p(v int64) *int64 { return &v }
+
+func boolp(b bool) *bool { return &b }
 
 // noProbe records why a pool has no probe verdict, explain's reading of the probe pod, and the
 // class report.PoolResult.PodCause gives it (other unless the pod's own pull failed).
@@ -520,7 +523,7 @@ func (r *run) podFindings(ctx context.Context, p *corev1.Pod) []report.Finding {
 			}
 		}
 	}
-	fs := explain(p, own)
+	fs := cluster.Explain(p, own)
 	if len(fs) == 0 && len(lines) > 0 {
 		fs = []report.Finding{{Class: report.ClassOther, Code: report.CodeUnknown, Message: strings.Join(lines, "; "), Reason: "the probe pod's own events", Decided: false, DecidedBecause: notStarted, Count: 1}}
 	}
