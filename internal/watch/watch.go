@@ -76,7 +76,11 @@ type nodeState struct {
 	cond     Condition
 	since    time.Time // the condition's lastTransitionTime
 	statuses map[string]*ImageStatus
-	skip     string // why it gets no probe now (cluster.Ineligible's words), "" when it does
+	results  map[string]ImageResult // the newest of each image
+	skip     string                 // why it gets no probe now (cluster.Ineligible's words), "" when it does
+	// written is the condition last written to the node, at writtenAt
+	written   Condition
+	writtenAt time.Time
 }
 
 // ImageStatus is one node × image in `watch status` (report.WatchImage).
@@ -212,11 +216,12 @@ func (w *Watcher) upsert(obj any) {
 	ns := w.nodes[n.Name]
 	if ns == nil {
 		pool, _ := cluster.Pool(n)
-		ns = &nodeState{pool: pool, statuses: map[string]*ImageStatus{}, next: time.Now()}
-		if c := condition(n); c != nil && c.Status != corev1.ConditionUnknown && time.Since(c.LastHeartbeatTime.Time) < w.o.Interval {
+		ns = &nodeState{pool: pool, statuses: map[string]*ImageStatus{}, results: map[string]ImageResult{}, next: time.Now()}
+		if c := condition(n); c != nil && c.Status != corev1.ConditionUnknown && time.Since(c.LastHeartbeatTime.Time) < max(w.o.Interval, ConditionHeartbeat) {
 			ns.next = time.Now().Add(stagger(n.Name, w.o.Interval))
 			ns.cond = Condition{Status: string(c.Status), Reason: reasonOf(c.Reason), Message: line(c.Message, MaxMessage)}
 			ns.since = c.LastTransitionTime.Time
+			ns.written, ns.writtenAt = ns.cond, c.LastHeartbeatTime.Time
 		}
 		w.nodes[n.Name] = ns
 	} else if ns.node != nil && !cluster.NodeReady(ns.node) && cluster.NodeReady(n) {
@@ -338,11 +343,28 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 		w.progress(fmt.Sprintf("node %s: the API server did not answer; probed again shortly", n.Name))
 		return
 	}
+	w.record(ctx, ns, n, results, probes, now)
+}
+
+// record takes the newest results of some or all images of node n (a round of probe pods, or
+// what its agent served) and reports them: metrics, the status, the condition and, on a
+// transition, an Event. The condition is written on a change, and otherwise once per
+// ConditionHeartbeat: a steady node costs the API server one write an hour.
+func (w *Watcher) record(ctx context.Context, ns *nodeState, n *corev1.Node, results []ImageResult, probes []*report.PoolResult, now time.Time) {
 	for i, r := range results {
 		w.metrics.observe(n.Name, ns.pool, r, probes[i], now)
 	}
-	c := conditionOf(results)
 	w.mu.Lock()
+	for _, r := range results {
+		ns.results[r.Image] = r
+	}
+	var all []ImageResult
+	for _, img := range w.o.Images {
+		if r, ok := ns.results[img]; ok {
+			all = append(all, r)
+		}
+	}
+	c := conditionOf(all)
 	ns.busy, ns.probed = false, true
 	ns.next, ns.last = now.Add(w.o.Interval), now
 	prev := ns.cond
@@ -371,17 +393,28 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 		st.Class, st.Code, st.Host, st.Role, st.Step, st.LastProbed, st.Full, st.Error = class, code, host, role, step, now, r.Full, r.Error
 	}
 	ns.cond = c
+	write := c != ns.written || now.Sub(ns.writtenAt) >= ConditionHeartbeat
 	w.mu.Unlock()
 	w.metrics.setCondition(n.Name, ns.pool, c)
 	// the event first: who sees the condition flip finds its event
 	if changed && prev.Status != "" || changed && c.Status == "True" {
 		w.event(ctx, n, prev, c)
 	}
-	if err := w.setCondition(ctx, n, c, since, now); err != nil {
-		w.progress(fmt.Sprintf("node %s: the condition could not be written: %v", n.Name, err))
+	if write {
+		if err := w.setCondition(ctx, n, c, since, now); err != nil {
+			w.progress(fmt.Sprintf("node %s: the condition could not be written: %v", n.Name, err))
+		} else {
+			w.mu.Lock()
+			ns.written, ns.writtenAt = c, now
+			w.mu.Unlock()
+		}
 	}
 	w.progress(fmt.Sprintf("node %s (pool %s): %s %s", n.Name, ns.pool, c.Status, c.Reason))
 }
+
+// ConditionHeartbeat is how often the condition of a node whose verdict did not change is
+// written again (its lastHeartbeatTime moves): hourly, the API budget of a node.
+const ConditionHeartbeat = time.Hour
 
 // apiAway reports whether the API server fails to answer for the node now, in a way that passes.
 func (w *Watcher) apiAway(ctx context.Context, node string) bool {

@@ -93,6 +93,32 @@ func (w *watcher) waitLog(t *testing.T, s string, within time.Duration) {
 	}
 }
 
+// mark is where the watcher's stderr ends now: waitProbe reads only what follows.
+func (w *watcher) mark() int {
+	w.mu().Lock()
+	defer w.mu().Unlock()
+	return w.errOut.Len()
+}
+
+// waitProbe waits until the watcher says, after mark, that it probed node (its line "node N (pool
+// P): STATUS REASON"), and returns the status and reason. The condition is written on a change
+// only (and hourly), so the watcher's own line is what says a probe happened.
+func (w *watcher) waitProbe(t *testing.T, node string, mark int, within time.Duration) (string, string) {
+	t.Helper()
+	re := regexp.MustCompile(`node ` + regexp.QuoteMeta(node) + ` \(pool [^)]*\): (\w+) (\w+)`)
+	for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
+		w.mu().Lock()
+		m := re.FindSubmatch(w.errOut.Bytes()[mark:])
+		w.mu().Unlock()
+		if m != nil {
+			return string(m[1]), string(m[2])
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("watch did not probe %s within %s:\n%s", node, within, w.errOut.String())
+		}
+	}
+}
+
 // stopClean stops the watcher with SIGTERM: it must exit 0 and leave nothing in the cluster.
 func (w *watcher) stopClean(t *testing.T, c *cluster) {
 	t.Helper()
@@ -268,6 +294,7 @@ func TestWatch(t *testing.T) {
 	// every node carries a fresh condition from the first watcher: the second spreads their next
 	// probes over its interval (10 min), and probes at once only what changes
 	// poolc-1 turns NotReady (as a node controller would mark it), then its kubelet reports Ready
+	notReady := w2.mark()
 	patch := []byte(`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"Test","message":"pullpath's cluster tier","lastHeartbeatTime":"` +
 		time.Now().UTC().Format(time.RFC3339) + `","lastTransitionTime":"` + time.Now().UTC().Format(time.RFC3339) + `"}]}}`)
 	if _, err := c.Client.CoreV1().Nodes().PatchStatus(context.Background(), "poolc-1", patch); err != nil {
@@ -282,27 +309,18 @@ func TestWatch(t *testing.T) {
 			t.Fatal("poolc-1's kubelet did not report Ready again within 2 min")
 		}
 	}
-	for {
-		cond := c.pathCondition(t, "poolc-1")
-		if cond != nil && !cond.LastHeartbeatTime.Time.Before(readyAgain.Truncate(time.Second)) {
-			took := time.Since(readyAgain)
-			c.figure("watch: poolc-1 probed %s after it became Ready again (interval 10m)", took.Round(100*time.Millisecond))
-			if took > 60*time.Second {
-				t.Errorf("poolc-1 probed %s after it became Ready, want within 60 s", took)
-			}
-			break
-		}
-		if time.Since(readyAgain) > 90*time.Second {
-			t.Fatalf("poolc-1 not probed within 90 s of becoming Ready again\n%s", w2.errOut.String())
-		}
-		time.Sleep(200 * time.Millisecond)
+	w2.waitProbe(t, "poolc-1", notReady, 90*time.Second)
+	took := time.Since(readyAgain)
+	c.figure("watch: poolc-1 probed %s after it became Ready again (interval 10m)", took.Round(100*time.Millisecond))
+	if took > 60*time.Second {
+		t.Errorf("poolc-1 probed %s after it became Ready, want within 60 s", took)
 	}
 	// a pod on poolb-2 that cannot pull the image: its kubelet's pull failure (an event) brings
 	// the node's probe forward, long before its interval (10 min)
 	podNS := c.Namespace(t, "pullfailure")
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: podNS}, Spec: corev1.PodSpec{NodeName: "poolb-2", RestartPolicy: corev1.RestartPolicyNever,
 		Containers: []corev1.Container{{Name: "app", Image: im.Ref, ImagePullPolicy: corev1.PullAlways}}}}
-	created := time.Now()
+	created, mark := time.Now(), w2.mark()
 	if _, err := c.Client.CoreV1().Pods(podNS).Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -311,26 +329,17 @@ func TestWatch(t *testing.T) {
 	if evs, err := c.Client.CoreV1().Events(podNS).List(context.Background(), metav1.ListOptions{FieldSelector: "reason=Failed"}); err == nil && len(evs.Items) > 0 {
 		failedAt = evs.Items[0].FirstTimestamp.Time
 	}
-	for {
-		cond := c.pathCondition(t, "poolb-2")
-		if cond != nil && !cond.LastHeartbeatTime.Time.Before(created.Truncate(time.Second)) {
-			from := created
-			if !failedAt.IsZero() {
-				from = failedAt
-			}
-			c.figure("watch: poolb-2 probed %s after its kubelet's pull failure (interval 10m)", time.Since(from).Round(time.Second))
-			if took := time.Since(from); took > watch.TriggerWithin+30*time.Second {
-				t.Errorf("poolb-2 probed %s after its kubelet's pull failure, want within %s and a probe", took, watch.TriggerWithin)
-			}
-			if cond.Status != "True" {
-				t.Errorf("poolb-2 after its pull failure: %s/%s, want True (no route)", cond.Status, cond.Reason)
-			}
-			break
-		}
-		if time.Since(created) > 2*time.Minute {
-			t.Fatalf("poolb-2 not probed within 2 min of its pod's pull failure\n%s", w2.errOut.String())
-		}
-		time.Sleep(200 * time.Millisecond)
+	status, reason := w2.waitProbe(t, "poolb-2", mark, 2*time.Minute)
+	from := created
+	if !failedAt.IsZero() {
+		from = failedAt
+	}
+	c.figure("watch: poolb-2 probed %s after its kubelet's pull failure (interval 10m)", time.Since(from).Round(time.Second))
+	if took := time.Since(from); took > watch.TriggerWithin+30*time.Second {
+		t.Errorf("poolb-2 probed %s after its kubelet's pull failure, want within %s and a probe", took, watch.TriggerWithin)
+	}
+	if status != "True" {
+		t.Errorf("poolb-2 after its pull failure: %s/%s, want True (no route)", status, reason)
 	}
 	w2.stopClean(t, c)
 	if cond := c.pathCondition(t, "poolb-2"); cond == nil || cond.Status != "True" {
