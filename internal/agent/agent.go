@@ -224,10 +224,14 @@ func (a *Agent) probe(ctx context.Context, image string, full, asked bool) *Resu
 	return r
 }
 
-// Since returns the newest result of every image newer than seq.
+// Since returns the newest result of every image newer than seq; all of them when seq is ahead
+// of the agent's (the reader knew an earlier life of the agent: its pod restarted).
 func (a *Agent) Since(seq uint64) *Results {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	if seq > a.seq {
+		seq = 0
+	}
 	out := a.header()
 	for _, r := range a.latest {
 		if r.Seq > seq {

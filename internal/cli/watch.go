@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/pullpath/pullpath/internal/agent"
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/report"
@@ -41,6 +42,9 @@ type watchOptions struct {
 	leaderElect     bool
 	secret          string // NAMESPACE/NAME
 	serviceAccount  string // NAMESPACE/NAME
+	resident        bool
+	agentImage      string
+	agentPort       int
 }
 
 func newWatchCmd(s Streams) *cobra.Command {
@@ -53,8 +57,7 @@ func newWatchCmd(s Streams) *cobra.Command {
 first, then every --interval, staggered. Results: the node condition ImagePullPathBroken
 (True broken, False holds, Unknown could not run; reason the class in CamelCase), a node
 Event per transition, Prometheus metrics (--metrics-address) and 'pullpath watch status'.
-Quota-safe: the manifest, every host and the first byte of each layer, and every
---full-every'th probe a complete download. SIGINT/SIGTERM deletes what it made.
+--resident: an agent pod per node probes it, no pod per probe. SIGTERM cleans up.
 
 Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 could not run.
 ` + manual("watch.md"),
@@ -77,7 +80,10 @@ Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 
 	f.BoolVar(&o.includeCordoned, "include-cordoned", false, "also probe cordoned nodes (skipped by default, as verify skips them)")
 	f.StringVar(&o.secret, "secret", "", "NAMESPACE/NAME: present this pull secret, as its pods do")
 	f.StringVar(&o.serviceAccount, "service-account", "", "NAMESPACE/NAME: present that ServiceAccount's pull secrets, as its pods do")
-	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect", "sandbox-image", "include-cordoned", "service-account", "secret")
+	f.BoolVar(&o.resident, "resident", false, "an agent pod on every node probes it locally; no probe pod per probe")
+	f.StringVar(&o.agentImage, "agent-image", "", "with --resident: a pullpath image pinned by digest for the agents (default: the binary in ConfigMaps on the node's sandbox image)")
+	f.IntVar(&o.agentPort, "agent-port", agent.Port, "with --resident: the agents' port on the nodes")
+	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect", "sandbox-image", "include-cordoned", "service-account", "secret", "resident", "agent-image", "agent-port")
 	cmd.AddCommand(newWatchStatusCmd(s), newWatchManifestsCmd(s))
 	return cmd
 }
@@ -115,6 +121,9 @@ func (o *watchOptions) Validate() error {
 	if err := checkNamespace("--run-namespace", o.runNamespace); err != nil {
 		return err
 	}
+	if err := o.checkResident(); err != nil {
+		return err
+	}
 	if err := watch.CheckIdentity(o.secret, o.serviceAccount); err != nil {
 		return err
 	}
@@ -122,6 +131,32 @@ func (o *watchOptions) Validate() error {
 		return err
 	}
 	return o.kube.validate()
+}
+
+// checkResident refuses the agents' flags without --resident, a port outside 1–65535, and an
+// agent image not pinned by digest (the admission policy runs no other).
+func (o *watchOptions) checkResident() error {
+	if !o.resident {
+		for _, f := range []string{"agent-image", "agent-port"} {
+			if o.flagChanged(f) {
+				return fmt.Errorf("--%s is for the resident agents: add --resident", f)
+			}
+		}
+		return nil
+	}
+	if o.agentPort < 1 || o.agentPort > 65535 {
+		return fmt.Errorf("--agent-port %d: want 1 to 65535", o.agentPort)
+	}
+	if o.agentImage != "" {
+		ref, err := parseImage(o.agentImage)
+		if err != nil {
+			return fmt.Errorf("--agent-image: %w", err)
+		}
+		if ref.Digest == "" {
+			return fmt.Errorf("--agent-image %s: pin it by digest (IMAGE@sha256:…, as pullpath image push prints): the node runs what the digest names, nothing a tag was moved to", o.agentImage)
+		}
+	}
+	return nil
 }
 
 // Run watches until ctx ends, then deletes what it made; something left is ExitError{1}.
@@ -141,7 +176,7 @@ func (o *watchOptions) Run(ctx context.Context) error {
 		defer ln.Close()
 	}
 	vo := nodeprobe.VerifyOptions{Namespace: o.runNamespace, Delivery: o.delivery, Timeout: o.probeTimeout, Binary: probeBinaryFor(""), SandboxImages: o.sandboxImages,
-		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}, FromServiceAccount: o.serviceAccount}
+		ProbeArgs: []string{"--timeout", probeBudget(o.probeTimeout).String()}, FromServiceAccount: o.serviceAccount, ProbeImage: o.agentImage}
 	if o.secret != "" {
 		vo.SecretNamespace, vo.Secret, _ = strings.Cut(o.secret, "/")
 	}
@@ -172,7 +207,7 @@ func (o *watchOptions) Run(ctx context.Context) error {
 	defer stopLeading()
 	lead := func(ctx context.Context) {
 		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf, API: api, Version: Version,
-			IncludeCordoned: o.includeCordoned})
+			IncludeCordoned: o.includeCordoned, Resident: o.resident, AgentPort: o.agentPort})
 		if err != nil {
 			if ctx.Err() == nil { // not a lost lease: the watcher cannot run
 				leadErr = err
@@ -350,7 +385,9 @@ Exit codes: 0 printed, 2 a bad flag.
 	f.StringVar(&o.Secret, "secret", "", "NAMESPACE/NAME: the pull secret the probes present (watch --secret)")
 	f.StringVar(&o.PullServiceAccount, "service-account", "", "NAMESPACE/NAME: present that ServiceAccount's pull secrets (watch --service-account)")
 	f.StringVar(&o.JanitorNamespace, "janitor-namespace", o.JanitorNamespace, "verify's run namespace, whose expired leftovers the janitor deletes (\"\" leaves it out)")
-	groupFlags(f, "More", "namespace", "run-namespace", "metrics-port", "replicas", "watcher-service-account", "janitor-namespace", "service-account")
+	f.BoolVar(&o.Resident, "resident", false, "the watcher runs watch --resident: an agent pod on every node")
+	f.StringVar(&o.AgentImage, "agent-image", "", "with --resident: the agents' pullpath image, pinned by digest")
+	groupFlags(f, "More", "namespace", "run-namespace", "metrics-port", "replicas", "watcher-service-account", "janitor-namespace", "service-account", "resident", "agent-image")
 	_ = cmd.MarkFlagRequired("watcher-image")
 	return cmd
 }

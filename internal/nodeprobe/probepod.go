@@ -266,43 +266,57 @@ func shortName(s string) string {
 // probeSpec is the probe pod on n: with d, the binary from ConfigMaps run by the loader on img
 // (already on the node); with d nil, the probe image img itself.
 func (r *run) probeSpec(name string, n *corev1.Node, d *delivery, img string) *corev1.Pod {
-	deadline := int64(r.o.Timeout.Seconds()) + 30
+	return r.nodePod(name, "probe", n, d, img, r.probeArgs(n))
+}
+
+// nodePod is a pod on n that sees the node as its runtime does (its network, resolver and files,
+// read-only), running pullpath with args: the probe pod (role "probe": one run, then it ends) or
+// the resident agent (role "agent": restarted by the kubelet, never ends by itself).
+func (r *run) nodePod(name, role string, n *corev1.Node, d *delivery, img string, args []string) *corev1.Pod {
+	resident := role == roleAgent
 	f, t := false, true
 	zero := int64(0)
 	vols, mounts := hostVolumes(r.o.HostMount)
-	command := append([]string{"/pullpath"}, r.probeArgs(n)...)
+	command := append([]string{"/pullpath"}, args...)
 	pull := corev1.PullIfNotPresent
 	stdin := false
 	if d != nil {
 		vols, mounts = r.loaderVolumes(d, vols, mounts)
-		command = loader.Command("/pp/parts", "/pp/run/pullpath", d.size, d.sha256, r.probeArgs(n)...)
+		command = loader.Command("/pp/parts", "/pp/run/pullpath", d.size, d.sha256, args...)
 		if d.mode == ModeAttach {
 			// the loader reads the binary from stdin, which the kubelet holds open until the one
 			// attach that streams it ends (stdinOnce)
-			command = loader.StreamCommand("/pp/parts/"+loader.File, "/pp/run/pullpath", d.size, d.sha256, r.probeArgs(n)...)
+			command = loader.StreamCommand("/pp/parts/"+loader.File, "/pp/run/pullpath", d.size, d.sha256, args...)
 			stdin = true
 		}
 		pull = corev1.PullNever
 	}
-	m := r.meta(name, "probe")
+	m := r.meta(name, role)
 	m.Labels["pullpath.dev/node"] = shortName(n.Name)
+	restart, deadline, grace := corev1.RestartPolicyNever, new(int64(r.o.Timeout.Seconds())+30), &zero
+	requests := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	if resident {
+		// the agent lives as long as the watcher wants it: the kubelet restarts it in place
+		restart, deadline, grace = corev1.RestartPolicyAlways, nil, new(int64(5))
+		requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m"), corev1.ResourceMemory: resource.MustParse("32Mi")}
+	}
 	return &corev1.Pod{
 		ObjectMeta: m,
 		Spec: corev1.PodSpec{
-			NodeName: n.Name, HostNetwork: true, DNSPolicy: corev1.DNSDefault, RestartPolicy: corev1.RestartPolicyNever,
-			ActiveDeadlineSeconds: &deadline, TerminationGracePeriodSeconds: &zero,
+			NodeName: n.Name, HostNetwork: true, DNSPolicy: corev1.DNSDefault, RestartPolicy: restart,
+			ActiveDeadlineSeconds: deadline, TerminationGracePeriodSeconds: grace,
 			Tolerations:                  []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 			AutomountServiceAccountToken: &f, EnableServiceLinks: &f,
 			// root only to read the node's files as their owner (0600 client keys in certs.d); no capability
 			SecurityContext: &corev1.PodSecurityContext{RunAsUser: &zero, RunAsGroup: &zero, SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 			Containers: []corev1.Container{{
-				Name: "probe", Image: img, ImagePullPolicy: pull, Env: r.secretEnv, Stdin: stdin, StdinOnce: stdin,
+				Name: role, Image: img, ImagePullPolicy: pull, Env: r.secretEnv, Stdin: stdin, StdinOnce: stdin,
 				Command:                  command,
 				TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 				SecurityContext: &corev1.SecurityContext{Privileged: &f, AllowPrivilegeEscalation: &f, ReadOnlyRootFilesystem: &t,
 					RunAsNonRoot: &f, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
 				Resources: corev1.ResourceRequirements{
-					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+					Requests: requests,
 					Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 				},
 				VolumeMounts: mounts,

@@ -18,7 +18,8 @@ import (
 // them. Probes of one image on different nodes may run at once; one node is probed by one caller
 // at a time.
 type Prober struct {
-	runs map[string]*run // image → its run
+	runs   map[string]*run // image → its run
+	images []string        // in the order given
 }
 
 // NewProber prepares a run per image in o.Namespace with o's delivery, secret and timeouts.
@@ -28,7 +29,7 @@ func NewProber(ctx context.Context, cs *cluster.Client, o VerifyOptions, images 
 	if len(images) == 0 {
 		return nil, errors.New("no image to probe")
 	}
-	p := &Prober{runs: map[string]*run{}}
+	p := &Prober{runs: map[string]*run{}, images: images}
 	for _, img := range images {
 		io := o
 		io.Image = img

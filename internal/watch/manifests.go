@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/pullpath/pullpath/internal/cluster"
+	"github.com/pullpath/pullpath/internal/registry"
 )
 
 // ManifestOptions fill the in-cluster install of watch.
@@ -31,6 +32,10 @@ type ManifestOptions struct {
 	// JanitorNamespace is verify's run namespace, whose expired leftovers the janitor CronJob
 	// deletes; "" leaves the janitor out.
 	JanitorNamespace string
+	// Resident runs watch --resident: an agent pod on every node; AgentImage (digest-pinned) is
+	// theirs, "" for the binary in ConfigMaps on each node's sandbox image.
+	Resident   bool
+	AgentImage string
 }
 
 // DefaultManifestOptions are watch manifests' defaults.
@@ -84,7 +89,32 @@ func (o ManifestOptions) Validate() error {
 	if o.MetricsPort < 1 || o.MetricsPort > 65535 {
 		return fmt.Errorf("--metrics-port %d: want a port, 1 to 65535", o.MetricsPort)
 	}
+	if o.AgentImage != "" {
+		if !o.Resident {
+			return errors.New("--agent-image is for the resident agents: add --resident")
+		}
+		ref, err := registry.ParseReference(o.AgentImage)
+		if err != nil {
+			return fmt.Errorf("--agent-image: %w", err)
+		}
+		if ref.Digest == "" {
+			return fmt.Errorf("--agent-image %s: pin it by digest (IMAGE@sha256:…): the admission policy runs no other", o.AgentImage)
+		}
+	}
 	return nil
+}
+
+// agentRepos are the repositories the probe-pod policy admits an image of, by digest: the
+// agents' image.
+func (o ManifestOptions) agentRepos() []string {
+	if o.AgentImage == "" {
+		return nil
+	}
+	ref, err := registry.ParseReference(o.AgentImage)
+	if err != nil {
+		return nil
+	}
+	return []string{ref.Name()}
 }
 
 // CheckIdentity checks watch's and watch manifests' --secret and --service-account: at most one,
@@ -129,7 +159,7 @@ func Manifests(o ManifestOptions) string {
 	}
 	// the probe pods' admission, under a name of watch's own: deleting this install never
 	// removes verify's policy (deploy/admission.yaml)
-	out += "---\n" + cluster.AdmissionPolicyNamed(WatchProbePolicy, o.RunNamespace, nil)
+	out += "---\n" + cluster.AdmissionPolicyNamed(WatchProbePolicy, o.RunNamespace, o.agentRepos())
 	return out + "---\n" + NodeStatusPolicy(o.Namespace, o.ServiceAccount)
 }
 
@@ -146,6 +176,12 @@ func (o ManifestOptions) placeholders() []string {
 	}
 	if o.PullServiceAccount != "" {
 		images = append(images, "            - --service-account="+o.PullServiceAccount)
+	}
+	if o.Resident {
+		images = append(images, "            - --resident")
+	}
+	if o.AgentImage != "" {
+		images = append(images, "            - --agent-image="+o.AgentImage)
 	}
 	return []string{"{NS}", o.Namespace, "{RUNNS}", o.RunNamespace, "{SA}", o.ServiceAccount, "{WATCHER}", o.WatcherImage, "{INTERVAL}", o.Interval,
 		"{PORT}", fmt.Sprint(o.MetricsPort), "{REPLICAS}", fmt.Sprint(o.Replicas), "{IMAGES}", strings.Join(images, "\n"),

@@ -115,6 +115,8 @@ func TestManifestsValidate(t *testing.T) {
 		{"both identities", func(o *ManifestOptions) { o.Secret, o.PullServiceAccount = "shop/a", "shop/b" }, "not both"},
 		{"replicas", func(o *ManifestOptions) { o.Replicas = 0 }, "--replicas 0"},
 		{"port", func(o *ManifestOptions) { o.MetricsPort = 70000 }, "--metrics-port 70000"},
+		{"agent image without resident", func(o *ManifestOptions) { o.AgentImage = pinnedAgent }, "add --resident"},
+		{"agent image by tag", func(o *ManifestOptions) { o.Resident, o.AgentImage = true, "registry.corp.example/tools/pullpath:v1" }, "pin it by digest"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testManifestOptions()
@@ -127,6 +129,28 @@ func TestManifestsValidate(t *testing.T) {
 	}
 	if err := testManifestOptions().Validate(); err != nil {
 		t.Errorf("the defaults: %v", err)
+	}
+}
+
+const pinnedAgent = "registry.corp.example/tools/pullpath@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+// --resident runs the watcher with it, and the probe pods' policy admits the agent image by its
+// digest, and no other image of its repository.
+func TestManifestsResident(t *testing.T) {
+	o := testManifestOptions()
+	o.Resident, o.AgentImage = true, pinnedAgent
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	out := Manifests(o)
+	for _, want := range []string{"            - --resident\n", "            - --agent-image=" + pinnedAgent + "\n",
+		`expression: "['registry.corp.example/tools/pullpath']"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the manifests lack %q", want)
+		}
+	}
+	if plain := Manifests(testManifestOptions()); strings.Contains(plain, "--resident") || strings.Contains(plain, "tools/pullpath'") {
+		t.Errorf("manifests without --resident name the agents")
 	}
 }
 

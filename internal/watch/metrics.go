@@ -31,6 +31,8 @@ type metrics struct {
 	heartbeat   prometheus.Gauge
 	skipped     *prometheus.GaugeVec
 	triggered   prometheus.Counter
+	// agentFallbacks counts nodes that could not pull the agent's image (resident)
+	agentFallbacks prometheus.Counter
 
 	mu    sync.Mutex
 	pools map[string]bool // the pools with per-pool series
@@ -84,13 +86,15 @@ func newMetrics(interval time.Duration, api *APICounter, version string) *metric
 			[]string{"node", "pool", "reason"}),
 		triggered: prometheus.NewCounter(prometheus.CounterOpts{Name: "pullpath_watch_pull_failure_triggers_total",
 			Help: "Probes brought forward because a node's kubelet reported a pull failure of a watched image."}),
+		agentFallbacks: prometheus.NewCounter(prometheus.CounterOpts{Name: "pullpath_watch_agent_image_unpullable_total",
+			Help: "Nodes that could not pull the resident agent's image (a finding of its own); each then runs the agent from its sandbox image."}),
 		heartbeat: prometheus.NewGauge(prometheus.GaugeOpts{Name: "pullpath_watch_heartbeat_timestamp_seconds",
 			Help: "When the leading watcher's loop last turned (Unix time): it turns every second, probes or not."}),
 	}
 	if api != nil {
 		m.reg.MustRegister(api)
 	}
-	m.reg.MustRegister(m.registryReq, m.delivered, m.probeRan, m.heartbeat, m.skipped, m.triggered, buildInfo(version))
+	m.reg.MustRegister(m.registryReq, m.delivered, m.probeRan, m.heartbeat, m.skipped, m.triggered, m.agentFallbacks, buildInfo(version))
 	m.reg.MustRegister(m.pathOK, m.stepSeconds, m.probes, m.lastSuccess, m.lastResult, m.interval, m.condition,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	m.interval.Set(interval.Seconds())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -128,6 +129,9 @@ func (w *Watcher) trigger(f *pullFailure) {
 		return
 	}
 	ns.next = now
+	if w.o.Resident && !slices.Contains(ns.agent.asked, f.image) {
+		ns.agent.asked = append(ns.agent.asked, f.image)
+	}
 	w.mu.Unlock()
 	w.metrics.triggered.Inc()
 	w.progress(fmt.Sprintf("node %s: its kubelet failed to pull %s; probing it now", f.node, f.image))

@@ -25,6 +25,7 @@ import (
 	kwatch "k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/pullpath/pullpath/internal/agent"
 	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/report"
@@ -46,6 +47,10 @@ type Options struct {
 	Version string // pullpath's, for pullpath_watch_build_info
 	// IncludeCordoned probes cordoned nodes too (default: skipped, as verify skips them)
 	IncludeCordoned bool
+	// Resident places an agent pod on every node that probes it locally (pullpath agent), and
+	// reads the agents instead of running a probe pod per probe. AgentPort is theirs on the node.
+	Resident  bool
+	AgentPort int
 }
 
 // Watcher is one running watch.
@@ -59,6 +64,9 @@ type Watcher struct {
 	mu    sync.Mutex
 	nodes map[string]*nodeState
 	dirty bool // the status ConfigMap lags behind a transition
+
+	agentPods cache.Store   // the agents' pods (resident), from their informer
+	agents    *agent.Client // reads them
 
 	refusedOnce sync.Once // the events watch was refused: said once
 	statusErr   string    // the last status write's refusal, said once
@@ -81,6 +89,7 @@ type nodeState struct {
 	// written is the condition last written to the node, at writtenAt
 	written   Condition
 	writtenAt time.Time
+	agent     agentState // resident: its agent
 }
 
 // ImageStatus is one node × image in `watch status` (report.WatchImage).
@@ -102,6 +111,9 @@ func New(ctx context.Context, cs *cluster.Client, o Options) (*Watcher, error) {
 	if o.FullEvery <= 0 {
 		o.FullEvery = 6
 	}
+	if o.AgentPort <= 0 {
+		o.AgentPort = agent.Port
+	}
 	quick := o.Probe
 	quick.ProbeArgs = append(slices.Clone(quick.ProbeArgs), "--no-download")
 	w := &Watcher{cs: cs, o: o, metrics: newMetrics(o.Interval, o.API, o.Version), nodes: map[string]*nodeState{}}
@@ -115,6 +127,11 @@ func New(ctx context.Context, cs *cluster.Client, o Options) (*Watcher, error) {
 	var err error
 	if w.full, err = nodeprobe.NewProber(ctx, cs, o.Probe, o.Images); err != nil {
 		return nil, err
+	}
+	if o.Resident {
+		// the agents choose full or quick probes themselves; the watcher only reads them
+		w.agents = agent.NewClient(o.Probe.Timeout + 30*time.Second)
+		return w, nil
 	}
 	if o.FullEvery > 1 {
 		if w.quick, err = nodeprobe.NewProber(ctx, cs, quick, o.Images); err != nil {
@@ -165,6 +182,13 @@ func (w *Watcher) Run(ctx context.Context) []string {
 	// probes at once: at most Concurrency; a node due while every slot is busy waits a tick
 	var g errgroup.Group
 	g.SetLimit(w.o.Concurrency)
+	step := w.probe
+	if w.o.Resident {
+		w.startAgents(ctx)
+		// reading an agent is one small HTTP request: many at once
+		g.SetLimit(max(w.o.Concurrency, residentReads))
+		step = w.collect
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastStatus := time.Time{}
@@ -197,7 +221,7 @@ func (w *Watcher) Run(ctx context.Context) []string {
 			w.writeStatus(ctx)
 		}
 		for _, ns := range w.due(time.Now()) {
-			if !g.TryGo(func() error { w.probe(ctx, ns); return nil }) {
+			if !g.TryGo(func() error { step(ctx, ns); return nil }) {
 				w.release(ns) // every slot busy: due again at the next tick
 			}
 		}
@@ -246,6 +270,9 @@ func (w *Watcher) forget(name string) {
 		ns.gone = true
 		delete(w.nodes, name)
 		w.dirty = true
+		if w.o.Resident {
+			go w.stopAgent(context.Background(), name)
+		}
 	}
 	live := map[string]bool{}
 	for _, ns := range w.nodes {
@@ -411,6 +438,9 @@ func (w *Watcher) record(ctx context.Context, ns *nodeState, n *corev1.Node, res
 	}
 	w.progress(fmt.Sprintf("node %s (pool %s): %s %s", n.Name, ns.pool, c.Status, c.Reason))
 }
+
+// residentReads is how many agents the watcher reads at once.
+const residentReads = 50
 
 // ConditionHeartbeat is how often the condition of a node whose verdict did not change is
 // written again (its lastHeartbeatTime moves): hourly, the API budget of a node.
