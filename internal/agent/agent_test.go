@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -57,7 +58,7 @@ func TestRoundsProbeEveryImageFullFirstAndServeNewerResults(t *testing.T) {
 	}
 	c := NewClient(5 * time.Second)
 	base := serve(t, a)
-	all, err := c.Results(context.Background(), base, 0)
+	all, err := c.Results(context.Background(), base, "n1", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +68,11 @@ func TestRoundsProbeEveryImageFullFirstAndServeNewerResults(t *testing.T) {
 	if all.Next.IsZero() || all.Next.Before(time.Now().Add(8*time.Second)) {
 		t.Errorf("next round at %v: want about 10s ahead", all.Next)
 	}
-	newer, err := c.Results(context.Background(), base, 1)
+	newer, err := c.Results(context.Background(), base, "n1", 1)
 	if err != nil || len(newer.Results) != 1 || newer.Results[0].Seq != 2 {
 		t.Fatalf("after=1: %+v %v", newer, err)
 	}
-	none, err := c.Results(context.Background(), base, 2)
+	none, err := c.Results(context.Background(), base, "n1", 2)
 	if err != nil || len(none.Results) != 0 {
 		t.Fatalf("after=2: %+v %v", none, err)
 	}
@@ -86,22 +87,22 @@ func TestAskProbesOnceAMinuteAndOnlyItsImages(t *testing.T) {
 	}
 	c := NewClient(5 * time.Second)
 	base := serve(t, a)
-	r, err := c.Ask(context.Background(), base, "r.test/a:1")
+	r, err := c.Ask(context.Background(), base, "n1", "r.test/a:1")
 	if err != nil || len(r.Results) != 1 || r.Results[0].Report.Class != report.ClassRoute || !r.Results[0].Asked || r.Results[0].Full {
 		t.Fatalf("ask: %+v %v", r, err)
 	}
 	now = now.Add(30 * time.Second)
-	if _, err := c.Ask(context.Background(), base, "r.test/a:1"); err != nil {
+	if _, err := c.Ask(context.Background(), base, "n1", "r.test/a:1"); err != nil {
 		t.Fatal(err)
 	}
 	if n := fp.calls.Load(); n != 1 {
 		t.Errorf("two asks 30s apart ran %d probes, want 1", n)
 	}
 	now = now.Add(31 * time.Second)
-	if _, err := c.Ask(context.Background(), base, "r.test/a:1"); err != nil || fp.calls.Load() != 2 {
+	if _, err := c.Ask(context.Background(), base, "n1", "r.test/a:1"); err != nil || fp.calls.Load() != 2 {
 		t.Errorf("an ask after a minute: %d probes (%v), want 2", fp.calls.Load(), err)
 	}
-	_, err = c.Ask(context.Background(), base, "evil.test/x:1")
+	_, err = c.Ask(context.Background(), base, "n1", "evil.test/x:1")
 	if err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("an image the agent does not probe: %v, want 404", err)
 	}
@@ -183,7 +184,7 @@ func TestClientRefusesHostileAnswers(t *testing.T) {
 		"/huge": "more than 8 MiB", "/kind": `kind "ProbeReport"`, "/inner": "not a probe report",
 		"/empty": "neither a report nor an error", "/redirect": "does not redirect", "/stall": "Timeout",
 	} {
-		_, err := c.Results(context.Background(), srv.URL+path, 0)
+		_, err := c.Results(context.Background(), srv.URL+path, "n1", 0)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error with %q", path, err, want)
 		}
@@ -200,7 +201,7 @@ func TestServeStopsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- a.Serve(ctx, l, time.Second) }()
-	if _, err := NewClient(time.Second).Results(context.Background(), "http://"+l.Addr().String(), 0); err != nil {
+	if _, err := NewClient(time.Second).Results(context.Background(), "http://"+l.Addr().String(), "n1", 0); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
@@ -224,4 +225,27 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded a %q", r.Kind)
 		}
 	})
+}
+
+func TestMetricsSayTheAgentsOwnCost(t *testing.T) {
+	fp := &fakeProbe{class: report.ClassOK}
+	a, _ := New(Options{Node: "n1", Images: []string{"r.test/a:1"}, Interval: time.Minute, Probe: fp.probe})
+	// some CPU time first: the kernel counts it in 10 ms ticks
+	x := 0
+	for start := time.Now(); time.Since(start) < 100*time.Millisecond; x++ {
+	}
+	m := httptest.NewRecorder()
+	a.Handler().ServeHTTP(m, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	var rss, cpu float64
+	for _, l := range strings.Split(m.Body.String(), "\n") {
+		if v, ok := strings.CutPrefix(l, "process_resident_memory_bytes "); ok {
+			rss, _ = strconv.ParseFloat(v, 64)
+		}
+		if v, ok := strings.CutPrefix(l, "process_cpu_seconds_total "); ok {
+			cpu, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	if rss < 1<<20 || rss > 4<<30 || cpu <= 0 {
+		t.Errorf("rss %v, cpu %v:\n%s", rss, cpu, m.Body)
+	}
 }

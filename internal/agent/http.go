@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ const MaxBody = 8 << 20
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/results", func(w http.ResponseWriter, r *http.Request) {
+		if !a.mine(w, r) {
+			return
+		}
 		after, err := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
 		if err != nil && r.URL.Query().Get("after") != "" {
 			http.Error(w, "after: want the sequence number of the last result read", http.StatusBadRequest)
@@ -41,6 +45,9 @@ func (a *Agent) Handler() http.Handler {
 		writeJSON(w, a.Since(after))
 	})
 	mux.HandleFunc("POST /v1/probe", func(w http.ResponseWriter, r *http.Request) {
+		if !a.mine(w, r) {
+			return
+		}
 		res, err := a.Ask(r.Context(), r.URL.Query().Get("image"))
 		switch {
 		case errors.Is(err, errUnknownImage):
@@ -61,6 +68,16 @@ func (a *Agent) Handler() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("GET /metrics", a.metrics)
 	return mux
+}
+
+// mine refuses a request for another node (?node=NAME): an address reused by another node must
+// not pass this node's verdicts off as that one's.
+func (a *Agent) mine(w http.ResponseWriter, r *http.Request) bool {
+	if n := r.URL.Query().Get("node"); n != "" && n != a.o.Node {
+		http.Error(w, "this agent probes node "+a.o.Node+", not "+report.Clip(n, 253), http.StatusConflict)
+		return false
+	}
+	return true
 }
 
 func writeJSON(w http.ResponseWriter, v any) {
@@ -91,11 +108,51 @@ func (a *Agent) metrics(w http.ResponseWriter, _ *http.Request) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "pullpath_agent_probes_total{image=%q,class=%q} %d\n", r.image, r.class, r.n)
 	}
+	if rss, cpu, ok := self(); ok {
+		// the agent's own cost, as Prometheus' process collector names it (no client library in
+		// the probe-only build)
+		fmt.Fprintln(w, "# HELP process_resident_memory_bytes Resident memory size in bytes.")
+		fmt.Fprintln(w, "# TYPE process_resident_memory_bytes gauge")
+		fmt.Fprintf(w, "process_resident_memory_bytes %d\n", rss)
+		fmt.Fprintln(w, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.")
+		fmt.Fprintln(w, "# TYPE process_cpu_seconds_total counter")
+		fmt.Fprintf(w, "process_cpu_seconds_total %g\n", cpu)
+	}
 	fmt.Fprintln(w, "# HELP pullpath_agent_last_probe_seconds How long the newest probe of each image took.")
 	fmt.Fprintln(w, "# TYPE pullpath_agent_last_probe_seconds gauge")
 	for _, r := range latest {
 		fmt.Fprintf(w, "pullpath_agent_last_probe_seconds{image=%q} %g\n", r.Image, time.Duration(r.Took).Seconds())
 	}
+}
+
+// self reads this process's resident memory and CPU time from /proc.
+func self() (rss int64, cpu float64, ok bool) {
+	statm, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, 0, false
+	}
+	stat, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(statm))
+	// after the command name, which may hold spaces: state is field 3, utime 14, stime 15
+	rest := string(stat)
+	if i := strings.LastIndexByte(rest, ')'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	g := strings.Fields(rest)
+	if len(f) < 2 || len(g) < 13 {
+		return 0, 0, false
+	}
+	pages, err1 := strconv.ParseInt(f[1], 10, 64)
+	ut, err2 := strconv.ParseFloat(g[11], 64)
+	st, err3 := strconv.ParseFloat(g[12], 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, false
+	}
+	// USER_HZ is 100 on every Linux the kubelet runs on
+	return pages * int64(os.Getpagesize()), (ut + st) / 100, true
 }
 
 // Serve runs the agent's API on addr until ctx ends.
@@ -132,14 +189,14 @@ func Addr(ip string, port int) string {
 	return "http://" + net.JoinHostPort(ip, strconv.Itoa(port))
 }
 
-// Results reads the agent at base: the newest results newer than after.
-func (c *Client) Results(ctx context.Context, base string, after uint64) (*Results, error) {
-	return c.do(ctx, http.MethodGet, base+"/v1/results?after="+strconv.FormatUint(after, 10))
+// Results reads the agent of node at base: the newest results newer than after.
+func (c *Client) Results(ctx context.Context, base, node string, after uint64) (*Results, error) {
+	return c.do(ctx, http.MethodGet, base+"/v1/results?after="+strconv.FormatUint(after, 10)+"&node="+url.QueryEscape(node))
 }
 
-// Ask has the agent at base probe image now and answers with its result.
-func (c *Client) Ask(ctx context.Context, base, image string) (*Results, error) {
-	return c.do(ctx, http.MethodPost, base+"/v1/probe?image="+url.QueryEscape(image))
+// Ask has the agent of node at base probe image now and answers with its result.
+func (c *Client) Ask(ctx context.Context, base, node, image string) (*Results, error) {
+	return c.do(ctx, http.MethodPost, base+"/v1/probe?image="+url.QueryEscape(image)+"&node="+url.QueryEscape(node))
 }
 
 func (c *Client) do(ctx context.Context, method, u string) (*Results, error) {

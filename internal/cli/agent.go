@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -16,6 +18,9 @@ import (
 	"github.com/pullpath/pullpath/internal/probe"
 	"github.com/pullpath/pullpath/internal/report"
 )
+
+// agentMemoryLimit is the agent's soft memory limit (GOMEMLIMIT overrides it).
+const agentMemoryLimit = 20 << 20
 
 type agentOptions struct {
 	probeOptions
@@ -90,6 +95,11 @@ func (o *agentOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	logger := log.New(o.streams.ErrOut, "pullpath agent: ", log.LstdFlags|log.LUTC)
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// resident on every node: the GC works harder rather than let the heap grow between
+		// probes (the budget is 30 MiB of RSS)
+		debug.SetMemoryLimit(agentMemoryLimit)
+	}
 	a, err := agent.New(agent.Options{Node: o.node, Images: o.images, Interval: o.interval, FullEvery: o.fullEvery,
 		Probe: o.probeOnce, Version: versionInfo().Version, Logf: logger.Printf})
 	if err != nil {

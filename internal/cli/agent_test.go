@@ -46,7 +46,7 @@ func TestAgentProbesAndServesItsNode(t *testing.T) {
 	c := agent.NewClient(10 * time.Second)
 	var res *agent.Results
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if res, err = c.Results(context.Background(), "http://"+addr, 0); err == nil && len(res.Results) == 2 {
+		if res, err = c.Results(context.Background(), "http://"+addr, "node-a", 0); err == nil && len(res.Results) == 2 {
 			break
 		}
 	}
@@ -68,7 +68,7 @@ func TestAgentProbesAndServesItsNode(t *testing.T) {
 		t.Errorf("the agent's log holds the password:\n%s", errOut.String())
 	}
 	// asked within the minute: the newest result, no new probe
-	asked, err := c.Ask(context.Background(), "http://"+addr, missing)
+	asked, err := c.Ask(context.Background(), "http://"+addr, "node-a", missing)
 	if err != nil || len(asked.Results) != 1 || asked.Results[0].Seq != byImage[missing].Seq {
 		t.Errorf("ask within a minute: %+v %v", asked, err)
 	}

@@ -190,7 +190,7 @@ func SplitImageName(name string) (repo, digest string) {
 
 // SlimNode is the part of n that eligibility, Pool and the probe pods read: the labels, the two
 // pool annotations, cordon and taints, the Ready and ImagePullPathBroken conditions, the OS and
-// architecture, and of
+// architecture, the IP addresses, and of
 // status.images only the sandbox images a probe may borrow (SandboxRepos and extra). A watcher
 // keeps this per node: the whole object, managedFields and an image list of up to 50 entries,
 // is most of a node's 10–40 KiB.
@@ -200,6 +200,12 @@ func SlimNode(n *corev1.Node, extra []string) *corev1.Node {
 			DeletionTimestamp: n.DeletionTimestamp, Labels: n.Labels},
 		Spec:   corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable, Taints: n.Spec.Taints},
 		Status: corev1.NodeStatus{NodeInfo: corev1.NodeSystemInfo{OperatingSystem: n.Status.NodeInfo.OperatingSystem, Architecture: n.Status.NodeInfo.Architecture}},
+	}
+	// the node's IPs: a resident agent (host network) answers on one of them, and nowhere else
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP {
+			s.Status.Addresses = append(s.Status.Addresses, a)
+		}
 	}
 	// Ready, and the watcher's own condition (its last verdict, read on a restart)
 	for _, c := range n.Status.Conditions {

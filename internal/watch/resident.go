@@ -151,22 +151,28 @@ func (w *Watcher) collect(ctx context.Context, ns *nodeState) {
 		later(agentPoll)
 		return
 	}
+	if !nodeAddress(n, pod.Status.PodIP) {
+		// a host-network pod's address is its node's: any other would send the watcher elsewhere
+		w.agentDown(ctx, ns, n, fmt.Sprintf("its agent's address %s is none of the node's", line(pod.Status.PodIP, 64)), now)
+		return
+	}
 	base := agent.Addr(pod.Status.PodIP, w.o.AgentPort)
 	var got []*agent.Results
 	var err error
 	if len(asked) > 0 {
 		for _, img := range asked {
+			w.progress(fmt.Sprintf("node %s: asked its agent to probe %s now", n.Name, img))
 			var r *agent.Results
-			if r, err = w.agents.Ask(ctx, base, img); err != nil {
+			if r, err = w.agents.Ask(ctx, base, n.Name, img); err != nil {
 				break
 			}
 			got = append(got, r)
 		}
 	} else {
 		var r *agent.Results
-		if r, err = w.agents.Results(ctx, base, after); err == nil && after > 0 && !r.Started.Equal(w.agentStarted(ns)) {
+		if r, err = w.agents.Results(ctx, base, n.Name, after); err == nil && after > 0 && !r.Started.Equal(w.agentStarted(ns)) {
 			// a new life of the agent (its pod restarted): its numbers start again
-			r, err = w.agents.Results(ctx, base, 0)
+			r, err = w.agents.Results(ctx, base, n.Name, 0)
 		}
 		if err == nil {
 			got = append(got, r)
@@ -276,6 +282,16 @@ func (w *Watcher) agentStarted(ns *nodeState) time.Time {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return ns.agent.started
+}
+
+// nodeAddress reports whether ip is one of n's addresses.
+func nodeAddress(n *corev1.Node, ip string) bool {
+	for _, a := range n.Status.Addresses {
+		if a.Address == ip && (a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP) {
+			return true
+		}
+	}
+	return false
 }
 
 func waitingOf(p *corev1.Pod) *corev1.ContainerStateWaiting {

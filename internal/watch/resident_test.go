@@ -99,6 +99,16 @@ func residentCluster(t *testing.T, classes map[string]report.Class) (*fake.Clien
 		t.Cleanup(func() { srv.Close() })
 		agents[node] = f
 	}
+	for node, f := range agents {
+		n, err := fc.CoreV1().Nodes().Get(context.Background(), node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: f.ip}, {Type: corev1.NodeHostName, Address: node}}
+		if _, err := fc.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var pods atomic.Int32
 	fc.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		p := a.(k8stesting.CreateAction).GetObject().(*corev1.Pod)
@@ -243,12 +253,17 @@ func TestResidentAgentsReportWithoutPodsPerProbe(t *testing.T) {
 	}
 }
 
-// A hostile agent: one that answers for another node is not believed, and its node turns
-// Unknown once it has not answered for the quiet time.
+// An address reused by another node: the agent there refuses to answer for b2, which is marked
+// failing (Unknown after the quiet time), never given a1's verdict.
 func TestAgentAnsweringForAnotherNodeIsRefused(t *testing.T) {
 	fc, agents, port, _ := residentCluster(t, map[string]report.Class{"a1": report.ClassOK, "b1": report.ClassOK, "b2": report.ClassOK})
-	// b2's address serves a1's agent
+	// b2's address is a1's (a reused address): a1's agent refuses to answer for b2
 	agents["b2"].ip = agents["a1"].ip
+	n, _ := fc.CoreV1().Nodes().Get(context.Background(), "b2", metav1.GetOptions{})
+	n.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: agents["a1"].ip}}
+	if _, err := fc.CoreV1().Nodes().UpdateStatus(context.Background(), n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	cs := &cluster.Client{Core: kubefake.Core(fc.CoreV1()), Authz: kubefake.Authz(fc.AuthorizationV1()), NoWatchList: true}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -275,4 +290,15 @@ func TestAgentAnsweringForAnotherNodeIsRefused(t *testing.T) {
 	w.mu.Unlock()
 	cancel()
 	<-done
+}
+
+// An agent pod whose address is none of its node's is never read: the watcher dials node
+// addresses only.
+func TestAgentAddressMustBeTheNodes(t *testing.T) {
+	n := &corev1.Node{Status: corev1.NodeStatus{Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.5"}, {Type: corev1.NodeHostName, Address: "n"}}}}
+	for ip, want := range map[string]bool{"10.0.0.5": true, "10.0.0.6": false, "n": false, "": false} {
+		if got := nodeAddress(n, ip); got != want {
+			t.Errorf("nodeAddress(%q) = %t, want %t", ip, got, want)
+		}
+	}
 }
