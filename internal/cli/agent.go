@@ -128,6 +128,8 @@ func (o *agentOptions) probeOnce(ctx context.Context, image string, full bool) (
 	if err := p.prepare(); err != nil {
 		return nil, err
 	}
+	// a quick round reads the config blob alone: its redirect reaches the blob host
+	p.probe.Sample = !full
 	o.noted.Do(func() {
 		for _, n := range p.notes {
 			fmt.Fprintln(o.streams.ErrOut, n)

@@ -71,3 +71,37 @@ func TestNoDownloadStillReachesTheBlobHost(t *testing.T) {
 		t.Errorf("class %s code %s failing %+v, want endpoint BLOB_FORBIDDEN on %s", rep.Class, rep.Code, rep.Failing, e.Lab.BlobAddr())
 	}
 }
+
+// The agent's quick round: the manifest and the config blob through its redirect, no layer; the
+// blob host is still reached, and the report says it was not a full pull.
+func TestSampleReadsTheConfigBlobOnly(t *testing.T) {
+	e := lab(t)
+	o := e.Options(e.Lab.Ref("team/app:1.4"))
+	o.NoDownload, o.Sample = true, true
+	rep, err := probe.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Class != report.ClassOK {
+		t.Fatalf("class %s (%s), want ok", rep.Class, rep.Summary)
+	}
+	d := rep.Download
+	if d.Verified || d.Partial != "sample" || d.Layers != 0 || d.Blobs != 1 || d.Expected != 4 {
+		t.Errorf("download = %+v, want the config alone of 4 blobs, partial sample, not verified", d)
+	}
+	if !strings.Contains(rep.Summary, "a quick round") || !strings.Contains(rep.Summary, "3 layers not read") {
+		t.Errorf("summary %q", rep.Summary)
+	}
+	blobHost := false
+	for _, ep := range rep.Endpoints {
+		blobHost = blobHost || (ep.Host == e.Lab.BlobAddr() && ep.Role == report.RoleBlob && ep.Steps[report.StepBlob] == report.Pass)
+	}
+	if !blobHost {
+		t.Errorf("blob host %s not reached: %+v", e.Lab.BlobAddr(), rep.Endpoints)
+	}
+	var text strings.Builder
+	_ = report.WriteText(&text, rep, report.TextOptions{})
+	if !strings.Contains(text.String(), "NOT a full pull (a quick round)") {
+		t.Errorf("text does not say it was not a full pull:\n%s", text.String())
+	}
+}

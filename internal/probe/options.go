@@ -52,6 +52,10 @@ type Options struct {
 	// through its redirects, but nothing is verified (for very large images, or a rate-limited
 	// registry). The config blob is still read whole: the platform check needs it.
 	NoDownload bool
+	// Sample, with NoDownload, reads the config blob alone, through every redirect: one blob read
+	// reaches the blob host that registries serve every blob of a repository from (the resident
+	// agent's quick rounds; its full rounds read every layer).
+	Sample bool
 	// Node names this machine in the report; default: the hostname.
 	Node string
 

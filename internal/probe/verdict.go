@@ -128,6 +128,9 @@ func (w *walk) assemble(f *failure, start time.Time) *report.Probe {
 		d := w.download
 		r.Summary = fmt.Sprintf("the pull path holds: %d blobs (%d layers + config), %s downloaded and digest-verified in %.2fs (%.1f MB/s) over %d endpoints",
 			d.Blobs, d.Layers, report.HumanBytes(d.Bytes), d.Duration.Std().Seconds(), d.MBps, len(w.order))
+		if d.Partial == "sample" {
+			r.Summary = fmt.Sprintf("the pull path is reachable (a quick round): the manifest and the config blob through every redirect over %d endpoints; %d layers not read, not a full pull", len(w.order), w.download.Expected-1)
+		}
 		if d.Partial == "no-download" {
 			r.Summary = fmt.Sprintf("the pull path is reachable, not downloaded (--no-download): the manifest and the first byte of each of %d layers over %d endpoints; not a full pull, digests not checked", d.Layers, len(w.order))
 		}

@@ -101,7 +101,8 @@ type Download struct {
 	Bytes    int64 `json:"bytes"`
 	Verified bool  `json:"verified"` // every blob downloaded and its digest and size checked
 	// Partial says the blob phase was cut short on purpose: "no-download" (--no-download) means each
-	// layer was reached through its redirects and its first byte read, not downloaded; never verified.
+	// layer was reached through its redirects and its first byte read, not downloaded; "sample" (the
+	// resident agent's quick rounds) means the config blob alone was read; never verified.
 	Partial  string   `json:"partial,omitempty"`
 	Duration Duration `json:"durationMs"`
 	MBps     float64  `json:"mbps"`

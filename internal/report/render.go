@@ -110,6 +110,8 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 		case "":
 		case "no-download":
 			line = fmt.Sprintf("NOT a full pull (--no-download): %d/%d blobs reached, the first byte of each layer read, %s, verified=%t", d.Blobs, d.Expected, HumanBytes(d.Bytes), d.Verified)
+		case "sample":
+			line = fmt.Sprintf("NOT a full pull (a quick round): the config blob of %d read through every redirect, %s, verified=%t", d.Expected, HumanBytes(d.Bytes), d.Verified)
 		default:
 			line += " (partial: " + d.Partial + ")"
 		}
