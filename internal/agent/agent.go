@@ -25,8 +25,8 @@ const Kind = "AgentResults"
 const Port = 9477
 
 // MinGap is the shortest time between two probes of one image that a request can cause: a
-// neighbour that asks in a loop costs the registry one probe a minute.
-const MinGap = time.Minute
+// neighbour that asks in a loop costs the registry one probe of each image per MinGap.
+const MinGap = 20 * time.Second
 
 // Probe runs one probe of image on this node: full downloads every blob, else the probe stops
 // at the first byte of each layer. The agent re-reads nothing itself: Probe reads the node's
@@ -143,31 +143,44 @@ func jitter(node string, round int, interval time.Duration) time.Duration {
 	return time.Duration(float64(interval) * f)
 }
 
-// Ask probes image now for the watcher (a pull failure was seen), unless it was probed less than
-// MinGap ago or is being probed: then the newest result is the answer.
-func (a *Agent) Ask(ctx context.Context, image string) (*Result, error) {
+// Ask probes image now for the watcher: a pull failure at since was seen. A result that ended
+// after since answers at once; otherwise the agent probes, but not sooner than MinGap after its
+// last probe of image (it waits for that), so that whoever reaches the port costs the registry
+// at most one probe per image per MinGap. A zero since asks for a result newer than MinGap.
+func (a *Agent) Ask(ctx context.Context, image string, since time.Time) (*Result, error) {
 	if !a.known(image) {
 		return nil, errUnknownImage
 	}
-	a.mu.Lock()
-	if r := a.latest[image]; r != nil && a.o.now().Sub(r.At) < MinGap {
-		a.mu.Unlock()
-		return r, nil
-	}
-	if ch := a.waiting[image]; ch != nil {
-		a.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	for {
 		a.mu.Lock()
-		r := a.latest[image]
+		r, ch := a.latest[image], a.waiting[image]
+		now := a.o.now()
 		a.mu.Unlock()
-		return r, nil
+		switch {
+		case r != nil && !since.IsZero() && r.At.After(since):
+			return r, nil
+		case r != nil && since.IsZero() && now.Sub(r.At) < MinGap:
+			return r, nil
+		case ch != nil:
+			// a probe runs: its result may be new enough
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		case r != nil && now.Sub(r.At) < MinGap:
+			t := time.NewTimer(MinGap - now.Sub(r.At))
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		}
+		return a.probe(ctx, image, false, true), nil
 	}
-	a.mu.Unlock()
-	return a.probe(ctx, image, false, true), nil
 }
 
 var errUnknownImage = errors.New("not an image this agent probes")

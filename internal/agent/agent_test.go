@@ -78,7 +78,7 @@ func TestRoundsProbeEveryImageFullFirstAndServeNewerResults(t *testing.T) {
 	}
 }
 
-func TestAskProbesOnceAMinuteAndOnlyItsImages(t *testing.T) {
+func TestAskProbesAfterTheFailureAtMostOncePerGapAndOnlyItsImages(t *testing.T) {
 	fp := &fakeProbe{class: report.ClassRoute}
 	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	a, err := New(Options{Node: "n1", Images: []string{"r.test/a:1"}, Interval: time.Minute, Probe: fp.probe, now: func() time.Time { return now }})
@@ -87,34 +87,59 @@ func TestAskProbesOnceAMinuteAndOnlyItsImages(t *testing.T) {
 	}
 	c := NewClient(5 * time.Second)
 	base := serve(t, a)
-	r, err := c.Ask(context.Background(), base, "n1", "r.test/a:1")
+	r, err := c.Ask(context.Background(), base, "n1", "r.test/a:1", time.Time{})
 	if err != nil || len(r.Results) != 1 || r.Results[0].Report.Class != report.ClassRoute || !r.Results[0].Asked || r.Results[0].Full {
 		t.Fatalf("ask: %+v %v", r, err)
 	}
-	now = now.Add(30 * time.Second)
-	if _, err := c.Ask(context.Background(), base, "n1", "r.test/a:1"); err != nil {
+	first := r.Results[0].At
+	now = now.Add(10 * time.Second)
+	if _, err := c.Ask(context.Background(), base, "n1", "r.test/a:1", time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	// a failure before the newest result: that result answers it
+	if _, err := c.Ask(context.Background(), base, "n1", "r.test/a:1", first.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if n := fp.calls.Load(); n != 1 {
-		t.Errorf("two asks 30s apart ran %d probes, want 1", n)
+		t.Errorf("asks within %s, or answered by a newer result, ran %d probes, want 1", MinGap, n)
 	}
-	now = now.Add(31 * time.Second)
-	if _, err := c.Ask(context.Background(), base, "n1", "r.test/a:1"); err != nil || fp.calls.Load() != 2 {
-		t.Errorf("an ask after a minute: %d probes (%v), want 2", fp.calls.Load(), err)
+	// a failure after it, past the gap: a new probe
+	now = now.Add(15 * time.Second)
+	r, err = c.Ask(context.Background(), base, "n1", "r.test/a:1", now.Add(-time.Second))
+	if err != nil || fp.calls.Load() != 2 || !r.Results[0].At.After(now.Add(-time.Second)) {
+		t.Errorf("an ask after a failure newer than the last result: %d probes (%v), want 2", fp.calls.Load(), err)
 	}
-	_, err = c.Ask(context.Background(), base, "n1", "evil.test/x:1")
+	_, err = c.Ask(context.Background(), base, "n1", "evil.test/x:1", time.Time{})
 	if err == nil || !strings.Contains(err.Error(), "404") {
 		t.Errorf("an image the agent does not probe: %v, want 404", err)
 	}
+	if _, err = c.Ask(context.Background(), base, "n2", "r.test/a:1", time.Time{}); err == nil || !strings.Contains(err.Error(), "409") {
+		t.Errorf("an ask for another node: %v, want 409", err)
+	}
 	if fp.calls.Load() != 2 {
-		t.Errorf("the refused image was probed")
+		t.Errorf("a refused ask was probed")
+	}
+}
+
+// Within the gap, an ask for a result newer than a failure waits for the gap, then probes.
+func TestAskWaitsForTheGap(t *testing.T) {
+	fp := &fakeProbe{class: report.ClassOK}
+	a, _ := New(Options{Node: "n1", Images: []string{"r.test/a:1"}, Interval: time.Minute, Probe: fp.probe})
+	r, _ := a.Ask(context.Background(), "r.test/a:1", time.Time{})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := a.Ask(ctx, "r.test/a:1", r.At.Add(time.Millisecond)); err == nil {
+		t.Errorf("an ask within the gap did not wait")
+	}
+	if fp.calls.Load() != 1 {
+		t.Errorf("%d probes within the gap, want 1", fp.calls.Load())
 	}
 }
 
 func TestAProbeThatCannotRunIsAnErrorResult(t *testing.T) {
 	fp := &fakeProbe{err: errors.New("--host-root /host: no such directory")}
 	a, _ := New(Options{Node: "n1", Images: []string{"r.test/a:1"}, Interval: time.Minute, Probe: fp.probe})
-	r, err := a.Ask(context.Background(), "r.test/a:1")
+	r, err := a.Ask(context.Background(), "r.test/a:1", time.Time{})
 	if err != nil || r.Report != nil || !strings.Contains(r.Error, "no such directory") {
 		t.Fatalf("%+v %v", r, err)
 	}

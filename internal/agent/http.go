@@ -25,12 +25,13 @@ const MaxBody = 8 << 20
 // Handler serves the agent's API:
 //
 //	GET  /v1/results?after=SEQ  the newest result of each image newer than SEQ
-//	POST /v1/probe?image=IMAGE  probe IMAGE now (at most once a MinGap), and answer with it
+//	POST /v1/probe?image=IMAGE&since=T  a result newer than T: probe IMAGE now (at most once a
+//	                            MinGap), and answer with it
 //	GET  /healthz               200 while the agent runs
 //	GET  /metrics               the agent's own counters, for Prometheus
 //
 // Nothing it serves is secret: reports are redacted where they are made. What a neighbour can
-// do with it is read this node's verdicts and cost the registry a probe a minute.
+// do with it is read this node's verdicts and cost the registry a probe of each image per MinGap.
 func (a *Agent) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/results", func(w http.ResponseWriter, r *http.Request) {
@@ -48,7 +49,16 @@ func (a *Agent) Handler() http.Handler {
 		if !a.mine(w, r) {
 			return
 		}
-		res, err := a.Ask(r.Context(), r.URL.Query().Get("image"))
+		var since time.Time
+		if v := r.URL.Query().Get("since"); v != "" {
+			t, err := time.Parse(time.RFC3339, v)
+			if err != nil {
+				http.Error(w, "since: want an RFC 3339 time", http.StatusBadRequest)
+				return
+			}
+			since = t
+		}
+		res, err := a.Ask(r.Context(), r.URL.Query().Get("image"), since)
 		switch {
 		case errors.Is(err, errUnknownImage):
 			http.Error(w, "image: "+err.Error(), http.StatusNotFound)
@@ -194,9 +204,14 @@ func (c *Client) Results(ctx context.Context, base, node string, after uint64) (
 	return c.do(ctx, http.MethodGet, base+"/v1/results?after="+strconv.FormatUint(after, 10)+"&node="+url.QueryEscape(node))
 }
 
-// Ask has the agent of node at base probe image now and answers with its result.
-func (c *Client) Ask(ctx context.Context, base, node, image string) (*Results, error) {
-	return c.do(ctx, http.MethodPost, base+"/v1/probe?image="+url.QueryEscape(image)+"&node="+url.QueryEscape(node))
+// Ask has the agent of node at base probe image (after a pull failure at since) and answers with
+// a result newer than since.
+func (c *Client) Ask(ctx context.Context, base, node, image string, since time.Time) (*Results, error) {
+	q := "image=" + url.QueryEscape(image) + "&node=" + url.QueryEscape(node)
+	if !since.IsZero() {
+		q += "&since=" + url.QueryEscape(since.UTC().Format(time.RFC3339))
+	}
+	return c.do(ctx, http.MethodPost, base+"/v1/probe?"+q)
 }
 
 func (c *Client) do(ctx context.Context, method, u string) (*Results, error) {

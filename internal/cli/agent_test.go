@@ -68,7 +68,7 @@ func TestAgentProbesAndServesItsNode(t *testing.T) {
 		t.Errorf("the agent's log holds the password:\n%s", errOut.String())
 	}
 	// asked within the minute: the newest result, no new probe
-	asked, err := c.Ask(context.Background(), "http://"+addr, "node-a", missing)
+	asked, err := c.Ask(context.Background(), "http://"+addr, "node-a", missing, time.Time{})
 	if err != nil || len(asked.Results) != 1 || asked.Results[0].Seq != byImage[missing].Seq {
 		t.Errorf("ask within a minute: %+v %v", asked, err)
 	}

@@ -3,6 +3,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -31,11 +32,11 @@ func (w *Watcher) agentQuiet() time.Duration { return max(w.o.Probe.Timeout, 2*t
 
 // agentState is what the watcher knows of one node's agent.
 type agentState struct {
-	seq      uint64    // the newest result read
-	started  time.Time // when the agent read started: another start is another life, seq anew
-	asked    []string  // images a pull failure asks to probe now
-	noPull   bool      // its image could not be pulled: the no-pull agent, from now on
-	failing  time.Time // since when it does not run or answer; zero while it does
+	seq      uint64               // the newest result read
+	started  time.Time            // when the agent read started: another start is another life, seq anew
+	asked    map[string]time.Time // image → when a pull failure of it was seen: probe it now
+	noPull   bool                 // its image could not be pulled: the no-pull agent, from now on
+	failing  time.Time            // since when it does not run or answer; zero while it does
 	failWhy  string
 	lastTook time.Duration
 }
@@ -160,10 +161,10 @@ func (w *Watcher) collect(ctx context.Context, ns *nodeState) {
 	var got []*agent.Results
 	var err error
 	if len(asked) > 0 {
-		for _, img := range asked {
+		for _, img := range slices.Sorted(maps.Keys(asked)) {
 			w.progress(fmt.Sprintf("node %s: asked its agent to probe %s now", n.Name, img))
 			var r *agent.Results
-			if r, err = w.agents.Ask(ctx, base, n.Name, img); err != nil {
+			if r, err = w.agents.Ask(ctx, base, n.Name, img, asked[img]); err != nil {
 				break
 			}
 			got = append(got, r)

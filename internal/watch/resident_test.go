@@ -46,7 +46,7 @@ func (f *fakeAgent) restart(t *testing.T, node string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.Ask(context.Background(), clustertest.Image); err != nil {
+	if _, err := a.Ask(context.Background(), clustertest.Image, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	f.a.Store(a)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"regexp"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,14 +123,30 @@ func (w *Watcher) trigger(f *pullFailure) {
 	w.mu.Lock()
 	ns := w.nodes[f.node]
 	now := time.Now()
+	if w.o.Resident {
+		// the agent probes on the node: ask it for a result newer than the failure, unless the
+		// newest already is, or an ask is pending (it answers both)
+		if ns == nil || ns.skip != "" || ns.last.After(f.at) || !ns.agent.asked[f.image].IsZero() {
+			w.mu.Unlock()
+			return
+		}
+		if ns.agent.asked == nil {
+			ns.agent.asked = map[string]time.Time{}
+		}
+		ns.agent.asked[f.image] = f.at
+		if !ns.busy {
+			ns.next = now
+		}
+		w.mu.Unlock()
+		w.metrics.triggered.Inc()
+		w.progress(fmt.Sprintf("node %s: its kubelet failed to pull %s; probing it now", f.node, f.image))
+		return
+	}
 	if ns == nil || ns.busy || ns.skip != "" || now.Sub(ns.last) < minRetrigger || !ns.next.After(now) {
 		w.mu.Unlock()
 		return
 	}
 	ns.next = now
-	if w.o.Resident && !slices.Contains(ns.agent.asked, f.image) {
-		ns.agent.asked = append(ns.agent.asked, f.image)
-	}
 	w.mu.Unlock()
 	w.metrics.triggered.Inc()
 	w.progress(fmt.Sprintf("node %s: its kubelet failed to pull %s; probing it now", f.node, f.image))
