@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type podOptions struct {
 	output        string
 	maxImages     int
 	kubeletConfig bool
+	verification  string // --credential-verification POLICY
 }
 
 func newPodCmd(s Streams) *cobra.Command {
@@ -44,8 +46,9 @@ image list is full is "unknown", never "absent", with how to settle it; pod
 never calls a kubelet through nodes/proxy unless
 --read-kubelet-config asks (docs/rbac.md).
 
-Exit codes: 0 no pull failure, 1 pull failure diagnosed, 2 could not run (no
-cluster, no rights: the RBAC verb that was missing is named).
+--credential-verification POLICY (named for the kubelet's KEP-2535 setting).
+Exit codes: 0 no pull failure, 1 pull failure diagnosed (or a pod would break),
+2 could not run (no cluster, no rights: the RBAC verb that was missing is named).
 ` + manual("pod.md"),
 		Example: `  pullpath pod web-7d9f8b6c5-x2x7q -n shop
   kubectl pullpath pod web-7d9f8b6c5-x2x7q -n shop -o json
@@ -58,6 +61,7 @@ cluster, no rights: the RBAC verb that was missing is named).
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "with --all: every namespace")
 	f.StringVarP(&o.output, "output", "o", "text", "text or json")
 	f.IntVar(&o.maxImages, "node-max-images", cluster.DefaultMaxImages, "the kubelets' nodeStatusMaxImages")
+	f.StringVar(&o.verification, "credential-verification", "", "with --all: pods `POLICY` would break")
 	f.BoolVar(&o.kubeletConfig, "read-kubelet-config", false, "read each kubelet's /configz: UNSAFE, needs nodes/proxy (pullpath-unsafe-nodes-proxy), which allows exec in every container")
 	return cmd
 }
@@ -78,6 +82,14 @@ func (o *podOptions) Validate() error {
 	}
 	if o.allNamespaces && !o.all {
 		return errors.New("-A/--all-namespaces goes with --all")
+	}
+	if o.verification != "" {
+		if !o.all {
+			return errors.New("--credential-verification goes with --all")
+		}
+		if !slices.Contains(cluster.VerifyPolicies, o.verification) {
+			return fmt.Errorf("--credential-verification %q: want one of %s (NeverVerify verifies nothing)", o.verification, strings.Join(cluster.VerifyPolicies, ", "))
+		}
 	}
 	if err := o.kube.validate(); err != nil {
 		return err
@@ -135,7 +147,7 @@ func (o *podOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	if o.all {
-		l, err := cluster.DiagnoseAll(ctx, cs, o.namespace)
+		l, err := cluster.DiagnoseAll(ctx, cs, o.namespace, cluster.AllOptions{CredentialVerification: o.verification, KubeletConfig: o.kubeletConfig})
 		if err != nil {
 			return err
 		}
@@ -149,10 +161,7 @@ func (o *podOptions) Run(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-		if len(l.Groups) > 0 {
-			return &ExitError{Code: ExitBroken}
-		}
-		return nil
+		return allExit(l)
 	}
 	d, err := cluster.DiagnosePod(ctx, cs, o.namespace, o.name, cluster.Options{MaxImages: o.maxImages, KubeletConfig: o.kubeletConfig})
 	if err != nil {
@@ -167,6 +176,15 @@ func (o *podOptions) Run(ctx context.Context) error {
 		return err
 	}
 	if d.Class != report.ClassOK {
+		return &ExitError{Code: ExitBroken}
+	}
+	return nil
+}
+
+// allExit is pod --all's exit: 1 for a pull failure, or a pod the pre-flight says would break (an
+// unknown one alone does not: the report says UNKNOWN and why).
+func allExit(l *report.PullFailures) error {
+	if len(l.Groups) > 0 || (l.CredentialVerification != nil && l.CredentialVerification.Breaks > 0) {
 		return &ExitError{Code: ExitBroken}
 	}
 	return nil

@@ -3,9 +3,12 @@
 package cli
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 // Without a cluster, pod and verify say what to do, exit 2, and create nothing.
@@ -69,6 +72,44 @@ func TestVerifyHostMountFlag(t *testing.T) {
 	for _, m := range []string{"root", "narrow"} {
 		if r := run(t, "", "verify", "nginx:1", "--host-mount", m); r.code != ExitUsage || !strings.Contains(r.errOut, "no cluster to talk to") {
 			t.Errorf("--host-mount %s: exit %d, stderr %q, want it accepted (then no cluster)", m, r.code, r.errOut)
+		}
+	}
+}
+
+// --credential-verification goes with --all and takes a policy that verifies; a pod that would
+// break exits 1, as a pull failure does.
+func TestCredentialVerificationFlag(t *testing.T) {
+	t.Setenv("KUBECONFIG", t.TempDir()+"/none")
+	t.Setenv("HOME", t.TempDir())
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pod", "web", "--credential-verification", "AlwaysVerify"}, "--credential-verification goes with --all"},
+		{[]string{"pod", "--all", "--credential-verification", "NeverVerify"}, `--credential-verification "NeverVerify": want one of AlwaysVerify, NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages`},
+		{[]string{"pod", "--all", "--credential-verification", "AlwaysVerify"}, "no cluster to talk to"},
+	} {
+		r := run(t, "", tc.args...)
+		if r.code != ExitUsage || !strings.Contains(r.errOut, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.errOut, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		l    report.PullFailures
+		want int
+	}{
+		{report.PullFailures{}, 0},
+		{report.PullFailures{CredentialVerification: &report.CredentialVerification{Unknown: 2, Safe: 5}}, 0},
+		{report.PullFailures{CredentialVerification: &report.CredentialVerification{Breaks: 1}}, ExitBroken},
+		{report.PullFailures{Groups: []report.PullFailureGroup{{}}}, ExitBroken},
+	} {
+		got := 0
+		var e *ExitError
+		if err := allExit(&tc.l); errors.As(err, &e) {
+			got = e.Code
+		}
+		if got != tc.want {
+			t.Errorf("exit %d for %+v, want %d", got, tc.l.CredentialVerification, tc.want)
 		}
 	}
 }

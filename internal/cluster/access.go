@@ -91,8 +91,14 @@ var Commands = []Access{
 		{"list", "events", "", ScopeCluster, RoleReader, Required, "their warning events, in every namespace", ""},
 		{"list", "namespaces", "", ScopeCluster, RoleReader, Optional, "without cluster-wide list on pods: read the namespaces one by one (those refused are named)", ""},
 	}},
+	{"pod --all --credential-verification", []Right{
+		{"list", "pods", "", ScopePod, RoleReader, Optional, "the Running pods whose containers may start from a cached image (with -A, at cluster scope); a scope refused is named, its pods not judged", ""},
+		{"list", "nodes", "", ScopeCluster, RoleReader, Optional, "the nodes' pools, image lists and cloud (a platform credential provider)", ""},
+		{"get", "serviceaccounts", "", ScopePod, RoleReader, Optional, "the imagePullSecrets of the service account of a pod that names none", ""},
+		{"get", "secrets", "", ScopePod, RoleSecrets, Optional, "which registries each pull secret covers (never a value); one not read makes its pods unknown", ""},
+	}},
 	{"pod --read-kubelet-config", []Right{
-		{"get", "nodes/proxy", "", ScopeCluster, RoleNodesProxy, OptIn, "each undecided node's nodeStatusMaxImages from its kubelet's /configz", ""},
+		{"get", "nodes/proxy", "", ScopeCluster, RoleNodesProxy, OptIn, "each undecided node's nodeStatusMaxImages from its kubelet's /configz; with --credential-verification, every node's imagePullCredentialsVerificationPolicy", ""},
 	}},
 	{"verify", []Right{
 		{"create", "selfsubjectaccessreviews", authorizationV1, ScopeCluster, RoleReader, Required, "its own rights, checked before anything is created", ""},

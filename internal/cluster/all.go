@@ -47,7 +47,9 @@ type allRun struct {
 // nodes' metadata for their pools, each list paged (listPage). Only the failing pods and a bounded
 // set of events per pod are kept. What could not be read (a namespace without list rights, a
 // continue token that expired, a list cut at maxListed) makes the answer partial, with a note.
-func DiagnoseAll(ctx context.Context, cs *Client, ns string) (*report.PullFailures, error) {
+//
+// With o's CredentialVerification it also runs the KEP-2535 pre-flight (credentialVerification).
+func DiagnoseAll(ctx context.Context, cs *Client, ns string, o ...AllOptions) (*report.PullFailures, error) {
 	a := &allRun{cs: cs, failing: map[types.UID]*corev1.Pod{}, events: map[types.UID]*eventSet{}, named: map[types.UID]bool{},
 		pending: map[types.UID]bool{}, out: &report.PullFailures{APIVersion: report.APIVersion, Kind: "PullFailureList", Namespace: ns, Class: report.ClassOK,
 			Groups: []report.PullFailureGroup{}, Notes: []string{}}}
@@ -61,6 +63,9 @@ func DiagnoseAll(ctx context.Context, cs *Client, ns string) (*report.PullFailur
 		}
 	}
 	a.group(ctx)
+	if len(o) > 0 && o[0].CredentialVerification != "" {
+		a.credentialVerification(ctx, o[0])
+	}
 	return a.out, nil
 }
 

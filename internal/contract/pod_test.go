@@ -121,8 +121,20 @@ func TestPullFailureList(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := validate(t, "PullFailureList", marshal(t, l))
+	if _, ok := doc["credentialVerification"]; ok {
+		t.Error("credentialVerification without the flag")
+	}
 	if groups := doc["groups"].([]any); len(groups) != 2 {
 		t.Errorf("%d groups, want 2 (one image, two causes): %v", len(groups), groups)
+	}
+	// the KEP-2535 pre-flight: web-a runs from a1's cache with no secret covering the registry
+	l, err = cluster.DiagnoseAll(ctx, fakeCluster(kubeCluster()...), "", cluster.AllOptions{CredentialVerification: cluster.PolicyAlwaysVerify})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = validate(t, "PullFailureList", marshal(t, l))
+	if cv, ok := doc["credentialVerification"].(map[string]any); !ok || fmt.Sprint(cv["breaks"]) != "2" || cv["policy"] != "AlwaysVerify" {
+		t.Errorf("credentialVerification %v, want 2 breaking (web-a's two containers)", doc["credentialVerification"])
 	}
 	// a namespace without a pull failure
 	l, err = cluster.DiagnoseAll(ctx, fakeCluster(kubeNode("a1", "poola", t0, podImage), kubePod("web-a", "a1", true)), "shop")

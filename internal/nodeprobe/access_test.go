@@ -187,6 +187,30 @@ func TestCommandsRequestOnlyTheirRights(t *testing.T) {
 			}
 			return fromActions(fc.Actions()), nil
 		}},
+		{"pod --all --credential-verification --read-kubelet-config", []string{"pod --all", "pod --all --credential-verification", "pod --read-kubelet-config"}, map[string]cluster.Scope{"shop": cluster.ScopePod}, func(t *testing.T) ([]observed, []observed) {
+			// no failing pod (whose pool would be read as metadata through the REST client); a
+			// running one with a pull secret
+			var objs []runtime.Object
+			for _, ob := range scenario() {
+				if p, ok := ob.(*corev1.Pod); ok && p.Name == "web-new" {
+					continue
+				} else if ok && p.Name == "web-a" {
+					p.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "regcred"}}
+				}
+				objs = append(objs, ob)
+			}
+			fc := fake.NewClientset(objs...)
+			var raw []observed
+			cs := &cluster.Client{Core: restCore{kubefake.Core(fc.CoreV1()), kubeletAPI(t, &raw)}}
+			l, err := cluster.DiagnoseAll(context.Background(), cs, "shop", cluster.AllOptions{CredentialVerification: cluster.PolicyAlwaysVerify, KubeletConfig: true})
+			if err != nil {
+				t.Error(err)
+			}
+			if len(raw) == 0 || l.CredentialVerification == nil || len(l.CredentialVerification.Nodes) == 0 {
+				t.Error("no /configz read for the policies")
+			}
+			return append(fromActions(fc.Actions()), raw...), nil
+		}},
 		{"pod --all -A", []string{"pod --all", "pod --all -A"}, nil, func(t *testing.T) ([]observed, []observed) {
 			fc := fake.NewClientset(scenario()...)
 			if _, err := cluster.DiagnoseAll(context.Background(), &cluster.Client{Core: kubefake.Core(fc.CoreV1())}, ""); err != nil {

@@ -150,6 +150,61 @@ type PullFailures struct {
 	// token that expired, a list cut at its bound): Notes say what.
 	Partial bool     `json:"partial"`
 	Notes   []string `json:"notes"`
+	// CredentialVerification is the KEP-2535 pre-flight, with --credential-verification only.
+	CredentialVerification *CredentialVerification `json:"credentialVerification,omitempty"`
+}
+
+// Verdicts of the credential-verification pre-flight: a container that would fail to start under
+// the policy, one the API cannot decide (never counted as safe), one that starts.
+const (
+	VerdictBreaks  = "breaks"
+	VerdictUnknown = "unknown"
+	VerdictSafe    = "safe"
+)
+
+// CredentialVerification is what `pod --all --credential-verification POLICY` finds: the
+// containers that run from a node's cache today and would not start again once their kubelet
+// verifies pull credentials for cached images (imagePullCredentialsVerificationPolicy, KEP-2535).
+type CredentialVerification struct {
+	Policy string `json:"policy"` // the policy assumed: AlwaysVerify, NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages
+	// Containers counts the cached containers judged, by verdict; safe ones are not listed.
+	Breaks  int `json:"breaks"`
+	Unknown int `json:"unknown"`
+	Safe    int `json:"safe"`
+	// Verified counts the safe ones on nodes whose kubelet runs AlwaysVerify now: it verified them.
+	Verified int `json:"verified"`
+	// Nodes is each node's current policy, as its kubelet's /configz says (with --read-kubelet-config).
+	Nodes  []NodeVerification  `json:"nodes"`
+	Groups []VerificationGroup `json:"groups"` // breaks and unknown, by pool and image
+}
+
+// NodeVerification is one node's kubelet setting now.
+type NodeVerification struct {
+	Node      string   `json:"node"`
+	Pool      string   `json:"pool"`
+	Policy    string   `json:"policy"`    // "" when not read; the kubelet's default when read but unset
+	Allowlist []string `json:"allowlist"` // preloadedImagesVerificationAllowlist
+	// CredentialProviderConfig is the kubelet's imageCredentialProviderConfigPath, when set.
+	CredentialProviderConfig string `json:"credentialProviderConfig,omitempty"`
+	Problem                  string `json:"problem,omitempty"` // why the policy was not read
+}
+
+// VerificationGroup is one image on one pool.
+type VerificationGroup struct {
+	Pool     string              `json:"pool"`
+	Image    string              `json:"image"`
+	Registry string              `json:"registry"`
+	Entries  []VerificationEntry `json:"entries"`
+}
+
+// VerificationEntry is one container of one pod, and why it would break or cannot be decided.
+type VerificationEntry struct {
+	Pod       string `json:"pod"` // namespace/name
+	Container string `json:"container"`
+	Node      string `json:"node"`
+	Verdict   string `json:"verdict"` // breaks or unknown
+	Reason    string `json:"reason"`
+	Fix       string `json:"fix"`
 }
 
 // PullFailureGroup is one image failing for one cause.

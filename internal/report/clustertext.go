@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -160,6 +161,9 @@ func WritePullFailuresText(w io.Writer, l *PullFailures) error {
 		fmt.Fprintf(b, "    nodes  %s (pools %s)\n", JoinCut(g.Nodes, 8), JoinCut(g.Pools, 8))
 		fmt.Fprintf(b, "    next   %s\n", g.Command)
 	}
+	if v := l.CredentialVerification; v != nil {
+		writeVerification(b, v)
+	}
 	if l.Partial {
 		b.WriteString("\nPARTIAL  not everything could be read; what was read is above\n")
 	}
@@ -198,4 +202,61 @@ func JoinCut(s []string, n int) string {
 		return strings.Join(s, ", ")
 	}
 	return strings.Join(s[:n], ", ") + fmt.Sprintf(" (and %d more)", len(s)-n)
+}
+
+// writeVerification renders the credential-verification pre-flight: the nodes' policies by pool,
+// then the containers that would break or cannot be decided, by pool and image.
+func writeVerification(b *strings.Builder, v *CredentialVerification) {
+	head := "OK"
+	switch {
+	case v.Breaks > 0:
+		head = "BREAKS"
+	case v.Unknown > 0:
+		head = "UNKNOWN"
+	}
+	fmt.Fprintf(b, "\n%s  under %s: %d cached containers would break, %d unknown, %d safe (%d verified by AlwaysVerify already)\n",
+		head, v.Policy, v.Breaks, v.Unknown, v.Safe, v.Verified)
+	// each pool's policies, in one line
+	type poolPolicy struct {
+		order []string
+		nodes map[string][]string
+	}
+	pools := map[string]*poolPolicy{}
+	var names []string
+	for _, n := range v.Nodes {
+		pp := pools[n.Pool]
+		if pp == nil {
+			pp = &poolPolicy{nodes: map[string][]string{}}
+			pools[n.Pool] = pp
+			names = append(names, n.Pool)
+		}
+		pol := n.Policy
+		if pol == "" {
+			pol = "unknown"
+		}
+		if len(n.Allowlist) > 0 {
+			pol += " (allowlist " + JoinCut(n.Allowlist, 3) + ")"
+		}
+		if n.Problem != "" {
+			pol += " — " + n.Problem
+		}
+		if _, ok := pp.nodes[pol]; !ok {
+			pp.order = append(pp.order, pol)
+		}
+		pp.nodes[pol] = append(pp.nodes[pol], n.Node)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for _, pol := range pools[name].order {
+			fmt.Fprintf(b, "  pool %s  %s: %s\n", name, JoinCut(pools[name].nodes[pol], 4), pol)
+		}
+	}
+	for _, g := range v.Groups {
+		fmt.Fprintf(b, "\n  pool %s · %s (registry %s)\n", g.Pool, g.Image, OrDash(g.Registry))
+		for _, e := range g.Entries {
+			fmt.Fprintf(b, "    %-7s %s container %s on %s\n", strings.ToUpper(e.Verdict), e.Pod, e.Container, e.Node)
+			fmt.Fprintf(b, "            why  %s\n", e.Reason)
+			fmt.Fprintf(b, "            fix  %s\n", e.Fix)
+		}
+	}
 }
