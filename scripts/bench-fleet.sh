@@ -3,7 +3,9 @@
 # nodes in 50 pools, 30,000 pods, 2,000 failing; real etcd and kube-apiserver), side by side in the
 # same run with kubectl get pods -A -o json plus kubectl get events -A -o json: wall time, peak RSS
 # and API requests by verb and resource (from the API server's audit log); then `pullpath watch` on
-# the same preset: its memory and API requests a minute at steady state. Root is not needed.
+# the same preset: its memory and API requests a minute at steady state; then `pullpath watch
+# --resident` on 5,000 KWOK nodes (PULLPATH_BENCH_NODES) whose agents one loopback server answers:
+# its first round, then a steady window with no pod created. Root is not needed.
 # PULLPATH_BENCH_PRESET=small runs it on the test run's preset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,4 +15,4 @@ PULLPATH_KWOK=${PULLPATH_KWOK:-$(bash scripts/fleetbins.sh)}
 PULLPATH_KUBECTL=${PULLPATH_KUBECTL:-$(bash scripts/fleetbins.sh kubectl)/kubectl}
 export PULLPATH_KUBECTL
 export PULLPATH_KUBEBINS PULLPATH_KWOK PULLPATH_BENCH=1
-go test -count=1 -timeout 60m -run '^(TestFleetBenchmark|TestWatchAtScale)$' -v ./test/fleet/ | grep -v '^=== RUN'
+go test -count=1 -timeout 90m -run '^(TestFleetBenchmark|TestWatchAtScale|TestResidentWatchAtScale)$' -v ./test/fleet/ | grep -v '^=== RUN'

@@ -159,7 +159,7 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 			if finished(p) {
 				return true
 			}
-			if stream == nil && containerRunning(p) {
+			if stream == nil && Running(p) {
 				stream = r.attach(ctx, name, d.bin)
 			}
 			return stream.failed()
@@ -186,7 +186,7 @@ func (r *run) probePod(ctx context.Context, n *corev1.Node, d *delivery, img str
 	if waitingOn(p, "ErrImageNeverPull") {
 		return podOutcome{imageGone: true}
 	}
-	if w := waitingState(p); w != nil {
+	if w := Waiting(p); w != nil {
 		r.noProbe(ctx, res, p, fmt.Sprintf("the probe pod on %s could not start: %s: %s", n.Name, w.Reason, w.Message))
 		return podOutcome{}
 	}
@@ -247,7 +247,8 @@ func probeStart(p *corev1.Pod, created time.Time, s *attachStream) time.Duration
 	return 0
 }
 
-func containerRunning(p *corev1.Pod) bool {
+// Running reports whether p's container runs.
+func Running(p *corev1.Pod) bool {
 	for _, s := range p.Status.ContainerStatuses {
 		if s.State.Running != nil {
 			return true
@@ -445,7 +446,8 @@ type listThenWatch struct{ *cache.ListWatch }
 
 func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
 
-func waitingState(p *corev1.Pod) *corev1.ContainerStateWaiting {
+// Waiting is why p's container waits, past its creation; nil when it does not.
+func Waiting(p *corev1.Pod) *corev1.ContainerStateWaiting {
 	for _, s := range p.Status.ContainerStatuses {
 		if s.State.Waiting != nil && s.State.Waiting.Reason != "ContainerCreating" && s.State.Waiting.Reason != "PodInitializing" {
 			return s.State.Waiting
@@ -455,7 +457,7 @@ func waitingState(p *corev1.Pod) *corev1.ContainerStateWaiting {
 }
 
 func waitingOn(p *corev1.Pod, reasons ...string) bool {
-	w := waitingState(p)
+	w := Waiting(p)
 	if w == nil {
 		return false
 	}

@@ -124,7 +124,7 @@ func (w *Watcher) collect(ctx context.Context, ns *nodeState) {
 		later(agentPoll)
 		return
 	}
-	if st := waitingOf(pod); st != nil {
+	if st := nodeprobe.Waiting(pod); st != nil {
 		if nodeprobe.AgentMode(pod) == nodeprobe.AgentImage && slices.Contains(unpullable, st.Reason) {
 			// the node cannot pull the agent's image: a finding of its own, and the no-pull agent
 			w.progress(fmt.Sprintf("node %s: cannot pull the agent image %s (%s: %s); the agent runs from the node's sandbox image instead",
@@ -140,9 +140,9 @@ func (w *Watcher) collect(ctx context.Context, ns *nodeState) {
 			return
 		}
 	}
-	if pod.Status.PodIP == "" || !agentRunning(pod) {
+	if pod.Status.PodIP == "" || !nodeprobe.Running(pod) {
 		why := "its agent is not running"
-		if st := waitingOf(pod); st != nil {
+		if st := nodeprobe.Waiting(pod); st != nil {
 			why += ": " + st.Reason + ": " + line(st.Message, maxError)
 		}
 		if now.Sub(pod.CreationTimestamp.Time) > w.agentQuiet() {
@@ -289,24 +289,6 @@ func (w *Watcher) agentStarted(ns *nodeState) time.Time {
 func nodeAddress(n *corev1.Node, ip string) bool {
 	for _, a := range n.Status.Addresses {
 		if a.Address == ip && (a.Type == corev1.NodeInternalIP || a.Type == corev1.NodeExternalIP) {
-			return true
-		}
-	}
-	return false
-}
-
-func waitingOf(p *corev1.Pod) *corev1.ContainerStateWaiting {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.State.Waiting != nil {
-			return s.State.Waiting
-		}
-	}
-	return nil
-}
-
-func agentRunning(p *corev1.Pod) bool {
-	for _, s := range p.Status.ContainerStatuses {
-		if s.State.Running != nil {
 			return true
 		}
 	}

@@ -180,6 +180,8 @@ func TestWatchResident(t *testing.T) {
 		}
 	}
 	condWrites := delta(`pullpath_watch_api_requests_total{method="PATCH",resource="nodes/status"}`)
+	c.figure("watch --resident: %.1f registry requests per agent round in the window (quick rounds: the manifest and the config blob through its redirect; every 6th a full download)",
+		delta(`pullpath_watch_registry_requests_total{`)/probes)
 	c.figure("watch --resident: steady window %s on %d nodes: %v pod creations, %v attach streams, %v agent results read, %.0f condition writes, %.0f API writes by the watcher in all (its status ConfigMap, every min(interval, 1m): %.0f an hour whatever the number of nodes), watcher RSS %.0f MiB",
 		window, len(c.nodes), creates1-creates0, attaches1-attaches0, probes, condWrites, writes, writes*float64(time.Hour)/float64(window), m1["process_resident_memory_bytes"]/(1<<20))
 	if condWrites != 0 {
