@@ -24,7 +24,7 @@ report=$(mktemp)
 clusterReport=$(mktemp)
 fleetReport=$(mktemp)
 trap 'rm -f "$report" "$clusterReport" "$fleetReport"' EXIT
-PULLPATH_LAB_REPORT="$report" PULLPATH_CLUSTER_REPORT="$clusterReport" PULLPATH_FLEET_REPORT="$fleetReport" go test -race -count=1 -timeout 15m ./...
+PULLPATH_LAB_REPORT="$report" PULLPATH_CLUSTER_REPORT="$clusterReport" PULLPATH_FLEET_REPORT="$fleetReport" go test -race -count=1 -timeout 25m ./...
 if [ -s "$report" ]; then
   echo
   echo "lab tier: real containerd, pullpath explain and pullpath probe, per case"

@@ -27,6 +27,9 @@ type kubeFlags struct {
 	basicAuth  string // --username or --password given: refused by validate
 	// wrap, when set, wraps the client's transport (watch counts its API requests with it)
 	wrap func(http.RoundTripper) http.RoundTripper
+	// qps and burst, when set, replace client-go's 5 and 10 requests a second
+	qps   float32
+	burst int
 }
 
 func newKubeFlags() *kubeFlags { return &kubeFlags{} }
@@ -186,6 +189,9 @@ func (k *kubeFlags) client() (*cluster.Client, error) {
 		return nil, k.configError(err)
 	}
 	rc.UserAgent = "pullpath/" + Version
+	if k.qps > 0 {
+		rc.QPS, rc.Burst = k.qps, k.burst
+	}
 	if k.wrap != nil {
 		rc.Wrap(k.wrap)
 	}

@@ -163,6 +163,12 @@ func (o *watchOptions) checkResident() error {
 func (o *watchOptions) Run(ctx context.Context) error {
 	api := watch.NewAPICounter()
 	o.kube.wrap = api.Wrap
+	if o.resident {
+		// the first round places an agent and writes a condition per node: at client-go's 5 a
+		// second that is 33 min at 5,000 nodes; the API server's priority and fairness still
+		// bounds the watcher, and in the steady state it writes about one object a minute
+		o.kube.qps, o.kube.burst = 25, 50
+	}
 	cs, err := o.kube.client()
 	if err != nil {
 		return err

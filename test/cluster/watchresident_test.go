@@ -74,7 +74,7 @@ func TestWatchResident(t *testing.T) {
 	runNamespace(t, c)
 	agentImage := pushProbeImage(t, c)
 	im := c.Images[cachedImage]
-	const interval = 20 * time.Second
+	const interval = 15 * time.Second
 	w := c.startWatch(t, "--image", im.Ref, "--resident", "--agent-image", agentImage, "--interval", interval.String(),
 		"--run-namespace", runNS, "--probe-timeout", "90s", "--metrics-address", "127.0.0.1:9467")
 	start := time.Now()
@@ -119,8 +119,13 @@ func TestWatchResident(t *testing.T) {
 		t.Errorf("pullpath_watch_agent_image_unpullable_total %v, want ≥ 1", v)
 	}
 
-	// the steady window: three intervals after every agent runs and was read once more
-	time.Sleep(interval + 10*time.Second)
+	// the steady window: three intervals, once every agent runs and was read once more
+	read := promtext.Sum(scrape(), `pullpath_watch_probes_total{`)
+	for deadline := time.Now().Add(2 * interval); promtext.Sum(scrape(), `pullpath_watch_probes_total{`) < read+float64(len(c.nodes)); time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the agents were not read again within %s\n%s", 2*interval, w.errOut.String())
+		}
+	}
 	uids := map[string]string{}
 	for n, p := range c.agentPods(t) {
 		uids[n] = string(p.UID)
