@@ -29,6 +29,7 @@ type agentOptions struct {
 	interval  time.Duration
 	fullEvery int
 	noted     sync.Once
+	memo      *probe.Memo // what quick rounds reuse: the token, the manifests
 }
 
 func newAgentCmd(s Streams) *cobra.Command {
@@ -95,6 +96,7 @@ func (o *agentOptions) Run(ctx context.Context) error {
 		return fmt.Errorf("--listen: %w", err)
 	}
 	logger := log.New(o.streams.ErrOut, "pullpath agent: ", log.LstdFlags|log.LUTC)
+	o.memo = probe.NewMemo()
 	if os.Getenv("GOMEMLIMIT") == "" {
 		// resident on every node: the GC works harder rather than let the heap grow between
 		// probes (the budget is 30 MiB of RSS)
@@ -128,8 +130,9 @@ func (o *agentOptions) probeOnce(ctx context.Context, image string, full bool) (
 	if err := p.prepare(); err != nil {
 		return nil, err
 	}
-	// a quick round reads the config blob alone: its redirect reaches the blob host
-	p.probe.Sample = !full
+	// a quick round reads the config blob alone (its redirect reaches the blob host), with the
+	// token and manifests of earlier rounds while they hold
+	p.probe.Sample, p.probe.Memo = !full, o.memo
 	o.noted.Do(func() {
 		for _, n := range p.notes {
 			fmt.Fprintln(o.streams.ErrOut, n)

@@ -53,6 +53,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 		}
 		w.setAuthz("Basic " + base64.StdEncoding.EncodeToString([]byte(cred.Username+":"+cred.Password)))
 		w.step(reg, report.StepAuth, report.Pass, "", "Basic authentication with "+cred.String(), report.Evidence{}, 0)
+		w.keep(reg, w.authz, keptLife)
 		return nil
 	case "bearer":
 	default:
@@ -120,6 +121,7 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 		return w.fail(&failure{ep: tok, step: report.StepAuth, code: report.CodeAuthTokenInvalid, summary: "the token realm answered 200 but " + err.Error()}, ev, 0)
 	}
 	w.setAuthz("Bearer " + token)
+	w.keep(reg, w.authz, tokenLife(body))
 	w.step(tok, report.StepAuth, report.Pass, "", fmt.Sprintf("token issued for scope repository:%s:pull to %s", w.ref.Repository, cred.String()), report.Evidence{}, 0)
 	w.step(reg, report.StepAuth, report.Pass, "", "bearer token from "+tok.hostport, report.Evidence{}, 0)
 	return nil
@@ -129,6 +131,9 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 // there: some registries let GET /v2/ through and only challenge on the repository.
 func (w *walk) requestAuth(reg *endpoint, method string, u *url.URL, hdr http.Header) (*registry.Response, *failure) {
 	resp, f := w.request(w.ctx, reg, method, u, hdr.Clone(), report.RoleBlob)
+	if f == nil && resp.StatusCode == http.StatusUnauthorized && w.fromMemo {
+		w.keptRefused() // the kept token expired early, or was revoked: as the runtime, ask again
+	}
 	if f != nil || resp.StatusCode != http.StatusUnauthorized || w.authz != "" || w.challenged || resp.Header.Get("WWW-Authenticate") == "" {
 		return resp, f
 	}

@@ -25,6 +25,13 @@ func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
 	}
 	head.Body.Close()
 	w.resolved = head.StatusCode >= 200 && head.StatusCode < 300
+	if w.noPing {
+		// GET /v2/ was skipped: the HEAD is this round's proof that the registry API answers
+		w.step(reg, report.StepHTTP, report.Pass, "", fmt.Sprintf("HEAD %s → %d: the registry API answers (GET /v2/ is a full round's)", u.Path, head.StatusCode), report.Evidence{}, lastHop(head).Duration)
+		if w.fromMemo && head.StatusCode != http.StatusUnauthorized && head.StatusCode != http.StatusForbidden {
+			w.step(reg, report.StepAuth, report.Pass, "", "the authorization of an earlier round, kept while it is valid", report.Evidence{}, 0)
+		}
+	}
 	digest := head.Header.Get("Docker-Content-Digest")
 	if w.ref.Digest != "" {
 		digest = w.ref.Digest
@@ -34,6 +41,22 @@ func (w *walk) manifests(reg *endpoint) (*registry.Manifest, *failure) {
 	} else {
 		digest = w.ref.Digest
 	}
+	memoKey := reg.hostport + "/" + w.ref.Repository + "@" + digest + " " + w.platform.String()
+	if w.opts.Memo != nil && w.opts.NoDownload && w.opts.Sample && w.resolved && registry.ValidDigest(digest) {
+		if m := w.opts.Memo.manifest(memoKey); m != nil {
+			w.step(reg, report.StepManifest, report.Pass, "", fmt.Sprintf("%s: %s, unchanged since an earlier round: its manifest kept", w.ref.Identifier(), short(digest)), report.Evidence{}, 0)
+			return m, nil
+		}
+	}
+	m, f := w.manifestsAt(reg, u, digest)
+	if f == nil && registry.ValidDigest(digest) {
+		w.opts.Memo.keepManifest(memoKey, m)
+	}
+	return m, f
+}
+
+// manifestsAt fetches the manifest at u (of digest) and, for an index, the platform's.
+func (w *walk) manifestsAt(reg *endpoint, u *url.URL, digest string) (*registry.Manifest, *failure) {
 	m, f := w.fetchManifest(reg, u, digest, -1, w.ref.Identifier())
 	if f != nil || !m.Index {
 		return m, f

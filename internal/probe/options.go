@@ -56,6 +56,9 @@ type Options struct {
 	// reaches the blob host that registries serve every blob of a repository from (the resident
 	// agent's quick rounds; its full rounds read every layer).
 	Sample bool
+	// Memo, in a quick round (NoDownload and Sample), reuses an earlier round's registry
+	// authorization and manifests (see Memo); every round keeps what it got there.
+	Memo *Memo
 	// Node names this machine in the report; default: the hostname.
 	Node string
 

@@ -56,8 +56,13 @@ type hostAttempt struct {
 	client *registry.Client
 	authorizer
 	fromIndex bool // the platform manifest was chosen from an index
-	download  report.Download
-	resolved  bool // the manifest HEAD succeeded: the runtime's resolve ended on this host
+	// memoKey names this host's authorization in Options.Memo; fromMemo: the round uses the
+	// one kept there, and skipped GET /v2/ (a quick round)
+	memoKey  string
+	fromMemo bool
+	noPing   bool // GET /v2/ skipped: the manifest HEAD proves the API answers
+	download report.Download
+	resolved bool // the manifest HEAD succeeded: the runtime's resolve ended on this host
 }
 
 // classOf is the class a failure will be reported with.
@@ -191,6 +196,14 @@ func (w *walk) run() *failure {
 	if w.opts.Insecure {
 		w.warn(report.CodeTLSInsecure, "", "--insecure: certificates are NOT verified; a pass here does not mean the runtime trusts the registry")
 	}
+	if w.kept(reg) {
+		// a quick round with a kept authorization: the manifest HEAD is the first request
+		m, f := w.manifests(reg)
+		if f != nil {
+			return f
+		}
+		return w.blobs(reg, m)
+	}
 	// 3-6. TCP, TLS and the API version check: GET /v2/.
 	ping := w.apiURL("/") // GET /v2/
 	resp, f := w.request(w.ctx, reg, http.MethodGet, ping, nil, report.RoleRegistry)
@@ -204,6 +217,7 @@ func (w *walk) run() *failure {
 	case http.StatusOK:
 		w.step(reg, report.StepHTTP, report.Pass, "", pingSummary+": the registry API answers", report.Evidence{HTTP: w.httpEvidence(resp, body)}, lastHop(resp).Duration)
 		w.step(reg, report.StepAuth, report.Pass, "", "the registry needs no authentication", report.Evidence{}, 0)
+		w.keep(reg, "", keptLife)
 	case http.StatusUnauthorized:
 		w.step(reg, report.StepHTTP, report.Pass, "", pingSummary+": the registry API answers and asks for authentication", report.Evidence{HTTP: w.httpEvidence(resp, body)}, lastHop(resp).Duration)
 		if f := w.authenticate(reg, resp); f != nil {
