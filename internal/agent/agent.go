@@ -24,6 +24,10 @@ const Kind = "AgentResults"
 // Port is the agent's default port on the node (hostNetwork).
 const Port = 9477
 
+// DefaultBudget is the agent's default registry budget an hour: five times what the default
+// schedule sends an image of a few layers (18), so that only a loop or a huge image meets it.
+const DefaultBudget = 100
+
 // MinGap is the shortest time between two probes of one image that a request can cause: a
 // neighbour that asks in a loop costs the registry one probe of each image per MinGap.
 const MinGap = 20 * time.Second
@@ -39,7 +43,10 @@ type Options struct {
 	Images    []string
 	Interval  time.Duration // between two rounds (each jittered by ±10 %, by node and round)
 	FullEvery int           // every Nth round downloads every blob; the first always does
-	Probe     Probe
+	// Budget bounds the requests this node's rounds send each registry in an hour: when spent, the
+	// next round waits until the hour's requests fall below it (0: no bound).
+	Budget int
+	Probe  Probe
 	Version   string
 	Logf      func(format string, args ...any)
 	now       func() time.Time
@@ -82,6 +89,14 @@ type Agent struct {
 	latest  map[string]*Result
 	counts  map[[2]string]int // image, class → probes
 	waiting map[string]chan struct{}
+	spent   map[string][]spend // registry → its requests in the last hour
+	sent    map[string]int     // registry → requests since the start
+}
+
+// spend is one probe's requests to a registry.
+type spend struct {
+	at time.Time
+	n  int
 }
 
 // New checks o and returns an agent that has not started.
@@ -103,7 +118,8 @@ func New(o Options) (*Agent, error) {
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
 	}
-	return &Agent{o: o, started: o.now(), latest: map[string]*Result{}, counts: map[[2]string]int{}, waiting: map[string]chan struct{}{}}, nil
+	return &Agent{o: o, started: o.now(), latest: map[string]*Result{}, counts: map[[2]string]int{}, waiting: map[string]chan struct{}{},
+		spent: map[string][]spend{}, sent: map[string]int{}}, nil
 }
 
 // Run probes every image now, then every interval, until ctx ends.
@@ -120,7 +136,7 @@ func (a *Agent) Run(ctx context.Context) {
 			}
 			a.probe(ctx, img, full, false)
 		}
-		wait := jitter(a.o.Node, round, a.o.Interval)
+		wait := max(jitter(a.o.Node, round, a.o.Interval), a.overBudget())
 		a.mu.Lock()
 		a.next = a.o.now().Add(wait)
 		a.mu.Unlock()
@@ -232,9 +248,55 @@ func (a *Agent) probe(ctx context.Context, image string, full, asked bool) *Resu
 	r.Seq = a.seq
 	a.latest[image] = r
 	a.counts[[2]string{image, class}]++
+	if rep := r.Report; rep != nil && rep.Reference.Registry != "" {
+		reg := rep.Reference.Registry
+		a.spent[reg] = append(a.spent[reg], spend{at: r.At, n: len(rep.Hops)})
+		a.sent[reg] += len(rep.Hops)
+	}
 	a.mu.Unlock()
 	a.o.Logf("probed %s (full %t, %s): %s in %s", image, full, map[bool]string{true: "asked", false: "interval"}[asked], class, time.Duration(r.Took).Round(time.Millisecond))
 	return r
+}
+
+// used is the requests sent to registry reg in the hour before now (the caller holds mu).
+func (a *Agent) used(reg string, now time.Time) int {
+	kept := a.spent[reg][:0]
+	n := 0
+	for _, s := range a.spent[reg] {
+		if now.Sub(s.at) < time.Hour {
+			kept = append(kept, s)
+			n += s.n
+		}
+	}
+	a.spent[reg] = kept
+	return n
+}
+
+// overBudget is how long the next round must wait for every registry's last hour to fall below
+// the budget; 0 when none is spent.
+func (a *Agent) overBudget() time.Duration {
+	if a.o.Budget <= 0 {
+		return 0
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	now := a.o.now()
+	var wait time.Duration
+	for reg := range a.spent {
+		n, regWait := a.used(reg, now), time.Duration(0)
+		for _, s := range a.spent[reg] { // oldest first: each that leaves the hour frees its share
+			if n < a.o.Budget {
+				break
+			}
+			n -= s.n
+			regWait = max(regWait, s.at.Add(time.Hour).Sub(now))
+		}
+		if regWait > 0 {
+			a.o.Logf("the budget of %d requests an hour to %s is spent: the next round waits %s", a.o.Budget, reg, regWait.Round(time.Second))
+		}
+		wait = max(wait, regWait)
+	}
+	return wait
 }
 
 // Since returns the newest result of every image newer than seq; all of them when seq is ahead

@@ -274,3 +274,35 @@ func TestMetricsSayTheAgentsOwnCost(t *testing.T) {
 		t.Errorf("rss %v, cpu %v:\n%s", rss, cpu, m.Body)
 	}
 }
+
+// A registry's budget: once the last hour's requests reach it, the next round waits until the
+// oldest leave the hour; the metrics say how much is used.
+func TestBudgetStretchesTheNextRound(t *testing.T) {
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	probe := func(_ context.Context, image string, full bool) (*report.Probe, error) {
+		return &report.Probe{Kind: "ProbeReport", Image: image, Class: report.ClassOK, Reference: report.Ref{Registry: "r.test"},
+			Hops: make([]report.Hop, 10)}, nil
+	}
+	a, err := New(Options{Node: "n1", Images: []string{"r.test/a:1"}, Interval: 15 * time.Minute, Budget: 25, Probe: probe, now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		a.probe(context.Background(), "r.test/a:1", false, false)
+		now = now.Add(15 * time.Minute)
+	}
+	if w := a.overBudget(); w != 0 {
+		t.Errorf("20 of 25 requests used: waits %s, want 0", w)
+	}
+	a.probe(context.Background(), "r.test/a:1", false, false) // 30 in the hour
+	if w := a.overBudget(); w != 30*time.Minute {
+		t.Errorf("30 of 25 used: waits %s, want 30m (until the first round leaves the hour)", w)
+	}
+	m := httptest.NewRecorder()
+	a.Handler().ServeHTTP(m, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{`pullpath_agent_registry_requests_total{registry="r.test"} 30`, `pullpath_agent_registry_budget_used_ratio{registry="r.test"} 1.2`} {
+		if !strings.Contains(m.Body.String(), want) {
+			t.Errorf("metrics lack %s:\n%s", want, m.Body)
+		}
+	}
+}

@@ -118,6 +118,29 @@ func (a *Agent) metrics(w http.ResponseWriter, _ *http.Request) {
 	for _, r := range rows {
 		fmt.Fprintf(w, "pullpath_agent_probes_total{image=%q,class=%q} %d\n", r.image, r.class, r.n)
 	}
+	a.mu.Lock()
+	regs := make([]string, 0, len(a.sent))
+	for r := range a.sent {
+		regs = append(regs, r)
+	}
+	sort.Strings(regs)
+	sent, used := map[string]int{}, map[string]int{}
+	for _, r := range regs {
+		sent[r], used[r] = a.sent[r], a.used(r, a.o.now())
+	}
+	a.mu.Unlock()
+	fmt.Fprintln(w, "# HELP pullpath_agent_registry_requests_total Requests this agent's probes sent, by registry.")
+	fmt.Fprintln(w, "# TYPE pullpath_agent_registry_requests_total counter")
+	for _, r := range regs {
+		fmt.Fprintf(w, "pullpath_agent_registry_requests_total{registry=%q} %d\n", r, sent[r])
+	}
+	if a.o.Budget > 0 {
+		fmt.Fprintln(w, "# HELP pullpath_agent_registry_budget_used_ratio The last hour's requests to the registry over the agent's budget (1: spent, rounds wait).")
+		fmt.Fprintln(w, "# TYPE pullpath_agent_registry_budget_used_ratio gauge")
+		for _, r := range regs {
+			fmt.Fprintf(w, "pullpath_agent_registry_budget_used_ratio{registry=%q} %g\n", r, float64(used[r])/float64(a.o.Budget))
+		}
+	}
 	if rss, cpu, ok := self(); ok {
 		// the agent's own cost, as Prometheus' process collector names it (no client library in
 		// the probe-only build)

@@ -28,6 +28,7 @@ type agentOptions struct {
 	listen    string
 	interval  time.Duration
 	fullEvery int
+	budget    int
 	noted     sync.Once
 	memo      *probe.Memo // what quick rounds reuse: the token, the manifests
 }
@@ -53,9 +54,10 @@ Exit codes: 0 stopped by a signal, 2 could not run.
 	f.StringVar(&o.listen, "listen", ":"+strconv.Itoa(agent.Port), "address the results are served on")
 	f.DurationVar(&o.interval, "interval", 15*time.Minute, "between two probes of an image")
 	f.IntVar(&o.fullEvery, "full-every", 4, "every Nth probe downloads every blob (the first always does); the others stop at each layer's first byte, which still reaches every blob host")
+	f.IntVar(&o.budget, "registry-budget", agent.DefaultBudget, "requests a registry may get from this node in an hour; when spent, the next round waits (0: no bound)")
 	nodeViewFlags(f, &o.probeOptions)
 	groupFlags(f, "Timeouts", "connect-timeout", "tls-timeout", "header-timeout", "stall-timeout", "timeout")
-	groupFlags(f, "More", "anonymous", "expect-private", "concurrency", "node", "dns-server", "hosts-file", "resolv-conf", "platform", "runtime", "insecure")
+	groupFlags(f, "More", "anonymous", "expect-private", "concurrency", "node", "dns-server", "hosts-file", "resolv-conf", "platform", "runtime", "insecure", "registry-budget")
 	return cmd
 }
 
@@ -72,6 +74,9 @@ func (o *agentOptions) Validate() error {
 	}
 	if o.fullEvery < 1 {
 		return fmt.Errorf("--full-every %d: want 1 or more", o.fullEvery)
+	}
+	if o.budget < 0 {
+		return fmt.Errorf("--registry-budget %d: want 0 (no bound) or more", o.budget)
 	}
 	if o.pullSecret == "-" {
 		return errors.New("--pull-secret -: the agent runs for long, and stdin is read once: give a file or --pull-secret-env")
@@ -102,7 +107,7 @@ func (o *agentOptions) Run(ctx context.Context) error {
 		// probes (the budget is 30 MiB of RSS)
 		debug.SetMemoryLimit(agentMemoryLimit)
 	}
-	a, err := agent.New(agent.Options{Node: o.node, Images: o.images, Interval: o.interval, FullEvery: o.fullEvery,
+	a, err := agent.New(agent.Options{Node: o.node, Images: o.images, Interval: o.interval, FullEvery: o.fullEvery, Budget: o.budget,
 		Probe: o.probeOnce, Version: versionInfo().Version, Logf: logger.Printf})
 	if err != nil {
 		l.Close()

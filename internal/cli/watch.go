@@ -45,6 +45,7 @@ type watchOptions struct {
 	resident        bool
 	agentImage      string
 	agentPort       int
+	registryBudget  int
 }
 
 func newWatchCmd(s Streams) *cobra.Command {
@@ -83,7 +84,8 @@ Exit codes: 0 stopped by a signal after cleaning up, 1 something left behind, 2 
 	f.BoolVar(&o.resident, "resident", false, "an agent pod on every node probes it locally; no probe pod per probe")
 	f.StringVar(&o.agentImage, "agent-image", "", "with --resident: a pullpath image pinned by digest for the agents (default: the binary in ConfigMaps on the node's sandbox image)")
 	f.IntVar(&o.agentPort, "agent-port", agent.Port, "with --resident: the agents' port on the nodes")
-	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect", "sandbox-image", "include-cordoned", "service-account", "secret", "resident", "agent-image", "agent-port")
+	f.IntVar(&o.registryBudget, "registry-budget", agent.DefaultBudget, "with --resident: requests a registry may get from a node in an hour; when spent, the agent's next round waits")
+	groupFlags(f, "More", "concurrency", "full-every", "probe-timeout", "delivery", "leader-elect", "sandbox-image", "include-cordoned", "service-account", "secret", "resident", "agent-image", "agent-port", "registry-budget")
 	cmd.AddCommand(newWatchStatusCmd(s), newWatchManifestsCmd(s))
 	return cmd
 }
@@ -137,7 +139,7 @@ func (o *watchOptions) Validate() error {
 // agent image not pinned by digest (the admission policy runs no other).
 func (o *watchOptions) checkResident() error {
 	if !o.resident {
-		for _, f := range []string{"agent-image", "agent-port"} {
+		for _, f := range []string{"agent-image", "agent-port", "registry-budget"} {
 			if o.flagChanged(f) {
 				return fmt.Errorf("--%s is for the resident agents: add --resident", f)
 			}
@@ -146,6 +148,9 @@ func (o *watchOptions) checkResident() error {
 	}
 	if o.agentPort < 1 || o.agentPort > 65535 {
 		return fmt.Errorf("--agent-port %d: want 1 to 65535", o.agentPort)
+	}
+	if o.registryBudget < 0 {
+		return fmt.Errorf("--registry-budget %d: want 0 (no bound) or more", o.registryBudget)
 	}
 	if o.agentImage != "" {
 		ref, err := parseImage(o.agentImage)
@@ -213,7 +218,7 @@ func (o *watchOptions) Run(ctx context.Context) error {
 	defer stopLeading()
 	lead := func(ctx context.Context) {
 		w, err := watch.New(ctx, cs, watch.Options{Images: o.images, Interval: o.interval, Concurrency: o.concurrency, FullEvery: o.fullEvery, Probe: vo, Progress: logf, API: api, Version: Version,
-			IncludeCordoned: o.includeCordoned, Resident: o.resident, AgentPort: o.agentPort})
+			IncludeCordoned: o.includeCordoned, Resident: o.resident, AgentPort: o.agentPort, AgentBudget: o.registryBudget})
 		if err != nil {
 			if ctx.Err() == nil { // not a lost lease: the watcher cannot run
 				leadErr = err

@@ -34,6 +34,7 @@ type AgentOptions struct {
 	Interval  time.Duration
 	FullEvery int
 	Port      int  // on the node (hostNetwork)
+	Budget    int  // registry requests an hour per registry (agent --registry-budget); 0: the agent's default
 	NoPull    bool // never the agent's image, even with VerifyOptions.ProbeImage
 }
 
@@ -121,6 +122,9 @@ func (p *Prober) agentArgs(n *corev1.Node, o AgentOptions) []string {
 	}
 	args = append(args, "--host-root", "/host", "--node", n.Name, "--listen", ":"+strconv.Itoa(port),
 		"--interval", o.Interval.String(), "--full-every", strconv.Itoa(max(o.FullEvery, 1)))
+	if o.Budget > 0 {
+		args = append(args, "--registry-budget", strconv.Itoa(o.Budget))
+	}
 	args = append(args, secretArgs(p.agentEnv())...)
 	return append(args, r.o.ProbeArgs...)
 }

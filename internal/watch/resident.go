@@ -112,7 +112,7 @@ func (w *Watcher) collect(ctx context.Context, ns *nodeState) {
 	pod := w.agentPod(n.Name)
 	switch {
 	case pod == nil:
-		mode, err := w.full.StartAgent(ctx, n, nodeprobe.AgentOptions{Interval: w.o.Interval, FullEvery: w.o.FullEvery, Port: w.o.AgentPort, NoPull: noPull})
+		mode, err := w.full.StartAgent(ctx, n, nodeprobe.AgentOptions{Interval: w.o.Interval, FullEvery: w.o.FullEvery, Port: w.o.AgentPort, Budget: w.o.AgentBudget, NoPull: noPull})
 		if err != nil {
 			w.agentDown(ctx, ns, n, "its agent could not be started: "+err.Error(), now)
 			return

@@ -49,8 +49,9 @@ type Options struct {
 	IncludeCordoned bool
 	// Resident places an agent pod on every node that probes it locally (pullpath agent), and
 	// reads the agents instead of running a probe pod per probe. AgentPort is theirs on the node.
-	Resident  bool
-	AgentPort int
+	Resident    bool
+	AgentPort   int
+	AgentBudget int // each agent's registry requests an hour per registry; 0: the agent's default
 }
 
 // Watcher is one running watch.
