@@ -153,6 +153,14 @@ func TestEnumsMatchGoConstants(t *testing.T) {
 	var runtimes []string
 	runtimes = append(runtimes, rtConsts["Runtime"]...)
 	sameSet(t, "runtime", enumAt(t, "RuntimeReport", "runtime"), runtimes)
+	expiry := schemaRaw["$defs"].(map[string]any)["ProbeReport"].(map[string]any)["properties"].(map[string]any)["credentialExpiry"].(map[string]any)["items"].(map[string]any)["properties"].(map[string]any)
+	for prop, typ := range map[string]string{"what": "ExpiryWhat", "source": "ExpirySource"} {
+		var enum []string
+		for _, v := range expiry[prop].(map[string]any)["enum"].([]any) {
+			enum = append(enum, v.(string))
+		}
+		sameSet(t, "credentialExpiry "+prop, enum, reportConsts[typ])
+	}
 }
 
 // enumAt is the enum of a property of a $defs entry.

@@ -39,6 +39,7 @@ var fieldValues = map[string]any{
 	"report.PullFailureGroup.Command":      "pullpath pod web-new -n shop",
 	"report.CredentialVerification.Policy": "AlwaysVerify", "report.NodeVerification.Policy": "NeverVerify", "report.VerificationEntry.Verdict": "breaks",
 	"report.Download.Partial": "no-download", "report.Download.Verified": false,
+	"report.Expiry.What": "registry-token", "report.Expiry.Source": "expires_in",
 	"report.Demo.APIVersion": report.APIVersion, "report.Demo.Kind": "DemoReport",
 	"report.Verification.APIVersion": report.APIVersion, "report.Verification.Kind": "Verification",
 	"report.PoolResult.Delivery": "image", "report.RuntimePull.Result": "failed", "report.CRIResult.Result": "failed",

@@ -115,18 +115,38 @@ type response struct {
 }
 
 // pick is the credential of one provider's answer the kubelet's keyring uses first for the image.
-func (p *Plan) pick(auth map[string]authEntry, took time.Duration) (creds.Credential, *Failure) {
+func (p *Plan) pick(auth map[string]authEntry, took time.Duration, c cache) (creds.Credential, *Failure) {
 	key, a, ok := pickAuth(auth, p.Image)
 	if !ok {
 		keys := slices.Sorted(maps.Keys(auth))
 		return creds.Credential{}, p.failure(report.CodeCredentialProviderNoAuth, "exit status 0", "",
 			fmt.Sprintf("the kubelet credential provider %s returned no credentials for %s (auth keys: %s)", p.Provider.Name, p.Image, orNone(keys)))
 	}
-	return p.credential(key, a, took), nil
+	return p.credential(key, a, took, c), nil
 }
 
-func (p *Plan) credential(key string, a authEntry, took time.Duration) creds.Credential {
-	return creds.Credential{Username: a.Username, Password: a.Password, Source: fmt.Sprintf("%s, auth key %s, in %s", p.Source(), key, took)}
+func (p *Plan) credential(key string, a authEntry, took time.Duration, c cache) creds.Credential {
+	return creds.Credential{Username: a.Username, Password: a.Password, Source: fmt.Sprintf("%s, auth key %s, in %s", p.Source(), key, took),
+		CacheUntil: c.until, CacheFrom: c.from}
+}
+
+// cache is how long the kubelet keeps an answer (kubelet plugin.go): the response's
+// cacheDuration, else the provider's defaultCacheDuration; zero is not cached at all.
+type cache struct {
+	until time.Time
+	from  string
+}
+
+func (p *Plan) cacheOf(resp *response, at time.Time) cache {
+	v, from := resp.CacheDuration, string(report.SourceCacheDuration)
+	if v == "" {
+		v, from = p.Provider.DefaultCacheDuration, string(report.SourceDefaultCacheDuration)
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return cache{}
+	}
+	return cache{until: at.Add(d).UTC(), from: from}
 }
 
 // failure is a provider run that gave no credentials, with its evidence.
@@ -149,7 +169,7 @@ func (p *Plan) failure(code report.Code, status, stderr, summary string) *Failur
 // the process environment plus the configured env, a CredentialProviderRequest on stdin, the
 // response read from stdout; it returns the whole answer. secrets lists every credential value the
 // response held (for scrubbing), even when none is used.
-func (p *Plan) exchange(ctx context.Context) (auth map[string]authEntry, secrets []string, took time.Duration, f *Failure) {
+func (p *Plan) exchange(ctx context.Context) (auth map[string]authEntry, c cache, secrets []string, took time.Duration, f *Failure) {
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -169,8 +189,8 @@ func (p *Plan) exchange(ctx context.Context) (auth map[string]authEntry, secrets
 	start := time.Now()
 	err := cmd.Run()
 	took = time.Since(start).Round(time.Millisecond)
-	fail := func(code report.Code, status, summary string) (map[string]authEntry, []string, time.Duration, *Failure) {
-		return nil, secrets, took, p.failure(code, status, stderr.String(), summary)
+	fail := func(code report.Code, status, summary string) (map[string]authEntry, cache, []string, time.Duration, *Failure) {
+		return nil, cache{}, secrets, took, p.failure(code, status, stderr.String(), summary)
 	}
 	var ee *exec.ExitError
 	switch {
@@ -201,7 +221,7 @@ func (p *Plan) exchange(ctx context.Context) (auth map[string]authEntry, secrets
 		return fail(report.CodeCredentialProviderFailed, "exit status 0", fmt.Sprintf("the kubelet credential provider %s answered apiVersion %q kind %q; the kubelet asked for %s CredentialProviderResponse and rejects it",
 			p.Provider.Name, resp.APIVersion, resp.Kind, p.Provider.APIVersion))
 	}
-	return resp.Auth, secrets, took, nil
+	return resp.Auth, p.cacheOf(&resp, start.Add(took)), secrets, took, nil
 }
 
 // Outcome is one provider's run for an image.
@@ -210,6 +230,7 @@ type Outcome struct {
 	Cred    creds.Credential // the first credential of its own answer for the image; anonymous when it gave none
 	Failure *Failure
 	Took    time.Duration
+	cache   cache
 }
 
 // Combined is what the kubelet holds for an image once every matching provider ran.
@@ -239,7 +260,7 @@ type answer struct {
 func (c *Combined) AddTo(k *creds.Keyring) {
 	for _, a := range c.answers {
 		o := c.Outcomes[a.from]
-		k.Add(creds.Providers, a.key, o.Plan.credential(a.key, a.entry, o.Took), a.from)
+		k.Add(creds.Providers, a.key, o.Plan.credential(a.key, a.entry, o.Took, o.cache), a.from)
 	}
 }
 
@@ -251,11 +272,11 @@ func (c *Combined) PlanOf(m creds.Match) *Plan { return c.Outcomes[m.Tag].Plan }
 func RunAll(ctx context.Context, plans []*Plan) Combined {
 	var c Combined
 	for i, p := range plans {
-		a, secrets, took, f := p.exchange(ctx)
+		a, ca, secrets, took, f := p.exchange(ctx)
 		c.Secrets = append(c.Secrets, secrets...)
-		o := Outcome{Plan: p, Failure: f, Took: took}
+		o := Outcome{Plan: p, Failure: f, Took: took, cache: ca}
 		if f == nil {
-			o.Cred, o.Failure = p.pick(a, took)
+			o.Cred, o.Failure = p.pick(a, took, ca)
 			// the providers' order, each answer's keys in string order (the kubelet ranges over a map)
 			for _, k := range slices.Sorted(maps.Keys(a)) {
 				c.answers = append(c.answers, answer{k, a[k], i})

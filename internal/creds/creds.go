@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
@@ -20,6 +21,10 @@ type Credential struct {
 	IdentityToken string // OAuth2 refresh token (ACR, docker login with identity tokens)
 	RegistryToken string // a bearer token to send as is
 	Source        string // "--username", "pull secret x.yaml (key myreg.io)", "docker config", "anonymous"
+	// CacheUntil is when the kubelet drops a credential provider's answer and asks again;
+	// CacheFrom says from what ("cacheDuration", "defaultCacheDuration"). Zero for other credentials.
+	CacheUntil time.Time
+	CacheFrom  string
 }
 
 // Anonymous reports whether there is nothing to present.

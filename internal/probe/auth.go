@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/registry"
@@ -21,6 +22,8 @@ type authorizer struct {
 	anonymous  bool
 	challenged bool   // a challenge after the ping was answered (once per attempt)
 	withheld   string // the token host credentials were withheld from (localRefusal)
+	// tokenExpiry is when the realm's bearer token dies, where its answer shows it
+	tokenExpiry *report.Expiry
 }
 
 // setAuthz sets the registry's Authorization and remembers its secret part for scrubbing.
@@ -116,12 +119,13 @@ func (w *walk) authenticate(reg *endpoint, ping *registry.Response) *failure {
 			return nil
 		}
 	}
-	token, err := registry.ParseToken(body)
+	token, err := registry.ParseTokenResponse(body)
 	if err != nil {
 		return w.fail(&failure{ep: tok, step: report.StepAuth, code: report.CodeAuthTokenInvalid, summary: "the token realm answered 200 but " + err.Error()}, ev, 0)
 	}
-	w.setAuthz("Bearer " + token)
-	w.keep(reg, w.authz, tokenLife(body))
+	w.setAuthz("Bearer " + token.Token)
+	w.tokenExpiry = tokenExpiry(token, time.Now())
+	w.keep(reg, w.authz, w.tokenLife())
 	w.step(tok, report.StepAuth, report.Pass, "", fmt.Sprintf("token issued for scope repository:%s:pull to %s", w.ref.Repository, cred.String()), report.Evidence{}, 0)
 	w.step(reg, report.StepAuth, report.Pass, "", "bearer token from "+tok.hostport, report.Evidence{}, 0)
 	return nil
@@ -144,4 +148,38 @@ func (w *walk) requestAuth(reg *endpoint, method string, u *url.URL, hdr http.He
 		return nil, f
 	}
 	return w.request(w.ctx, reg, method, u, hdr.Clone(), report.RoleBlob)
+}
+
+// tokenExpiry is when the realm's token dies: expires_in counted from issued_at (else from its
+// arrival, now), as the distribution token spec says; else the exp of a JWT token; nil when the
+// answer shows neither (the spec's default of 60 s is an assumption, not evidence).
+func tokenExpiry(t registry.Token, now time.Time) *report.Expiry {
+	if t.ExpiresIn > 0 {
+		from := now
+		if !t.IssuedAt.IsZero() {
+			from = t.IssuedAt
+		}
+		x := report.NewExpiry(report.ExpiryRegistryToken, from.Add(time.Duration(t.ExpiresIn)*time.Second), report.SourceExpiresIn, now)
+		return &x
+	}
+	if exp, ok := creds.JWTExpiry(t.Token); ok {
+		x := report.NewExpiry(report.ExpiryRegistryToken, exp, report.SourceJWTExp, now)
+		return &x
+	}
+	return nil
+}
+
+// expiries is what the report says of when the walk's credential and token die.
+func (w *walk) expiries(now time.Time) []report.Expiry {
+	var out []report.Expiry
+	if exp, ok := w.cred.Expiry(); ok {
+		out = append(out, report.NewExpiry(report.ExpiryCredential, exp, report.SourceJWTExp, now))
+	}
+	if c := w.cred; !c.CacheUntil.IsZero() {
+		out = append(out, report.NewExpiry(report.ExpiryProviderCache, c.CacheUntil, report.ExpirySource(c.CacheFrom), now))
+	}
+	if e := w.tokenExpiry; e != nil {
+		out = append(out, *e)
+	}
+	return out
 }

@@ -3,12 +3,12 @@ package probe
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"sync"
 	"time"
 
 	"github.com/pullpath/pullpath/internal/creds"
 	"github.com/pullpath/pullpath/internal/registry"
+	"github.com/pullpath/pullpath/internal/report"
 )
 
 // Memo is what a resident agent's quick rounds reuse from its earlier rounds, so that a round
@@ -29,6 +29,7 @@ type Memo struct {
 type memoToken struct {
 	token   string // the Authorization header; "" when the registry needs none
 	expires time.Time
+	expiry  *report.Expiry // the registry token's, as its full round read it
 }
 
 // tokenMargin is how long before its expiry a kept token is no longer used.
@@ -53,27 +54,27 @@ func tokenKey(host, repo string, c creds.Credential) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func (m *Memo) token(key string) (string, time.Time, bool) {
+func (m *Memo) token(key string) (memoToken, bool) {
 	if m == nil {
-		return "", time.Time{}, false
+		return memoToken{}, false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.tokens[key]
 	if !ok || m.now().After(t.expires.Add(-tokenMargin)) {
 		delete(m.tokens, key)
-		return "", time.Time{}, false
+		return memoToken{}, false
 	}
-	return t.token, t.expires, true
+	return t, true
 }
 
-func (m *Memo) keepToken(key, token string, life time.Duration) {
+func (m *Memo) keepToken(key, token string, life time.Duration, expiry *report.Expiry) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.tokens[key] = memoToken{token: token, expires: m.now().Add(life)}
+	m.tokens[key] = memoToken{token: token, expires: m.now().Add(life), expiry: expiry}
 }
 
 func (m *Memo) forgetToken(key string) {
@@ -106,17 +107,6 @@ func (m *Memo) keepManifest(key string, man *registry.Manifest) {
 	m.manifests[key] = man
 }
 
-// tokenLife reads expires_in from a token response (seconds), or the default.
-func tokenLife(body []byte) time.Duration {
-	var t struct {
-		ExpiresIn int64 `json:"expires_in"`
-	}
-	if json.Unmarshal(body, &t) != nil || t.ExpiresIn <= 0 {
-		return defaultTokenLife
-	}
-	return min(time.Duration(t.ExpiresIn)*time.Second, 24*time.Hour)
-}
-
 // keptLife is how long an authorization that is not a token (none, or Basic) is kept.
 const keptLife = time.Hour
 
@@ -130,13 +120,18 @@ func (w *walk) kept(reg *endpoint) bool {
 	if !w.opts.NoDownload || !w.opts.Sample {
 		return false // a full round proves GET /v2/ and the token realm anew
 	}
-	authz, _, ok := w.opts.Memo.token(w.memoKey)
+	t, ok := w.opts.Memo.token(w.memoKey)
 	if !ok {
 		return false
 	}
 	w.fromMemo, w.noPing = true, true
-	if authz != "" {
-		w.setAuthz(authz)
+	if t.token != "" {
+		w.setAuthz(t.token)
+	}
+	if e := t.expiry; e != nil {
+		// the kept token's death, as its full round read it, seen now
+		x := report.NewExpiry(e.What, e.Expires, e.Source, time.Now())
+		w.tokenExpiry = &x
 	}
 	return true
 }
@@ -144,8 +139,17 @@ func (w *walk) kept(reg *endpoint) bool {
 // keep stores the round's authorization for the next quick rounds.
 func (w *walk) keep(reg *endpoint, authz string, life time.Duration) {
 	if w.opts.Memo != nil && w.memoKey != "" && !w.fromMemo {
-		w.opts.Memo.keepToken(w.memoKey, authz, life)
+		w.opts.Memo.keepToken(w.memoKey, authz, life, w.tokenExpiry)
 	}
+}
+
+// tokenLife is how long the round's bearer token may be kept: until its expiry where its answer
+// shows it, else the distribution spec's 60 s.
+func (w *walk) tokenLife() time.Duration {
+	if e := w.tokenExpiry; e != nil {
+		return min(time.Duration(e.Remaining), 24*time.Hour)
+	}
+	return defaultTokenLife
 }
 
 // keptRefused forgets a kept authorization the registry refused, so that the round authenticates

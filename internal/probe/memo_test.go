@@ -50,6 +50,14 @@ func TestMemoQuickRoundsCostThreeRequests(t *testing.T) {
 			t.Errorf("the registry's steps in a quick round: %v", ep.Steps)
 		}
 	}
+	// the kept token's death is still said, from its full round's evidence
+	said := false
+	for _, x := range quick.CredentialExpiry {
+		said = said || (x.What == report.ExpiryRegistryToken && x.Expires.Equal(full.CredentialExpiry[0].Expires))
+	}
+	if len(full.CredentialExpiry) == 0 || !said {
+		t.Errorf("the registry token's expiry: full round %+v, quick round %+v", full.CredentialExpiry, quick.CredentialExpiry)
+	}
 	if !strings.Contains(quick.Summary, "a quick round") {
 		t.Errorf("summary %q", quick.Summary)
 	}

@@ -172,6 +172,7 @@ func (r *run) walk(i int) (*report.Probe, error) {
 	w.proxiedWarnings()
 	rep := w.report(f, start)
 	rep.CredentialSource = w.credentialSource(provFail)
+	rep.CredentialExpiry = w.expiries(time.Now())
 	if rt := opts.Runtime; rt != nil {
 		rep.Runtime = &report.Runtime{Name: string(rt.Runtime), Version: rt.Version, HostRoot: rt.HostRoot, Detected: rt.Detected, Hosts: []report.RuntimeHost{}}
 		for i, t := range targets {
@@ -236,7 +237,7 @@ func (w *walk) hosts(targets []target) (*failure, []string) {
 		// the runtime's error is that host's, with its credential and download; the endpoint the
 		// walk ends on stays the last host's
 		f = pick.f
-		w.cred, w.download = pick.attempt.cred, pick.attempt.download
+		w.cred, w.download, w.tokenExpiry = pick.attempt.cred, pick.attempt.download, pick.attempt.tokenExpiry
 		if len(tried) > 1 {
 			results[pick.i] += " (the error the runtime reports)"
 		}

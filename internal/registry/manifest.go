@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Media types the runtime accepts, in the Accept order containerd sends.
@@ -196,18 +198,49 @@ func ParseErrors(body []byte) []APIError {
 
 // ParseToken extracts the bearer token from a token-realm response (token or access_token).
 func ParseToken(body []byte) (string, error) {
+	t, err := ParseTokenResponse(body)
+	return t.Token, err
+}
+
+// Token is a token realm's answer (distribution token spec): the bearer token, and its lifetime
+// when the realm states one.
+type Token struct {
+	Token     string
+	ExpiresIn int       // seconds; 0 when absent (the spec then assumes 60)
+	IssuedAt  time.Time // zero when absent or not RFC 3339
+}
+
+// ParseTokenResponse reads a token-realm response (token or access_token, expires_in, issued_at).
+func ParseTokenResponse(body []byte) (Token, error) {
 	var t struct {
 		Token       string `json:"token"`
 		AccessToken string `json:"access_token"`
+		ExpiresIn   any    `json:"expires_in"`
+		IssuedAt    string `json:"issued_at"`
 	}
 	if err := json.Unmarshal(body, &t); err != nil {
-		return "", fmt.Errorf("token response is not JSON")
+		return Token{}, fmt.Errorf("token response is not JSON")
 	}
-	if t.Token != "" {
-		return t.Token, nil
+	out := Token{Token: t.Token}
+	if out.Token == "" {
+		out.Token = t.AccessToken
 	}
-	if t.AccessToken != "" {
-		return t.AccessToken, nil
+	if out.Token == "" {
+		return Token{}, fmt.Errorf("token response has neither token nor access_token")
 	}
-	return "", fmt.Errorf("token response has neither token nor access_token")
+	// a number per the spec; some realms send it as a string
+	switch v := t.ExpiresIn.(type) {
+	case float64:
+		if v > 0 && v < 1<<31 {
+			out.ExpiresIn = int(v)
+		}
+	case string:
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			out.ExpiresIn = n
+		}
+	}
+	if at, err := time.Parse(time.RFC3339, t.IssuedAt); err == nil {
+		out.IssuedAt = at.UTC()
+	}
+	return out, nil
 }

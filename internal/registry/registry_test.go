@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseReference(t *testing.T) {
@@ -177,5 +178,19 @@ func TestUnsupportedManifestIsATypedError(t *testing.T) {
 		if err == nil || errors.Is(err, ErrUnsupportedManifest) != tc.want {
 			t.Errorf("%s: ParseManifest = %v; errors.Is(ErrUnsupportedManifest) want %v", tc.name, err, tc.want)
 		}
+	}
+}
+
+func TestParseTokenResponseLifetime(t *testing.T) {
+	tok, err := ParseTokenResponse([]byte(`{"token":"t","expires_in":300,"issued_at":"2026-12-02T09:00:00Z"}`))
+	if err != nil || tok.Token != "t" || tok.ExpiresIn != 300 || !tok.IssuedAt.Equal(time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)) {
+		t.Errorf("ParseTokenResponse = %+v %v", tok, err)
+	}
+	tok, err = ParseTokenResponse([]byte(`{"access_token":"a","expires_in":"3600"}`))
+	if err != nil || tok.Token != "a" || tok.ExpiresIn != 3600 || !tok.IssuedAt.IsZero() {
+		t.Errorf("string expires_in: %+v %v", tok, err)
+	}
+	if tok, _ := ParseTokenResponse([]byte(`{"token":"t"}`)); tok.ExpiresIn != 0 {
+		t.Errorf("no expires_in: %d", tok.ExpiresIn)
 	}
 }

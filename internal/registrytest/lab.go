@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -63,6 +64,8 @@ type Faults struct {
 	EchoAuth          bool   // a misbehaving server: echo the request's Authorization in 4xx error messages
 	ErrorBody         string // a hostile server: this raw text/plain body instead of the JSON on manifest 4xx
 	Stall             bool   // the registry accepts requests but never answers
+	TokenNoExpiry     bool   // the token realm's answer has no expires_in
+	TokenJWTExp       int64  // the token realm issues an unsigned JWT with this exp claim (Unix time)
 }
 
 // Options configure a lab.
@@ -445,8 +448,11 @@ func (l *Lab) serveToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, p, hasCreds := r.BasicAuth()
-	if len(l.users) > 0 {
-		want, known := l.users[u]
+	l.mu.Lock()
+	want, known := l.users[u]
+	users := len(l.users)
+	l.mu.Unlock()
+	if users > 0 {
 		if !hasCreds || !known || subtle.ConstantTimeCompare([]byte(want), []byte(p)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Basic realm="pullpath lab"`)
 			writeErr(w, http.StatusUnauthorized, "UNAUTHORIZED", "authentication required", 0)
@@ -456,13 +462,37 @@ func (l *Lab) serveToken(w http.ResponseWriter, r *http.Request) {
 		l.Authorizations = append(l.Authorizations, r.Header.Get("Authorization"))
 		l.mu.Unlock()
 	}
+	f := l.faults.Load()
 	tok := "lab-token-" + randHex(24)
+	if f.TokenJWTExp != 0 {
+		tok = FakeJWT(f.TokenJWTExp, tok)
+	}
 	l.mu.Lock()
 	l.tokens[tok] = true
 	l.Authorizations = append(l.Authorizations, "Bearer "+tok)
 	l.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"token": tok, "access_token": tok, "expires_in": 300})
+	ans := map[string]any{"token": tok, "access_token": tok, "expires_in": 300}
+	if f.TokenNoExpiry {
+		delete(ans, "expires_in")
+	}
+	_ = json.NewEncoder(w).Encode(ans)
+}
+
+// AddUser lets user in at the token realm of a lab with users, with password (a JWT can stand
+// for a refresh token).
+func (l *Lab) AddUser(user, password string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.users[user] = password
+}
+
+// FakeJWT is an unsigned JWT whose claims are exp and a jti of id: the shape of a registry's or an
+// identity provider's token, with nothing to verify.
+func FakeJWT(exp int64, id string) string {
+	enc := base64.RawURLEncoding.EncodeToString
+	claims, _ := json.Marshal(map[string]any{"exp": exp, "jti": id})
+	return enc([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + enc(claims) + "." + enc([]byte(id))
 }
 
 // Token returns the last bearer token issued, to prove it never appears in output.

@@ -35,6 +35,9 @@ type Probe struct {
 	// CredentialSource names the identity the probe presented: "flag (…)", "pull secret FILE …",
 	// "docker config", "credential provider NAME (file:line)", "runtime config (…)", "anonymous …".
 	CredentialSource string `json:"credentialSource,omitempty"`
+	// CredentialExpiry says when what the probe presented, or was given, stops working, where the
+	// evidence shows it; absent when nothing is known.
+	CredentialExpiry []Expiry `json:"credentialExpiry,omitempty"`
 
 	Endpoints []Endpoint `json:"endpoints"`
 	Download  Download   `json:"download"`
@@ -49,6 +52,44 @@ type Probe struct {
 	Started  time.Time `json:"started"`
 	Duration Duration  `json:"durationMs"`
 }
+
+// Expiry is when one credential dies, and what says so. Remaining is counted from when the probe
+// saw the evidence: 0, and Expired, when it was already past.
+type Expiry struct {
+	What      ExpiryWhat   `json:"what"`
+	Expires   time.Time    `json:"expires"`
+	Source    ExpirySource `json:"source"`
+	Remaining Duration     `json:"remainingMs"`
+	Expired   bool         `json:"expired,omitempty"`
+}
+
+// NewExpiry is what expires at exp, seen at now.
+func NewExpiry(what ExpiryWhat, exp time.Time, source ExpirySource, now time.Time) Expiry {
+	x := Expiry{What: what, Expires: exp.UTC(), Source: source, Remaining: Duration(exp.Sub(now))}
+	if x.Remaining <= 0 {
+		x.Remaining, x.Expired = 0, true
+	}
+	return x
+}
+
+// ExpiryWhat names what expires.
+type ExpiryWhat string
+
+const (
+	ExpiryCredential    ExpiryWhat = "credential"     // what the probe presented (a JWT password, identity or registry token)
+	ExpiryRegistryToken ExpiryWhat = "registry-token" // the bearer token the token realm issued; renewed at every pull
+	ExpiryProviderCache ExpiryWhat = "provider-cache" // the kubelet's cache of a credential provider's answer
+)
+
+// ExpirySource is the evidence an expiry comes from.
+type ExpirySource string
+
+const (
+	SourceJWTExp               ExpirySource = "jwt-exp"              // the exp claim of a JWT, read without verifying
+	SourceExpiresIn            ExpirySource = "expires_in"           // the token response's expires_in (from issued_at, else its arrival)
+	SourceCacheDuration        ExpirySource = "cacheDuration"        // the provider's CredentialProviderResponse
+	SourceDefaultCacheDuration ExpirySource = "defaultCacheDuration" // the provider's config, when the response sets none
+)
 
 // Interruption says where a run was cut.
 type Interruption struct {

@@ -93,6 +93,9 @@ func WriteText(w io.Writer, p *Probe, o TextOptions) error {
 	if p.CredentialSource != "" {
 		Wrap(b, "identity  ", "          ", p.CredentialSource, width)
 	}
+	if l := expiryLine(p.CredentialExpiry); l != "" {
+		Wrap(b, "expiry    ", "          ", l, width)
+	}
 	if rt := p.Runtime; rt != nil {
 		ver := rt.Version
 		if ver == "" {
@@ -293,4 +296,42 @@ func ownerLine(token Owner, text string) string {
 		return string(token)
 	}
 	return text + " [" + string(token) + "]"
+}
+
+// expirySoon is how far ahead the text report names what expires; the JSON has every expiry.
+const expirySoon = 24 * time.Hour
+
+// expiryLine says what expires within expirySoon, or has expired: "the registry token expires in
+// 4m (expires_in)"; "" when nothing does.
+func expiryLine(xs []Expiry) string {
+	var parts []string
+	for _, x := range xs {
+		d := x.Remaining.Std()
+		if d >= expirySoon && !x.Expired {
+			continue
+		}
+		what := map[ExpiryWhat]string{ExpiryCredential: "the credential", ExpiryRegistryToken: "the registry token",
+			ExpiryProviderCache: "the kubelet's cache of the provider's credential"}[x.What]
+		if what == "" {
+			what = string(x.What)
+		}
+		when := "expires in " + roughDuration(d)
+		if x.Expired {
+			when = "had EXPIRED"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s, %s)", what, when, x.Source, x.Expires.UTC().Format(time.RFC3339)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// roughDuration is d to the second under a minute, to the minute under a day: "42s", "4m", "3h12m".
+func roughDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return d.Round(time.Second).String()
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Round(time.Minute)/time.Minute))
+	}
+	d = d.Round(time.Minute)
+	return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 }

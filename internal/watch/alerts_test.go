@@ -21,6 +21,7 @@ func TestAlertRules(t *testing.T) {
 	m.pathOK.WithLabelValues("n", "p", "i", "r").Set(1)
 	m.lastResult.WithLabelValues("n", "p").Set(1)
 	m.probeRan.WithLabelValues("n", "p", "i", "ok").Set(1)
+	m.credExpiry.WithLabelValues("p", "r", "credential").Set(1)
 	families, err := m.reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,8 @@ func servedMetrics(t *testing.T) map[string]bool {
 	m.observe("n1", "p", ImageResult{Image: "registry.example/app:1", Verdict: &v}, &report.PoolResult{
 		Delivery: "attach", DeliveryStats: &report.DeliveryStats{Bytes: 1},
 		Probe: &report.Probe{Hops: []report.Hop{{Role: report.RoleRegistry}},
-			Steps: []report.Step{{Step: report.StepDNS, Role: report.RoleRegistry, Verdict: report.Pass}}},
+			Steps:            []report.Step{{Step: report.StepDNS, Role: report.RoleRegistry, Verdict: report.Pass}},
+			CredentialExpiry: []report.Expiry{{What: report.ExpiryCredential, Expires: time.Now().Add(time.Hour), Source: report.SourceJWTExp}}},
 	}, time.Now())
 	ok := report.ProbeSummary{Class: report.ClassOK}
 	m.observe("n3", "p", ImageResult{Image: "registry.example/app:1", Verdict: &ok}, &report.PoolResult{}, time.Now())

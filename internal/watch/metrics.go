@@ -34,9 +34,18 @@ type metrics struct {
 	// agentFallbacks counts nodes that could not pull the agent's image (resident)
 	agentFallbacks prometheus.Counter
 
+	// credExpiry is the earliest expiry over a pool's nodes, from expiries: pool → node and image →
+	// what expires when
+	credExpiry *prometheus.GaugeVec
+	expiries   map[string]map[nodeImage]map[expiryKey]time.Time
+
 	mu    sync.Mutex
 	pools map[string]bool // the pools with per-pool series
 }
+
+type nodeImage struct{ node, image string }
+
+type expiryKey struct{ registry, source string }
 
 // buildInfo is the watcher's version: a series that is there while a watcher runs, leader or
 // standby, for an alert on its absence (a dead, crash-looping or unscheduled watcher).
@@ -56,8 +65,11 @@ func StandbyMetrics(version string) http.Handler {
 
 func newMetrics(interval time.Duration, api *APICounter, version string) *metrics {
 	m := &metrics{
-		pools: map[string]bool{},
-		reg:   prometheus.NewRegistry(),
+		pools: map[string]bool{}, expiries: map[string]map[nodeImage]map[expiryKey]time.Time{},
+		credExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_credential_expiry_timestamp_seconds",
+			Help: "When the pool's pull credentials die, earliest over its nodes (Unix time), where the probe saw evidence (a JWT's exp, the token answer's expires_in, a provider's cacheDuration); source: credential, registry-token (renewed at every pull), provider-cache."},
+			[]string{"pool", "registry", "source"}),
+		reg: prometheus.NewRegistry(),
 		pathOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "pullpath_watch_path_ok",
 			Help: "1 when the node's pull path for the image holds, 0 when it is broken; absent until probed or when the probe could not run."},
 			[]string{"node", "pool", "image", "registry"}),
@@ -94,7 +106,7 @@ func newMetrics(interval time.Duration, api *APICounter, version string) *metric
 	if api != nil {
 		m.reg.MustRegister(api)
 	}
-	m.reg.MustRegister(m.registryReq, m.delivered, m.probeRan, m.heartbeat, m.skipped, m.triggered, m.agentFallbacks, buildInfo(version))
+	m.reg.MustRegister(m.credExpiry, m.registryReq, m.delivered, m.probeRan, m.heartbeat, m.skipped, m.triggered, m.agentFallbacks, buildInfo(version))
 	m.reg.MustRegister(m.pathOK, m.stepSeconds, m.probes, m.lastSuccess, m.lastResult, m.interval, m.condition,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	m.interval.Set(interval.Seconds())
@@ -134,6 +146,9 @@ func (m *metrics) observe(node, pool string, r ImageResult, res *report.PoolResu
 		return
 	}
 	m.probeRan.WithLabelValues(node, pool, r.Image, string(classOf(r.Verdict.Class))).Set(1)
+	if probe != nil {
+		m.setExpiries(node, pool, r.Image, reg, probe.CredentialExpiry)
+	}
 	m.probes.WithLabelValues(pool, string(classOf(r.Verdict.Class))).Inc()
 	ok := 0.0
 	if r.Verdict.Class == report.ClassOK {
@@ -182,6 +197,18 @@ func (m *metrics) forget(node string, live map[string]bool) {
 	m.skipped.DeletePartialMatch(l)
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	for p, byNode := range m.expiries {
+		gone := false
+		for k := range byNode {
+			if k.node == node {
+				delete(byNode, k)
+				gone = true
+			}
+		}
+		if gone {
+			m.poolExpiries(p)
+		}
+	}
 	for p := range m.pools {
 		if live[p] {
 			continue
@@ -191,6 +218,48 @@ func (m *metrics) forget(node string, live map[string]bool) {
 		m.stepSeconds.DeletePartialMatch(pl)
 		m.probes.DeletePartialMatch(pl)
 		m.registryReq.DeletePartialMatch(pl)
+		delete(m.expiries, p)
+		m.credExpiry.DeletePartialMatch(pl)
+	}
+}
+
+// setExpiries keeps what a node's probe of an image saw expire, and sets its pool's earliest.
+// A probe that saw nothing clears the node's: a credential it no longer presents is not dying.
+func (m *metrics) setExpiries(node, pool, image, registry string, xs []report.Expiry) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.expiries[pool] == nil {
+		m.expiries[pool] = map[nodeImage]map[expiryKey]time.Time{}
+	}
+	seen := map[expiryKey]time.Time{}
+	for _, x := range xs {
+		k := expiryKey{registry, string(x.What)}
+		if t, ok := seen[k]; !ok || x.Expires.Before(t) {
+			seen[k] = x.Expires
+		}
+	}
+	ni := nodeImage{node, image}
+	if len(seen) == 0 {
+		delete(m.expiries[pool], ni)
+	} else {
+		m.expiries[pool][ni] = seen
+	}
+	m.poolExpiries(pool)
+}
+
+// poolExpiries sets the pool's series to the earliest expiry over its nodes; m.mu is held.
+func (m *metrics) poolExpiries(pool string) {
+	earliest := map[expiryKey]time.Time{}
+	for _, seen := range m.expiries[pool] {
+		for k, t := range seen {
+			if e, ok := earliest[k]; !ok || t.Before(e) {
+				earliest[k] = t
+			}
+		}
+	}
+	m.credExpiry.DeletePartialMatch(prometheus.Labels{"pool": pool})
+	for k, t := range earliest {
+		m.credExpiry.WithLabelValues(pool, k.registry, k.source).Set(float64(t.Unix()))
 	}
 }
 

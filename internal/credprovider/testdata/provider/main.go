@@ -47,11 +47,16 @@ func main() {
 		mode = os.Args[1]
 	}
 	host, _, _ := strings.Cut(req.Image, "/")
+	cacheDuration := ""
 	answer := func(key, user, pass string) {
-		json.NewEncoder(os.Stdout).Encode(map[string]any{
+		resp := map[string]any{
 			"apiVersion": req.APIVersion, "kind": "CredentialProviderResponse", "cacheKeyType": "Registry",
 			"auth": map[string]any{key: map[string]string{"username": user, "password": pass}},
-		})
+		}
+		if cacheDuration != "" {
+			resp["cacheDuration"] = cacheDuration
+		}
+		json.NewEncoder(os.Stdout).Encode(resp)
 	}
 	switch mode {
 	case "ok":
@@ -60,6 +65,9 @@ func main() {
 			key = os.Args[4]
 		}
 		answer(key, os.Args[2], os.Args[3])
+	case "cached": // cached USER PASSWORD CACHEDURATION
+		cacheDuration = os.Args[4]
+		answer(host, os.Args[2], os.Args[3])
 	case "fail":
 		fmt.Fprintln(os.Stderr, "E1202 failed to get token: managed identity endpoint said 400, token=leaked-provider-token-42 Authorization: Bearer eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJub2RlIn0.c2lnbmF0dXJl")
 		os.Exit(1)
