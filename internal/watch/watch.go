@@ -379,10 +379,27 @@ func (w *Watcher) probe(ctx context.Context, ns *nodeState) {
 // transition, an Event. The condition is written on a change, and otherwise once per
 // ConditionHeartbeat: a steady node costs the API server one write an hour.
 func (w *Watcher) record(ctx context.Context, ns *nodeState, n *corev1.Node, results []ImageResult, probes []*report.PoolResult, now time.Time) {
-	for i, r := range results {
-		w.metrics.observe(n.Name, ns.pool, r, probes[i], now)
-	}
+	w.export(ctx, ns, w.decide(ns, n, results, probes, now))
+}
+
+// decision is what one node's newest results decide: its condition and the one before, whether
+// the condition is written and an Event said. Made once, under the lock; every exporter (the
+// metrics, the Event, the condition, the status, the log) reads the same value.
+type decision struct {
+	node       *corev1.Node
+	pool       string
+	results    []ImageResult
+	probes     []*report.PoolResult
+	cond, prev Condition
+	since, now time.Time
+	event      bool // a transition: the Event
+	write      bool // the condition changed, or its hourly heartbeat is due
+}
+
+// decide records results in the node's state (the status reads it) and says what they decide.
+func (w *Watcher) decide(ns *nodeState, n *corev1.Node, results []ImageResult, probes []*report.PoolResult, now time.Time) decision {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, r := range results {
 		ns.results[r.Image] = r
 	}
@@ -392,15 +409,15 @@ func (w *Watcher) record(ctx context.Context, ns *nodeState, n *corev1.Node, res
 			all = append(all, r)
 		}
 	}
-	c := conditionOf(all)
+	d := decision{node: n, pool: ns.pool, results: results, probes: probes, cond: conditionOf(all), prev: ns.cond, now: now}
 	ns.busy, ns.probed = false, true
 	ns.next, ns.last = now.Add(w.o.Interval), now
-	prev := ns.cond
-	changed := prev.Status != c.Status
+	changed := d.prev.Status != d.cond.Status
 	if changed || ns.since.IsZero() {
 		ns.since = now
 	}
-	since := ns.since
+	d.since = ns.since
+	d.event = changed && d.prev.Status != "" || changed && d.cond.Status == "True"
 	for _, r := range results {
 		st := ns.statuses[r.Image]
 		if st == nil {
@@ -420,24 +437,32 @@ func (w *Watcher) record(ctx context.Context, ns *nodeState, n *corev1.Node, res
 		}
 		st.Class, st.Code, st.Host, st.Role, st.Step, st.LastProbed, st.Full, st.Error = class, code, host, role, step, now, r.Full, r.Error
 	}
-	ns.cond = c
-	write := c != ns.written || now.Sub(ns.writtenAt) >= ConditionHeartbeat
-	w.mu.Unlock()
-	w.metrics.setCondition(n.Name, ns.pool, c)
-	// the event first: who sees the condition flip finds its event
-	if changed && prev.Status != "" || changed && c.Status == "True" {
-		w.event(ctx, n, prev, c)
+	ns.cond = d.cond
+	d.write = d.cond != ns.written || now.Sub(ns.writtenAt) >= ConditionHeartbeat
+	return d
+}
+
+// export feeds a decision to the metrics, the Event, the node's condition and the log.
+func (w *Watcher) export(ctx context.Context, ns *nodeState, d decision) {
+	n := d.node
+	for i, r := range d.results {
+		w.metrics.observe(n.Name, d.pool, r, d.probes[i], d.now)
 	}
-	if write {
-		if err := w.setCondition(ctx, n, c, since, now); err != nil {
+	w.metrics.setCondition(n.Name, d.pool, d.cond)
+	// the event first: who sees the condition flip finds its event
+	if d.event {
+		w.event(ctx, n, d.prev, d.cond)
+	}
+	if d.write {
+		if err := w.setCondition(ctx, n, d.cond, d.since, d.now); err != nil {
 			w.progress(fmt.Sprintf("node %s: the condition could not be written: %v", n.Name, err))
 		} else {
 			w.mu.Lock()
-			ns.written, ns.writtenAt = c, now
+			ns.written, ns.writtenAt = d.cond, d.now
 			w.mu.Unlock()
 		}
 	}
-	w.progress(fmt.Sprintf("node %s (pool %s): %s %s", n.Name, ns.pool, c.Status, c.Reason))
+	w.progress(fmt.Sprintf("node %s (pool %s): %s %s", n.Name, d.pool, d.cond.Status, d.cond.Reason))
 }
 
 // residentReads is how many agents the watcher reads at once.
