@@ -45,11 +45,11 @@ type Options struct {
 	FullEvery int           // every Nth round downloads every blob; the first always does
 	// Budget bounds the requests this node's rounds send each registry in an hour: when spent, the
 	// next round waits until the hour's requests fall below it (0: no bound).
-	Budget int
-	Probe  Probe
-	Version   string
-	Logf      func(format string, args ...any)
-	now       func() time.Time
+	Budget  int
+	Probe   Probe
+	Version string
+	Logf    func(format string, args ...any)
+	now     func() time.Time
 }
 
 // Result is one probe's outcome.
