@@ -41,11 +41,16 @@ func helmPlaceholders() []string {
 		"{REPLICAS}", "{{ .Values.replicas }}",
 		"{IMAGES}", "{{- range .Values.images }}\n            - --image={{ . }}\n{{- end }}" +
 			"\n{{- with .Values.secret }}\n            - --secret={{ . }}\n{{- end }}" +
-			"\n{{- with .Values.serviceAccount }}\n            - --service-account={{ . }}\n{{- end }}",
+			"\n{{- with .Values.serviceAccount }}\n            - --service-account={{ . }}\n{{- end }}" +
+			"\n{{- if .Values.resident }}\n            - --resident\n{{- end }}" +
+			"\n{{- with .Values.agentImage }}\n            - --agent-image={{ . }}\n{{- end }}",
 		"{MONITORING}", ManifestOptions{}.monitoring(), "{JANITORNS}", "{{ .Values.janitorNamespace }}",
 		"{WATCHERPOD}", pod(6), "{JANITORPOD}", pod(10),
 		"{WATCHERRES}", " {{- toYaml .Values.resources | nindent 12 }}", "{JANITORRES}", " {{- toYaml .Values.janitorResources | nindent 16 }}"}
 }
+
+// helmAgentRepo stands for the agent image's repository in the policy, replaced by a Helm expression.
+const helmAgentRepo = "AGENTREPO"
 
 // helmTemplate is the chart's templates/watch.yaml: Manifests, each optional part under the
 // value that turns it on.
@@ -62,7 +67,8 @@ func helmTemplate() string {
 		"{{- if or .Values.secret .Values.serviceAccount }}\n" +
 		"{{- $ref := splitList \"/\" (.Values.secret | default .Values.serviceAccount) }}\n---\n" + r.Replace(identity) + "{{- end }}\n" +
 		"{{- if .Values.janitorNamespace }}\n---\n" + r.Replace(janitorTemplate) + "{{- end }}\n" +
-		"---\n" + cluster.AdmissionPolicyNamed(WatchProbePolicy, "{{ .Values.runNamespace }}", nil) +
+		"---\n" + strings.Replace(cluster.AdmissionPolicyNamed(WatchProbePolicy, "{{ .Values.runNamespace }}", []string{helmAgentRepo}),
+			"['"+helmAgentRepo+"']", `{{ with .Values.agentImage }}['{{ index (splitList "@" .) 0 }}']{{ else }}[]{{ end }}`, 1) +
 		"---\n" + NodeStatusPolicy("{{ .Values.namespace }}", "{{ .Values.watcherServiceAccount }}")
 }
 
@@ -198,7 +204,8 @@ func setFlags(o ManifestOptions) []string {
 		"--set-string", "namespace=" + o.Namespace, "--set-string", "runNamespace=" + o.RunNamespace, "--set-string", "interval=" + o.Interval,
 		"--set", fmt.Sprintf("metricsPort=%d", o.MetricsPort), "--set", fmt.Sprintf("replicas=%d", o.Replicas),
 		"--set-string", "watcherServiceAccount=" + o.ServiceAccount, "--set-string", "secret=" + o.Secret,
-		"--set-string", "serviceAccount=" + o.PullServiceAccount, "--set-string", "janitorNamespace=" + o.JanitorNamespace}
+		"--set-string", "serviceAccount=" + o.PullServiceAccount, "--set-string", "janitorNamespace=" + o.JanitorNamespace,
+		"--set", fmt.Sprintf("resident=%t", o.Resident), "--set-string", "agentImage=" + o.AgentImage}
 	return s
 }
 
@@ -221,6 +228,8 @@ func TestHelmChartRendersManifests(t *testing.T) {
 	}{
 		{"secret", func(o *ManifestOptions) { o.Secret = "shop/regcred" }},
 		{"service account, no janitor", func(o *ManifestOptions) { o.PullServiceAccount, o.JanitorNamespace = "shop/puller", "" }},
+		{"resident", func(o *ManifestOptions) { o.Resident = true }},
+		{"resident with its image", func(o *ManifestOptions) { o.Resident, o.AgentImage = true, pinnedAgent }},
 		{"every flag", func(o *ManifestOptions) {
 			o.Images = []string{"registry.example/app:1", "registry.example/team/web@sha256:" + strings.Repeat("ab", 32)}
 			o.WatcherImage = "registry.corp.example/tools/pullpath:v2"
@@ -374,6 +383,8 @@ func TestHelmChartRefuses(t *testing.T) {
 		{"one namespace for both", []string{"--set", "runNamespace=pullpath-watcher"}, "namespace and runNamespace are both pullpath-watcher"},
 		{"janitor in the watcher's namespace", []string{"--set", "janitorNamespace=pullpath-watcher"}, "janitorNamespace pullpath-watcher: want verify's run namespace"},
 		{"bad namespace", []string{"--set", "runNamespace=Pull_Path"}, "/runNamespace"},
+		{"agent image without resident", []string{"--set-string", "agentImage=" + pinnedAgent}, "agentImage is for the resident agents"},
+		{"agent image by tag", []string{"--set", "resident=true", "--set-string", "agentImage=registry.corp.example/tools/pullpath:v1"}, "/agentImage"},
 		{"secret without namespace", []string{"--set", "secret=regcred"}, "/secret"},
 		{"both identities", []string{"--set", "secret=shop/a", "--set", "serviceAccount=shop/b"}, "give secret or serviceAccount, not both"},
 		{"replicas", []string{"--set", "replicas=0"}, "/replicas"},

@@ -23,6 +23,9 @@ and ranges, this the rest. It prints nothing.
 {{- if and $v.janitorNamespace (or (eq $v.janitorNamespace $v.namespace) (eq $v.janitorNamespace $v.runNamespace)) -}}
 {{- fail (printf "janitorNamespace %s: want verify's run namespace, not the watcher's own" $v.janitorNamespace) -}}
 {{- end -}}
+{{- if and $v.agentImage (not $v.resident) -}}
+{{- fail "agentImage is for the resident agents: set resident: true" -}}
+{{- end -}}
 {{- if and $v.secret $v.serviceAccount -}}
 {{- fail "give secret or serviceAccount, not both" -}}
 {{- end -}}
