@@ -68,7 +68,7 @@ func helmTemplate() string {
 		"{{- $ref := splitList \"/\" (.Values.secret | default .Values.serviceAccount) }}\n---\n" + r.Replace(identity) + "{{- end }}\n" +
 		"{{- if .Values.janitorNamespace }}\n---\n" + r.Replace(janitorTemplate) + "{{- end }}\n" +
 		"---\n" + strings.Replace(cluster.AdmissionPolicyNamed(WatchProbePolicy, "{{ .Values.runNamespace }}", []string{helmAgentRepo}),
-			"['"+helmAgentRepo+"']", `{{ with .Values.agentImage }}['{{ index (splitList "@" .) 0 }}']{{ else }}[]{{ end }}`, 1) +
+		"['"+helmAgentRepo+"']", `{{ with .Values.agentImage }}['{{ index (splitList "@" .) 0 }}']{{ else }}[]{{ end }}`, 1) +
 		"---\n" + NodeStatusPolicy("{{ .Values.namespace }}", "{{ .Values.watcherServiceAccount }}")
 }
 
