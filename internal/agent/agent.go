@@ -30,7 +30,7 @@ const DefaultBudget = 100
 
 // MinGap is the shortest time between two probes of one image that a request can cause: a
 // neighbour that asks in a loop costs the registry one probe of each image per MinGap.
-const MinGap = 20 * time.Second
+const MinGap = 10 * time.Second
 
 // Probe runs one probe of image on this node: full downloads every blob, else the probe stops
 // at the first byte of each layer. The agent re-reads nothing itself: Probe reads the node's
@@ -173,7 +173,7 @@ func (a *Agent) Ask(ctx context.Context, image string, since time.Time) (*Result
 		now := a.o.now()
 		a.mu.Unlock()
 		switch {
-		case r != nil && !since.IsZero() && r.At.After(since):
+		case r != nil && !since.IsZero() && r.startedAfter(since):
 			return r, nil
 		case r != nil && since.IsZero() && now.Sub(r.At) < MinGap:
 			return r, nil
@@ -195,11 +195,33 @@ func (a *Agent) Ask(ctx context.Context, image string, since time.Time) (*Result
 				return nil, ctx.Err()
 			}
 		}
+		if r != nil && a.budgetSpent(r) {
+			return r, nil // the registry's budget is spent: asks wait for the hour, as rounds do
+		}
 		return a.probe(ctx, image, false, true), nil
 	}
 }
 
+// budgetSpent reports whether the registry of r's image has had its budget this hour.
+func (a *Agent) budgetSpent(r *Result) bool {
+	if a.o.Budget <= 0 || r.Report == nil || r.Report.Reference.Registry == "" {
+		return false
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.used(r.Report.Reference.Registry, a.o.now()) >= a.o.Budget
+}
+
 var errUnknownImage = errors.New("not an image this agent probes")
+
+// startedAfter reports whether r's probe started after t, a time to the second (an Event's): a
+// probe that ended after a failure but started before it may not have seen it.
+func (r *Result) startedAfter(t time.Time) bool {
+	return !r.At.Add(-time.Duration(r.Took)).Before(t.Truncate(time.Second).Add(time.Second))
+}
+
+// StartedAfter is startedAfter for the watcher.
+func (r *Result) StartedAfter(t time.Time) bool { return r.startedAfter(t) }
 
 func (a *Agent) known(image string) bool {
 	for _, i := range a.o.Images {

@@ -92,7 +92,7 @@ func TestAskProbesAfterTheFailureAtMostOncePerGapAndOnlyItsImages(t *testing.T) 
 		t.Fatalf("ask: %+v %v", r, err)
 	}
 	first := r.Results[0].At
-	now = now.Add(10 * time.Second)
+	now = now.Add(5 * time.Second)
 	if _, err := c.Ask(context.Background(), base, "n1", "r.test/a:1", time.Time{}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestAskProbesAfterTheFailureAtMostOncePerGapAndOnlyItsImages(t *testing.T) 
 		t.Errorf("asks within %s, or answered by a newer result, ran %d probes, want 1", MinGap, n)
 	}
 	// a failure after it, past the gap: a new probe
-	now = now.Add(15 * time.Second)
+	now = now.Add(6 * time.Second)
 	r, err = c.Ask(context.Background(), base, "n1", "r.test/a:1", now.Add(-time.Second))
 	if err != nil || fp.calls.Load() != 2 || !r.Results[0].At.After(now.Add(-time.Second)) {
 		t.Errorf("an ask after a failure newer than the last result: %d probes (%v), want 2", fp.calls.Load(), err)
@@ -303,6 +303,47 @@ func TestBudgetStretchesTheNextRound(t *testing.T) {
 	for _, want := range []string{`pullpath_agent_registry_requests_total{registry="r.test"} 30`, `pullpath_agent_registry_budget_used_ratio{registry="r.test"} 1.2`} {
 		if !strings.Contains(m.Body.String(), want) {
 			t.Errorf("metrics lack %s:\n%s", want, m.Body)
+		}
+	}
+}
+
+// Asks count in the registry's budget: once spent, an ask is answered with the newest result.
+func TestAskRespectsTheBudget(t *testing.T) {
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	var calls int
+	probe := func(_ context.Context, image string, full bool) (*report.Probe, error) {
+		calls++
+		return &report.Probe{Kind: "ProbeReport", Image: image, Class: report.ClassOK, Reference: report.Ref{Registry: "r.test"}, Hops: make([]report.Hop, 10)}, nil
+	}
+	a, _ := New(Options{Node: "n1", Images: []string{"r.test/a:1"}, Interval: 15 * time.Minute, Budget: 20, Probe: probe, now: func() time.Time { return now }})
+	for range 3 {
+		if _, err := a.Ask(context.Background(), "r.test/a:1", now.Add(-time.Millisecond)); err != nil {
+			t.Fatal(err)
+		}
+		now = now.Add(time.Minute)
+	}
+	if calls != 2 {
+		t.Errorf("%d probes for three asks a minute apart with a budget of 20 (10 a probe), want 2", calls)
+	}
+}
+
+// A result answers a failure only when its probe started after the failure's second: one that
+// ended after it but started before may not have seen it.
+func TestStartedAfterTheFailure(t *testing.T) {
+	failure := time.Date(2026, 12, 5, 10, 0, 1, 0, time.UTC) // an Event's time, to the second
+	for _, tc := range []struct {
+		end  time.Time
+		took time.Duration
+		want bool
+	}{
+		{failure.Add(1500 * time.Millisecond), time.Second, false}, // started 10:00:01.5, the failure's second
+		{failure.Add(3 * time.Second), time.Second, true},          // started 10:00:03
+		{failure.Add(2 * time.Second), 2 * time.Second, false},     // started 10:00:01, the failure's second
+		{failure.Add(2*time.Second + time.Millisecond), time.Second, true},
+	} {
+		r := &Result{At: tc.end, Took: report.Duration(tc.took)}
+		if got := r.StartedAfter(failure); got != tc.want {
+			t.Errorf("ended %s after %s: StartedAfter = %t, want %t", tc.end.Format("15:04:05.000"), tc.took, got, tc.want)
 		}
 	}
 }

@@ -32,11 +32,12 @@ func (w *Watcher) agentQuiet() time.Duration { return max(w.o.Probe.Timeout, 2*t
 
 // agentState is what the watcher knows of one node's agent.
 type agentState struct {
-	seq      uint64               // the newest result read
-	started  time.Time            // when the agent read started: another start is another life, seq anew
-	asked    map[string]time.Time // image → when a pull failure of it was seen: probe it now
-	noPull   bool                 // its image could not be pulled: the no-pull agent, from now on
-	failing  time.Time            // since when it does not run or answer; zero while it does
+	seq      uint64                  // the newest result read
+	started  time.Time               // when the agent read started: another start is another life, seq anew
+	asked    map[string]time.Time    // image → when a pull failure of it was seen: probe it now
+	newest   map[string]agent.Result // image → the newest result read (its report dropped)
+	noPull   bool                    // its image could not be pulled: the no-pull agent, from now on
+	failing  time.Time               // since when it does not run or answer; zero while it does
 	failWhy  string
 	lastTook time.Duration
 }
@@ -228,6 +229,14 @@ func (w *Watcher) agentResults(ctx context.Context, ns *nodeState, n *corev1.Nod
 				pr.Class = res.Report.Class
 			}
 			results = append(results, intake(res.Image, res.Full, pr))
+			w.mu.Lock()
+			if ns.agent.newest == nil {
+				ns.agent.newest = map[string]agent.Result{}
+			}
+			kept := res
+			kept.Report = nil
+			ns.agent.newest[res.Image] = kept
+			w.mu.Unlock()
 			probes = append(probes, pr)
 			took = max(took, time.Duration(res.Took))
 		}

@@ -125,8 +125,12 @@ func (w *Watcher) trigger(f *pullFailure) {
 	now := time.Now()
 	if w.o.Resident {
 		// the agent probes on the node: ask it for a result newer than the failure, unless the
-		// newest already is, or an ask is pending (it answers both)
-		if ns == nil || ns.skip != "" || ns.last.After(f.at) || !ns.agent.asked[f.image].IsZero() {
+		// newest probe started after it, or an ask is pending (it answers both)
+		if ns == nil || ns.skip != "" || !ns.agent.asked[f.image].IsZero() {
+			w.mu.Unlock()
+			return
+		}
+		if r, ok := ns.agent.newest[f.image]; ok && r.StartedAfter(f.at) {
 			w.mu.Unlock()
 			return
 		}
