@@ -173,7 +173,7 @@ func (a *Agent) Ask(ctx context.Context, image string, since time.Time) (*Result
 		now := a.o.now()
 		a.mu.Unlock()
 		switch {
-		case r != nil && !since.IsZero() && r.startedAfter(since):
+		case r != nil && !since.IsZero() && r.StartedAfter(since):
 			return r, nil
 		case r != nil && since.IsZero() && now.Sub(r.At) < MinGap:
 			return r, nil
@@ -214,14 +214,11 @@ func (a *Agent) budgetSpent(r *Result) bool {
 
 var errUnknownImage = errors.New("not an image this agent probes")
 
-// startedAfter reports whether r's probe started after t, a time to the second (an Event's): a
+// StartedAfter reports whether r's probe started after t, a time to the second (an Event's): a
 // probe that ended after a failure but started before it may not have seen it.
-func (r *Result) startedAfter(t time.Time) bool {
+func (r *Result) StartedAfter(t time.Time) bool {
 	return !r.At.Add(-time.Duration(r.Took)).Before(t.Truncate(time.Second).Add(time.Second))
 }
-
-// StartedAfter is startedAfter for the watcher.
-func (r *Result) StartedAfter(t time.Time) bool { return r.startedAfter(t) }
 
 func (a *Agent) known(image string) bool {
 	for _, i := range a.o.Images {

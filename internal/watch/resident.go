@@ -14,7 +14,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/pullpath/pullpath/internal/agent"
-	"github.com/pullpath/pullpath/internal/cluster"
 	"github.com/pullpath/pullpath/internal/nodeprobe"
 	"github.com/pullpath/pullpath/internal/report"
 )
@@ -211,7 +210,7 @@ func (w *Watcher) collect(ctx context.Context, ns *nodeState) {
 // agentResults records what the agent answered, and when to read it again: just after its
 // next round ends.
 func (w *Watcher) agentResults(ctx context.Context, ns *nodeState, n *corev1.Node, got []*agent.Results, mode string, now time.Time) {
-	pool, _ := cluster.Pool(n)
+	pool := ns.pool // set once, when the node was first seen
 	var results []ImageResult
 	var probes []*report.PoolResult
 	var seq uint64
@@ -276,7 +275,7 @@ func (w *Watcher) agentDown(ctx context.Context, ns *nodeState, n *corev1.Node, 
 	w.mu.Unlock()
 	var results []ImageResult
 	var probes []*report.PoolResult
-	pool, _ := cluster.Pool(n)
+	pool := ns.pool
 	for _, img := range w.o.Images {
 		pr := &report.PoolResult{Pool: pool, Node: n.Name, Class: report.ClassOther, Error: why}
 		results = append(results, intake(img, false, pr))

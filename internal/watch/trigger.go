@@ -117,43 +117,49 @@ func pullFailureOf(e *corev1.Event, watched map[string]string) *pullFailure {
 	return f
 }
 
-// trigger makes a node whose kubelet failed to pull a watched image due now, unless it is being
-// probed, is skipped, or was probed within minRetrigger.
+// trigger makes a node whose kubelet failed to pull a watched image due now (bringForward), and
+// says so.
 func (w *Watcher) trigger(f *pullFailure) {
 	w.mu.Lock()
-	ns := w.nodes[f.node]
-	now := time.Now()
-	if w.o.Resident {
-		// the agent probes on the node: ask it for a result newer than the failure, unless the
-		// newest probe started after it, or an ask is pending (it answers both)
-		if ns == nil || ns.skip != "" || !ns.agent.asked[f.image].IsZero() {
-			w.mu.Unlock()
-			return
-		}
-		if r, ok := ns.agent.newest[f.image]; ok && r.StartedAfter(f.at) {
-			w.mu.Unlock()
-			return
-		}
-		if ns.agent.asked == nil {
-			ns.agent.asked = map[string]time.Time{}
-		}
-		ns.agent.asked[f.image] = f.at
-		if !ns.busy {
-			ns.next = now
-		}
-		w.mu.Unlock()
-		w.metrics.triggered.Inc()
-		w.progress(fmt.Sprintf("node %s: its kubelet failed to pull %s; probing it now", f.node, f.image))
-		return
-	}
-	if ns == nil || ns.busy || ns.skip != "" || now.Sub(ns.last) < minRetrigger || !ns.next.After(now) {
-		w.mu.Unlock()
-		return
-	}
-	ns.next = now
+	brought := w.bringForward(f, time.Now())
 	w.mu.Unlock()
+	if !brought {
+		return
+	}
 	w.metrics.triggered.Inc()
 	w.progress(fmt.Sprintf("node %s: its kubelet failed to pull %s; probing it now", f.node, f.image))
+}
+
+// bringForward (under mu) makes f's node due now, unless it is skipped. With probe pods: unless
+// it is being probed or was probed within minRetrigger. With agents: its agent is asked for a
+// result newer than the failure, unless its newest probe started after it or an ask is pending
+// (it answers both).
+func (w *Watcher) bringForward(f *pullFailure, now time.Time) bool {
+	ns := w.nodes[f.node]
+	if ns == nil || ns.skip != "" {
+		return false
+	}
+	if !w.o.Resident {
+		if ns.busy || now.Sub(ns.last) < minRetrigger || !ns.next.After(now) {
+			return false
+		}
+		ns.next = now
+		return true
+	}
+	if !ns.agent.asked[f.image].IsZero() {
+		return false
+	}
+	if r, ok := ns.agent.newest[f.image]; ok && r.StartedAfter(f.at) {
+		return false
+	}
+	if ns.agent.asked == nil {
+		ns.agent.asked = map[string]time.Time{}
+	}
+	ns.agent.asked[f.image] = f.at
+	if !ns.busy {
+		ns.next = now
+	}
+	return true
 }
 
 // eventsRefused says once that pull failures are not followed, and why.
