@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -144,44 +142,20 @@ func TestResidentWatchAtScale(t *testing.T) {
 	}
 	agentSrv := &http.Server{Handler: fa, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = agentSrv.Serve(al) }()
-	defer agentSrv.Close()
-	ml, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	maddr := ml.Addr().String()
-	ml.Close()
+	t.Cleanup(func() { agentSrv.Close() }) // after the watcher's (cleanups run last first)
 	start := time.Now()
-	cmd := exec.Command(bin, "watch", "--image", image, "--resident", "--agent-image", "registry.fleet.test/tools/pullpath@sha256:"+strings.Repeat("ab", 32),
+	w := startWatchProc(t, bin, kc, 5*time.Minute, "--image", image, "--resident", "--agent-image", "registry.fleet.test/tools/pullpath@sha256:"+strings.Repeat("ab", 32),
 		"--agent-port", strconv.Itoa(al.Addr().(*net.TCPAddr).Port), "--interval", interval.String(), "--probe-timeout", "30s",
-		"--metrics-address", maddr, "--run-namespace", "pullpath-watch")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
-	var mu sync.Mutex
-	var errOut bytes.Buffer
-	cmd.Stderr = writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return errOut.Write(b) })
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Minute):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
+		"--run-namespace", "pullpath-watch")
+	maddr := w.metrics
 	scrape := func() map[string]float64 { return promtext.Scrape(t, nil, "http://"+maddr+"/metrics") }
 	// the first round: every node has its first result
 	var peakRSS float64
 	var firstRound time.Duration
 	for deadline := time.Now().Add(30 * time.Minute); ; time.Sleep(2 * time.Second) {
 		select {
-		case err := <-done:
-			mu.Lock()
-			t.Fatalf("watch ended: %v\n%s", err, errOut.String())
+		case err := <-w.done:
+			t.Fatalf("watch ended: %v\n%s", err, w.stderr())
 		default:
 		}
 		m, err := scrapeMaybe(maddr)
@@ -195,8 +169,7 @@ func TestResidentWatchAtScale(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			mu.Lock()
-			t.Fatalf("not every node had a result within 30 min (%.0f): %s", promtext.Sum(m, "pullpath_watch_probes_total{"), tail(errOut.String(), 3000))
+			t.Fatalf("not every node had a result within 30 min (%.0f): %s", promtext.Sum(m, "pullpath_watch_probes_total{"), tail(w.stderr(), 3000))
 		}
 	}
 	pods, err := admin.CoreV1().Pods("pullpath-watch").List(context.Background(), metav1.ListOptions{LabelSelector: "pullpath.dev/role=agent"})

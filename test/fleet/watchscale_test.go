@@ -1,15 +1,10 @@
 package fleet
 
 import (
-	"bytes"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -37,43 +32,13 @@ func TestWatchAtScale(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
 	start := time.Now()
-	cmd := exec.Command(bin, "watch", "--image", tr.fleet.Images[len(tr.fleet.Images)-1], "--interval", "15m",
-		"--probe-timeout", "20s", "--concurrency", "5", "--metrics-address", addr, "--run-namespace", "pullpath-watch")
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kc)
-	var mu sync.Mutex
-	var errOut bytes.Buffer
-	cmd.Stderr = writerFunc(func(b []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return errOut.Write(b) })
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(3 * time.Minute):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-	}()
-	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		mu.Lock()
-		up := strings.Contains(errOut.String(), "probing every Ready node")
-		mu.Unlock()
-		if up {
-			break
-		}
+	w := startWatchProc(t, bin, kc, 3*time.Minute, "--image", tr.fleet.Images[len(tr.fleet.Images)-1], "--interval", "15m",
+		"--probe-timeout", "20s", "--concurrency", "5", "--run-namespace", "pullpath-watch")
+	addr := w.metrics
+	for deadline := time.Now().Add(3 * time.Minute); !strings.Contains(w.stderr(), "probing every Ready node"); time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			mu.Lock()
-			t.Fatalf("watch did not start within 3 min\n%s", errOut.String())
+			t.Fatalf("watch did not start within 3 min\n%s", w.stderr())
 		}
 	}
 	synced := time.Since(start)
@@ -110,7 +75,3 @@ requests since the start: %.0f (the informer's list and the run's objects includ
 		t.Errorf("%.0f GETs of nodes for %.0f probes: the informer's cache must serve the fleet", getNodes, probes)
 	}
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
